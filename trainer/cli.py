@@ -1,0 +1,204 @@
+"""`kicktrain`: prepare data, fit, export, sample and evaluate kick models.
+
+    kicktrain prepare DATA_DIR... [--cache DIR]
+    kicktrain fit DATA_DIR... --run-dir RUN [--preset tiny|small|base] [--max-steps N] [--device auto|cpu|cuda]
+                  [--export-dir DIR] [--init ARTIFACT] [--vram-budget GB] [--set section.key=value ...]
+    kicktrain export RUN --out NAME.safetensors
+    kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
+    kicktrain eval ARTIFACT --real DIR [--train DIR] [--out DIR]
+
+Errors a user can fix print one line and exit 2; nothing is left half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import ConfigError, from_dict, preset
+
+
+def _parse_value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def apply_overrides(cfg, items: list[str]):
+    """--set model.widths=[32,64] train.lr=1e-4 (values are JSON; bare words are strings)."""
+    d = cfg.to_dict()
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or "." not in key:
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        section, name = key.split(".", 1)
+        if section not in d or not isinstance(d[section], dict):
+            raise ConfigError(f"--set {item!r}: unknown section {section!r}")
+        if name not in d[section]:
+            raise ConfigError(f"--set {item!r}: unknown key {name!r} in {section}")
+        d[section][name] = _parse_value(value)
+    if items:
+        d["preset"] = cfg.preset
+    return from_dict(d)
+
+
+def _cmd_prepare(args: argparse.Namespace) -> int:
+    from .data import prepare
+
+    cfg = preset(args.preset).data
+    cache = Path(args.cache) if args.cache else Path(".cache/kicktrain") / args.preset
+    ds = prepare(args.data, cfg, cache)
+    print(f"{len(ds)} clips of {cfg.length} samples at {cfg.sample_rate} Hz in {cache}")
+    return 0
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from .train import FitOptions, fit
+
+    cfg = apply_overrides(preset(args.preset), args.set or [])
+    opts = FitOptions(data=args.data, run_dir=Path(args.run_dir), cfg=cfg, device=args.device,
+                      max_steps=args.max_steps, export_dir=Path(args.export_dir) if args.export_dir else None,
+                      export_name=args.export_name, init=Path(args.init) if args.init else None,
+                      vram_budget_gb=args.vram_budget, progress=not args.no_progress,
+                      tensorboard=not args.no_tensorboard)
+    summary = fit(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_run
+
+    path = export_run(Path(args.run), Path(args.out))
+    print(f"exported {path}")
+    return 0
+
+
+def _parse_controls(items: list[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--control {item!r}: expected name=value")
+        out[name] = float(value)
+    return out
+
+
+def _cmd_sample(args: argparse.Namespace) -> int:
+    import numpy as np
+    import soundfile as sf
+
+    from .artifact import atomic_write_bytes
+    from .generator import Item, finish_kick, load_generator
+
+    gen = load_generator(Path(args.artifact), args.device)
+    controls = _parse_controls(args.control or [])
+    seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(0, 2**31 - 1))
+    items = [Item(seed=seed + i, controls=controls) for i in range(args.n)]
+    clips = finish_kick(gen.sample(items, steps=args.steps, sampler=args.sampler), gen.sample_rate)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    import io
+
+    for it, clip in zip(items, clips):
+        buf = io.BytesIO()
+        sf.write(buf, clip, gen.sample_rate, subtype="PCM_24", format="WAV")
+        path = out / f"{gen.name}_{it.seed}.wav"
+        atomic_write_bytes(path, buf.getvalue())
+        print(path)
+    return 0
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from .evaluate import main as eval_main
+
+    return eval_main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kicktrain", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"kicktrain {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    sp = sub.add_parser("prepare", help="scan, decode and cache a folder of kicks")
+    sp.add_argument("data", nargs="+")
+    sp.add_argument("--preset", default="small")
+    sp.add_argument("--cache", help="cache folder (default .cache/kicktrain/PRESET)")
+    sp.set_defaults(func=_cmd_prepare)
+
+    sp = sub.add_parser("fit", help="train a model (resumes automatically from RUN)")
+    sp.add_argument("data", nargs="+")
+    sp.add_argument("--run-dir", required=True)
+    sp.add_argument("--preset", default="small", help="tiny | small | base (default small)")
+    sp.add_argument("--max-steps", type=int)
+    sp.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
+    sp.add_argument("--export-dir", help="export the EMA model here after each checkpoint (e.g. the daemon's models)")
+    sp.add_argument("--export-name", help="artifact name in --export-dir (default: the run folder's name)")
+    sp.add_argument("--init", help="fine-tune from this artifact (uses train.finetune_lr)")
+    sp.add_argument("--vram-budget", type=float, help="GB of GPU memory to fit in: picks the micro-batch")
+    sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
+    sp.add_argument("--no-progress", action="store_true")
+    sp.add_argument("--no-tensorboard", action="store_true")
+    sp.set_defaults(func=_cmd_fit)
+
+    sp = sub.add_parser("export", help="export a run's EMA weights as a served artifact")
+    sp.add_argument("run")
+    sp.add_argument("--out", required=True)
+    sp.set_defaults(func=_cmd_export)
+
+    sp = sub.add_parser("sample", help="write kicks from an artifact, offline")
+    sp.add_argument("artifact")
+    sp.add_argument("--n", type=int, default=8)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--seed", type=int)
+    sp.add_argument("--steps", type=int)
+    sp.add_argument("--sampler")
+    sp.add_argument("--device", default="auto")
+    sp.add_argument("--control", action="append", metavar="NAME=VALUE", help="a control value 0..1, e.g. decay=0.8")
+    sp.set_defaults(func=_cmd_sample)
+
+    sp = sub.add_parser("eval", help="FAD/KID, novelty and diversity against real kicks, with pictures")
+    sp.add_argument("artifact")
+    sp.add_argument("--real", required=True, help="folder of real (held-out) kicks")
+    sp.add_argument("--train", help="folder of the training kicks (for novelty)")
+    sp.add_argument("--out", default="eval", help="folder for report.json and PNGs")
+    sp.add_argument("--n", type=int, default=64, help="generated kicks per setting")
+    sp.add_argument("--steps", default="10,25,50", help="sampler steps to evaluate, comma separated")
+    sp.add_argument("--sampler")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--embedding", default="mfcc-stats", help="embedding name or module:function")
+    sp.add_argument("--device", default="auto")
+    sp.add_argument("--run", help="run folder, for the loss curve")
+    sp.set_defaults(func=_cmd_eval)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .artifact import ArtifactError
+    from .data import NoUsableAudio
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ConfigError, ArtifactError, NoUsableAudio, FileNotFoundError, ValueError) as e:
+        print(f"kicktrain {args.cmd}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except RuntimeError as e:
+        from .train import TrainingError
+
+        if isinstance(e, TrainingError) or "CUDA" in str(e):
+            print(f"kicktrain {args.cmd}: {e}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

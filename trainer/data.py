@@ -1,0 +1,421 @@
+"""Find, decode, clean and cache a folder of one-shot kicks as fixed-length, onset-aligned clips.
+
+    prepared = prepare(["~/samples/kicks"], DataConfig(), Path("runs/x/cache"))
+    train_idx, val_idx = prepared.split(cfg.val_fraction)
+    batch = torch.from_numpy(prepared.audio[train_idx[:16]])
+
+Every clip is mono float32 at `cfg.sample_rate`, exactly `cfg.length` samples, its transient at
+sample 0 (after a 0.5 ms pre-roll), DC removed, peak at `cfg.peak_db` dBFS, faded out at the end.
+Files that cannot be used are skipped with one log line each and listed in `PreparedSet.skipped`.
+
+The cache is `<cache_dir>/audio.f32` (raw float32, row-major [N, length]) and `manifest.json`
+(written last). It is reused only when the input files (path, size, mtime, sha256) and the
+DataConfig (except `val_fraction`, which does not change the clips) are identical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import torch
+import torchaudio.functional as AF
+
+from trainer.config import DataConfig
+
+CACHE_VERSION = 1
+AUDIO_FILE = "audio.f32"
+MANIFEST_FILE = "manifest.json"
+PRE_ONSET_MS = 0.5  # kept before the detected onset so the attack's first rise is not cut
+END_FADE_MS = 2.0  # fade at the natural end of a clip shorter than cfg.length
+SILENCE_DB = -80.0  # a file whose peak is below this (dBFS) is "silent"
+HIGHPASS_HZ = 10.0  # gentle DC / rumble removal after mean subtraction
+SIDECAR_SUFFIXES = frozenset({".asd", ".reapeaks", ".reapindex"})
+# DataConfig fields that do not change the decoded clips, so changing them keeps the cache
+_NOT_IN_CACHE_KEY = ("val_fraction",)
+
+
+def _audio_extensions() -> frozenset[str]:
+    formats = set(sf.available_formats())
+    ext = {".wav", ".flac"}  # libsndfile always has these
+    if "AIFF" in formats:
+        ext |= {".aif", ".aiff"}
+    if "OGG" in formats:
+        ext.add(".ogg")
+    if "MP3" in formats:
+        ext.add(".mp3")
+    return frozenset(ext)
+
+
+AUDIO_EXTENSIONS: frozenset[str] = _audio_extensions()  # lower case, with the dot, as Path.suffix.lower()
+
+
+class BadAudio(Exception):
+    """A file that cannot be used; the message is the reason ("silent", "contains NaN", ...)."""
+
+
+class NoUsableAudio(Exception):
+    """prepare() found no usable file."""
+
+
+# ----------------------------------------------------------------------------------------------
+# scanning
+
+
+def _is_hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+def scan_audio(paths: Iterable[str | Path]) -> list[Path]:
+    """Audio files under `paths` (folders, recursively, or single files): sorted, resolved, no duplicates.
+
+    Hidden files and folders (".x", AppleDouble "._x.wav") and DAW sidecars (*.asd, *.reapeaks)
+    are skipped. A path that does not exist raises FileNotFoundError.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    found: set[Path] = set()
+    for p in paths:
+        p = Path(p).expanduser()
+        if not p.exists():
+            raise FileNotFoundError(f"no such file or folder: {p}")
+        if p.is_file():
+            if p.suffix.lower() in AUDIO_EXTENSIONS:
+                found.add(p.resolve())
+            continue
+        for root, dirs, files in os.walk(p, followlinks=True):
+            dirs[:] = [d for d in dirs if not _is_hidden(d)]
+            for name in files:
+                suffix = os.path.splitext(name)[1].lower()
+                if _is_hidden(name) or suffix in SIDECAR_SUFFIXES or suffix not in AUDIO_EXTENSIONS:
+                    continue
+                f = Path(root) / name
+                if f.is_file():
+                    found.add(f.resolve())
+    return sorted(found)
+
+
+# ----------------------------------------------------------------------------------------------
+# decoding one clip
+
+
+def _read(path: Path) -> tuple[np.ndarray, int]:
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise BadAudio(f"unreadable: {e.strerror or e}") from None
+    if size == 0:
+        raise BadAudio("empty file")
+    try:
+        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except sf.LibsndfileError as e:
+        msg = str(e.error_string if hasattr(e, "error_string") else e).strip()
+        with open(path, "rb") as f:
+            magic = f.read(4)
+        if magic in (b"RIFF", b"RIFX", b"RF64", b"FORM", b"fLaC", b"OggS"):
+            raise BadAudio(f"malformed header ({msg})") from None
+        raise BadAudio(f"unreadable: {msg}") from None
+    except (RuntimeError, TypeError, ValueError, OSError) as e:
+        raise BadAudio(f"unreadable: {e}") from None
+    if data.shape[0] == 0:
+        raise BadAudio("empty file")
+    return data, int(sr)
+
+
+def _raised_cosine(n: int) -> np.ndarray:
+    """n samples going from 1 to exactly 0 (half a Hann window)."""
+    if n <= 1:
+        return np.zeros(max(n, 0), dtype=np.float32)
+    return (0.5 * (1.0 + np.cos(np.linspace(0.0, math.pi, n)))).astype(np.float32)
+
+
+def load_clip(path: Path, cfg: DataConfig) -> tuple[np.ndarray, float]:
+    """Decode one file into (float32 mono clip of exactly cfg.length samples, original duration in s).
+
+    Read (soundfile) -> mix to mono -> reject NaN/inf and too short -> resample to cfg.sample_rate
+    (torchaudio) -> subtract the mean -> reject silent -> start PRE_ONSET_MS before the first sample
+    above peak * 10**(onset_threshold_db/20) -> 10 Hz high-pass -> crop (with a cfg.fade_ms raised-
+    cosine fade-out when cropped) or zero-pad (with a 2 ms fade at the natural end) -> peak to
+    cfg.peak_db. Raises BadAudio with the reason.
+    """
+    path = Path(path)
+    data, sr = _read(path)
+    duration = data.shape[0] / sr
+    if not np.isfinite(data).all():
+        raise BadAudio("contains NaN" if np.isnan(data).any() else "contains inf")
+    if duration * 1000.0 < cfg.min_ms:
+        raise BadAudio(f"shorter than {cfg.min_ms:g} ms ({duration * 1000.0:.1f} ms)")
+    x = data.mean(axis=1, dtype=np.float64).astype(np.float32)
+    if sr != cfg.sample_rate:
+        x = AF.resample(torch.from_numpy(x), sr, cfg.sample_rate).numpy()
+    x = x - x.mean(dtype=np.float64).astype(np.float32)
+    peak = float(np.abs(x).max())
+    if not peak > 10.0 ** (SILENCE_DB / 20.0):
+        raise BadAudio("silent")
+
+    thr = peak * 10.0 ** (cfg.onset_threshold_db / 20.0)
+    onset = int(np.argmax(np.abs(x) > thr))
+    pre = int(round(PRE_ONSET_MS * cfg.sample_rate / 1000.0))
+    start = max(0, onset - pre)
+    x = x[start:]
+    if onset - start > 1:  # ramp the pre-roll in so sample 0 is ~0 (it is below the onset threshold anyway)
+        x[: onset - start] *= _raised_cosine(onset - start)[::-1]
+    x = np.ascontiguousarray(x) * np.float32(0.5 / peak)  # headroom: torchaudio's biquads clamp to [-1, 1]
+    x = AF.highpass_biquad(torch.from_numpy(x), cfg.sample_rate, HIGHPASS_HZ, Q=0.5).numpy()
+
+    out = np.zeros(cfg.length, dtype=np.float32)
+    if x.shape[0] > cfg.length:
+        out[:] = x[: cfg.length]
+        n_fade = min(cfg.length, max(2, int(round(cfg.fade_ms * cfg.sample_rate / 1000.0))))
+        out[-n_fade:] *= _raised_cosine(n_fade)
+    else:
+        n = x.shape[0]
+        out[:n] = x
+        n_fade = min(n, max(2, int(round(END_FADE_MS * cfg.sample_rate / 1000.0))))
+        out[n - n_fade:n] *= _raised_cosine(n_fade)
+    peak = float(np.abs(out).max())
+    if not peak > 10.0 ** (SILENCE_DB / 20.0):
+        raise BadAudio("silent")
+    out *= np.float32(10.0 ** (cfg.peak_db / 20.0) / peak)
+    return out, float(duration)
+
+
+# ----------------------------------------------------------------------------------------------
+# the prepared set and its cache
+
+
+@dataclass
+class PreparedSet:
+    audio: np.ndarray  # read-only np.memmap float32 [N, length]
+    manifest: list[dict]  # per clip: source, sha256, duration (s), size, mtime_ns
+    skipped: list[tuple[str, str]]  # (path, reason)
+    config: DataConfig
+    cache_dir: Path
+
+    def __len__(self) -> int:
+        return int(self.audio.shape[0])
+
+    def split(self, val_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+        """(train, validation) index arrays, deterministic by content hash.
+
+        Clips are ranked by sha256 and validation takes whole hash groups (duplicate files stay on
+        one side) from the front until it holds round(N * val_fraction) clips, at least 1 when
+        N >= 5 and val_fraction > 0. The same set of files always gives the same split.
+        """
+        n = len(self.manifest)
+        if val_fraction <= 0 or n == 0:
+            n_val = 0
+        else:
+            n_val = int(round(n * val_fraction))
+            if n >= 5:
+                n_val = max(1, n_val)
+            n_val = min(n_val, n - 1)
+        order = sorted(range(n), key=lambda i: (hashlib.sha256(b"split:" + self.manifest[i]["sha256"].encode())
+                                                 .hexdigest(), self.manifest[i]["source"]))
+        val: list[int] = []
+        k = 0
+        while len(val) < n_val and k < n:
+            sha = self.manifest[order[k]]["sha256"]
+            while k < n and self.manifest[order[k]]["sha256"] == sha:
+                val.append(order[k])
+                k += 1
+        val_set = set(val)
+        train = np.array([i for i in range(n) if i not in val_set], dtype=np.int64)
+        return train, np.array(sorted(val), dtype=np.int64)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _fingerprint(path: Path) -> dict:
+    st = path.stat()
+    return {"source": str(path), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns), "sha256": _sha256(path)}
+
+
+def _cache_key_config(cfg: DataConfig) -> dict:
+    d = dataclasses.asdict(cfg)
+    for k in _NOT_IN_CACHE_KEY:
+        d.pop(k, None)
+    return json.loads(json.dumps(d))  # plain JSON types (tuples -> lists) so comparisons with the file work
+
+
+def _fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, write: Callable[[object], None]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    _fsync_dir(path.parent)
+
+
+def _read_manifest(cache_dir: Path) -> dict | None:
+    try:
+        return json.loads((cache_dir / MANIFEST_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _why_rebuild(old: dict | None, inputs: list[dict], cfg: DataConfig, cache_dir: Path) -> str | None:
+    """None when the cache can be used as it is, else the reason to rebuild."""
+    if old is None:
+        return "no cache" if not (cache_dir / MANIFEST_FILE).exists() else "manifest unreadable"
+    if old.get("version") != CACHE_VERSION:
+        return f"cache format {old.get('version')} is not {CACHE_VERSION}"
+    old_cfg = old.get("config_key", {})
+    new_cfg = _cache_key_config(cfg)
+    if old_cfg != new_cfg:
+        changed = sorted(k for k in set(old_cfg) | set(new_cfg) if old_cfg.get(k) != new_cfg.get(k))
+        return f"data config changed ({', '.join(changed)})"
+    old_inputs = {d["source"]: d for d in old.get("inputs", [])}
+    new_inputs = {d["source"]: d for d in inputs}
+    added = set(new_inputs) - set(old_inputs)
+    removed = set(old_inputs) - set(new_inputs)
+    modified = [s for s in set(new_inputs) & set(old_inputs) if new_inputs[s] != old_inputs[s]]
+    if added or removed or modified:
+        parts = [f"{len(v)} {k}" for k, v in (("added", added), ("removed", removed), ("changed", modified)) if v]
+        return "files changed: " + ", ".join(parts)
+    shape = old.get("shape")
+    audio = cache_dir / AUDIO_FILE
+    if not isinstance(shape, list) or len(shape) != 2 or not audio.exists():
+        return "audio cache missing"
+    if audio.stat().st_size != shape[0] * shape[1] * 4:
+        return "audio cache has the wrong size"
+    return None
+
+
+def _open(cache_dir: Path, manifest: dict, cfg: DataConfig) -> PreparedSet:
+    n, length = manifest["shape"]
+    if n > 0:
+        audio = np.memmap(cache_dir / AUDIO_FILE, dtype=np.float32, mode="r", shape=(n, length))
+    else:
+        audio = np.zeros((0, length), dtype=np.float32)
+        audio.flags.writeable = False
+    return PreparedSet(audio=audio, manifest=manifest["clips"], skipped=[tuple(s) for s in manifest["skipped"]],
+                       config=cfg, cache_dir=cache_dir)
+
+
+def _no_usable(paths: list[Path], n_files: int, n_skipped: int) -> NoUsableAudio:
+    where = ", ".join(str(p) for p in paths)
+    return NoUsableAudio(f"no usable audio in {where}: {n_files} audio file(s) found, {n_skipped} skipped")
+
+
+def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
+            log: Callable[[str], None] = print) -> PreparedSet:
+    """Scan, decode and cache every usable file under `paths`; see the module docstring."""
+    roots = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    for stale in cache_dir.glob(".*.tmp-*"):  # left by a crash mid-write
+        try:
+            stale.unlink()
+        except OSError:
+            pass
+    files = scan_audio(roots)
+    if not files:
+        raise _no_usable(roots, 0, 0)
+    inputs = [_fingerprint(f) for f in files]
+
+    old = _read_manifest(cache_dir)
+    why = _why_rebuild(old, inputs, cfg, cache_dir)
+    if why is None:
+        assert old is not None
+        for src, reason in old["skipped"]:
+            log(f"skipped {src}: {reason}")
+        n = old["shape"][0]
+        if n == 0:
+            raise _no_usable(roots, len(files), len(old["skipped"]))
+        log(f"using cached {n} clips from {len(files)} files ({len(old['skipped'])} skipped) -> {cache_dir}")
+        return _open(cache_dir, old, cfg)
+    log(f"rebuilding cache: {why}")
+
+    # clips of unchanged files can be copied from the old cache when the clip settings are the same
+    reusable: dict[str, int] = {}
+    old_audio = None
+    if (old is not None and old.get("version") == CACHE_VERSION and old.get("config_key") == _cache_key_config(cfg)
+            and isinstance(old.get("shape"), list) and (cache_dir / AUDIO_FILE).exists()
+            and (cache_dir / AUDIO_FILE).stat().st_size == old["shape"][0] * old["shape"][1] * 4
+            and old["shape"][0] > 0):
+        reusable = {c["sha256"]: i for i, c in enumerate(old["clips"])}
+        old_audio = np.fromfile(cache_dir / AUDIO_FILE, dtype=np.float32).reshape(old["shape"])
+
+    rows: list[np.ndarray] = []
+    clips: list[dict] = []
+    skipped: list[tuple[str, str]] = []
+    old_clips = {c["sha256"]: c for c in old["clips"]} if old_audio is not None else {}
+    n_reused = 0
+    for f, fp in zip(files, inputs, strict=True):
+        if old_audio is not None and fp["sha256"] in reusable:
+            rows.append(np.array(old_audio[reusable[fp["sha256"]]]))
+            duration = float(old_clips[fp["sha256"]]["duration"])
+            n_reused += 1
+        else:
+            try:
+                clip, duration = load_clip(f, cfg)
+            except BadAudio as e:
+                reason = str(e)
+            except (OSError, RuntimeError, ValueError) as e:  # anything else a decoder may raise
+                reason = f"unreadable: {e}"
+            else:
+                reason = ""
+            if reason:
+                log(f"skipped {f}: {reason}")
+                skipped.append((str(f), reason))
+                continue
+            rows.append(clip)
+        clips.append({"source": fp["source"], "sha256": fp["sha256"], "duration": duration,
+                      "size": fp["size"], "mtime_ns": fp["mtime_ns"]})
+
+    audio = np.stack(rows).astype(np.float32, copy=False) if rows else np.zeros((0, cfg.length), np.float32)
+    manifest = {
+        "version": CACHE_VERSION,
+        "shape": [int(audio.shape[0]), int(cfg.length)],
+        "dtype": "float32",
+        "config": json.loads(json.dumps(dataclasses.asdict(cfg))),
+        "config_key": _cache_key_config(cfg),
+        "inputs": inputs,
+        "clips": clips,
+        "skipped": [list(s) for s in skipped],
+    }
+    # invalidate first: a crash between the two writes must not pair an old manifest with new audio
+    try:
+        (cache_dir / MANIFEST_FILE).unlink()
+    except FileNotFoundError:
+        pass
+    _write_atomic(cache_dir / AUDIO_FILE, lambda fh: fh.write(np.ascontiguousarray(audio).tobytes()))
+    _write_atomic(cache_dir / MANIFEST_FILE, lambda fh: fh.write(json.dumps(manifest, indent=1).encode()))
+    if not clips:
+        raise _no_usable(roots, len(files), len(skipped))
+    reused = f", {n_reused} reused" if n_reused else ""
+    log(f"prepared {len(clips)} clips from {len(files)} files ({len(skipped)} skipped{reused}) -> {cache_dir}")
+    return _open(cache_dir, manifest, cfg)

@@ -1,0 +1,186 @@
+"""Measured kick descriptors: the controls a musician turns ("decay", "pitch", "click").
+
+`measure` gives raw units (seconds, Hz, dB) from audio, vectorised over a batch. Models are
+conditioned on `to_unit(raw, quantiles)`, a piecewise-linear empirical CDF fitted on the training
+set (`fit_quantiles`), so 0.5 on a dial is the training median; `from_unit` maps back for labels
+("pitch 0.7 ~ 58 Hz"). Quantiles are plain lists so they go into JSON and artifact metadata.
+
+All three are measured from the onset: the first sample whose magnitude reaches -30 dB re. the
+clip's peak, minus 1 ms (prepared clips have it at ~0; generated ones may not).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torchaudio.functional as AF
+
+CONTROL_NAMES = ("decay", "pitch", "click")
+
+ONSET_DB = -30.0
+ENV_WINDOW_MS = 10.0  # RMS window of the decay envelope
+ENV_HOP_MS = 2.5
+DECAY_DB = 40.0
+PITCH_WINDOW_MS = (40.0, 250.0)  # after the onset
+PITCH_RANGE_HZ = (30.0, 250.0)
+PITCH_NFFT = 1 << 15
+CLICK_MS = 15.0
+CLICK_TOTAL_MS = 100.0
+CLICK_HZ = 2000.0
+CLICK_RANGE_DB = (-60.0, 0.0)
+_EPS = 1e-12
+
+
+def _onsets(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    a = x.abs()
+    peak = a.amax(dim=1, keepdim=True)
+    first = (a >= peak * 10.0 ** (ONSET_DB / 20.0)).to(torch.uint8).argmax(dim=1)
+    return (first - int(sample_rate / 1000)).clamp(min=0)
+
+
+def _segments(x: torch.Tensor, start: torch.Tensor, n: int) -> torch.Tensor:
+    """x[b, start[b] : start[b] + n] for each b, zero beyond the end."""
+    length = x.shape[1]
+    idx = start[:, None] + torch.arange(n, device=x.device)[None, :]
+    valid = idx < length
+    seg = torch.gather(x, 1, idx.clamp(max=length - 1))
+    return seg * valid
+
+
+def _decay(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    win = max(1, int(round(ENV_WINDOW_MS * sample_rate / 1000)))
+    hop = max(1, int(round(ENV_HOP_MS * sample_rate / 1000)))
+    power = F.avg_pool1d((x * x)[:, None, :], win, hop, padding=win // 2, count_include_pad=True)[:, 0]
+    env = 10.0 * torch.log10(power + _EPS)  # [B, frames]
+    frames = env.shape[1]
+    k_max = env.argmax(dim=1)
+    thr = env.amax(dim=1) - DECAY_DB
+    pos = torch.arange(frames, device=x.device)[None, :]
+    above = (env > thr[:, None]) & (pos >= k_max[:, None])
+    last = torch.where(above, pos, torch.zeros_like(pos)).amax(dim=1)  # last frame still above the threshold
+    nxt = (last + 1).clamp(max=frames - 1)
+    e0 = env.gather(1, last[:, None])[:, 0]
+    e1 = env.gather(1, nxt[:, None])[:, 0]
+    frac = torch.where((nxt > last) & (e0 > e1), ((e0 - thr) / (e0 - e1 + _EPS)).clamp(0, 1), torch.zeros_like(e0))
+    frames_after_peak = (last - k_max).to(x.dtype) + frac
+    cap = x.shape[1] / sample_rate
+    return (frames_after_peak * hop / sample_rate).clamp(0.0, cap)
+
+
+def _pitch(x: torch.Tensor, onset: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    a = int(round(PITCH_WINDOW_MS[0] * sample_rate / 1000))
+    n = int(round((PITCH_WINDOW_MS[1] - PITCH_WINDOW_MS[0]) * sample_rate / 1000))
+    seg = _segments(x, onset + a, n)
+    seg = seg - seg.mean(dim=1, keepdim=True)
+    seg = seg * torch.hann_window(n, periodic=False, dtype=x.dtype, device=x.device)
+    nfft = max(PITCH_NFFT, 1 << math.ceil(math.log2(n)))
+    mag = torch.fft.rfft(seg, n=nfft).abs()
+    lo = int(math.floor(PITCH_RANGE_HZ[0] * nfft / sample_rate))
+    hi = int(math.ceil(PITCH_RANGE_HZ[1] * nfft / sample_rate))
+    band = torch.log(mag[:, lo - 1:hi + 2] + _EPS)  # one extra bin each side for the interpolation
+    k = band[:, 1:-1].argmax(dim=1) + 1
+    ym, y0, yp = (band.gather(1, (k + d)[:, None])[:, 0] for d in (-1, 0, 1))
+    den = ym - 2 * y0 + yp
+    delta = torch.where(den.abs() > _EPS, 0.5 * (ym - yp) / den, torch.zeros_like(den)).clamp(-0.5, 0.5)
+    f = (k + lo - 1).to(x.dtype) + delta
+    return (f * sample_rate / nfft).clamp(*PITCH_RANGE_HZ)
+
+
+def _click(x: torch.Tensor, onset: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    n_total = int(round(CLICK_TOTAL_MS * sample_rate / 1000))
+    n_click = int(round(CLICK_MS * sample_rate / 1000))
+    seg = _segments(x, onset, n_total)
+    seg = seg * (0.25 / seg.abs().amax(dim=1, keepdim=True).clamp(min=_EPS))  # headroom: torchaudio's biquads clamp
+    total = (seg * seg).sum(dim=1)
+    hp = seg
+    for _ in range(3):  # 6th-order Butterworth-ish high-pass: a 400 Hz body is ~80 dB down at 2 kHz
+        hp = AF.highpass_biquad(hp, sample_rate, CLICK_HZ, Q=0.7071)
+    hf = (hp[:, :n_click] ** 2).sum(dim=1)
+    return (10.0 * torch.log10((hf + _EPS) / (total + _EPS))).clamp(*CLICK_RANGE_DB)
+
+
+@torch.no_grad()
+def measure(batch: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """Raw descriptors [B, 3] (decay s, pitch Hz, click dB) of a batch of mono clips [B, L].
+
+    - decay: seconds from the peak of the RMS envelope (10 ms windows, 2.5 ms hop) until it falls
+      for the last time below 40 dB under its maximum (linear interpolation between frames),
+      capped at the clip length. A hiss floor within 40 dB of the peak measures as a long decay.
+    - pitch: the body frequency, the strongest spectral peak between 30 and 250 Hz of the
+      Hann-windowed 40..250 ms after the onset (FFT zero-padded to 32768 points, parabolic
+      interpolation on the log magnitude).
+    - click: energy above 2 kHz (three cascaded 2nd-order high-passes) in the first 15 ms after the
+      onset over the total energy of the first 100 ms, in dB, clamped to -60..0.
+    """
+    x = batch.detach().to(torch.float32)
+    if x.dim() == 1:
+        x = x[None]
+    if x.dim() != 2:
+        raise ValueError(f"measure expects [B, L] audio, got shape {tuple(batch.shape)}")
+    onset = _onsets(x, sample_rate)
+    return torch.stack([_decay(x, sample_rate), _pitch(x, onset, sample_rate), _click(x, onset, sample_rate)], dim=1)
+
+
+def fit_quantiles(raw: torch.Tensor | np.ndarray, n: int = 33) -> list[list[float]]:
+    """Per control, n quantiles (0, 1/(n-1), ..., 1) of the training set's raw values, strictly increasing.
+
+    Ties (a constant control, repeated values) are broken by adding a tiny step so the mapping
+    stays invertible.
+    """
+    r = torch.as_tensor(np.asarray(raw), dtype=torch.float64)
+    if r.dim() != 2 or r.shape[0] == 0:
+        raise ValueError(f"fit_quantiles expects [N, C] with N >= 1, got shape {tuple(r.shape)}")
+    if n < 2:
+        raise ValueError("fit_quantiles needs n >= 2")
+    q = torch.quantile(r, torch.linspace(0, 1, n, dtype=torch.float64), dim=0).T  # [C, n]
+    out = []
+    for row in q.tolist():
+        span = max(row[-1] - row[0], max(abs(row[0]), abs(row[-1]), 1.0))
+        eps = 1e-6 * span
+        fixed = [row[0]]
+        for v in row[1:]:
+            fixed.append(max(v, fixed[-1] + eps))
+        out.append([float(v) for v in fixed])
+    return out
+
+
+def _interp(x: torch.Tensor, xp: torch.Tensor, fp: torch.Tensor) -> torch.Tensor:
+    """np.interp for 1-D increasing xp: piecewise linear, clamped to fp's ends."""
+    x = x.clamp(xp[0], xp[-1])
+    i = torch.searchsorted(xp, x.contiguous(), right=True).clamp(1, len(xp) - 1)
+    x0, x1, f0, f1 = xp[i - 1], xp[i], fp[i - 1], fp[i]
+    return f0 + (x - x0) * (f1 - f0) / (x1 - x0)
+
+
+def _check(t: torch.Tensor, quantiles: list[list[float]]) -> None:
+    if t.dim() != 2 or t.shape[1] != len(quantiles):
+        raise ValueError(f"expected [B, {len(quantiles)}], got shape {tuple(t.shape)}")
+
+
+def to_unit(raw: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
+    """Raw descriptors [B, C] -> [B, C] in [0, 1] by the empirical CDF of the training set."""
+    raw = torch.as_tensor(raw)
+    _check(raw, quantiles)
+    r = raw.to(torch.float64)
+    cols = []
+    for c, q in enumerate(quantiles):
+        xp = torch.tensor(q, dtype=torch.float64, device=r.device)
+        fp = torch.linspace(0, 1, len(q), dtype=torch.float64, device=r.device)
+        cols.append(_interp(r[:, c], xp, fp))
+    return torch.stack(cols, dim=1).to(raw.dtype if raw.is_floating_point() else torch.float32)
+
+
+def from_unit(u: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
+    """Inverse of to_unit: dial positions [B, C] in [0, 1] -> raw units."""
+    u = torch.as_tensor(u)
+    _check(u, quantiles)
+    v = u.to(torch.float64)
+    cols = []
+    for c, q in enumerate(quantiles):
+        xp = torch.linspace(0, 1, len(q), dtype=torch.float64, device=v.device)
+        fp = torch.tensor(q, dtype=torch.float64, device=v.device)
+        cols.append(_interp(v[:, c], xp, fp))
+    return torch.stack(cols, dim=1).to(u.dtype if u.is_floating_point() else torch.float32)

@@ -1,0 +1,251 @@
+"""Noise schedules, the denoiser wrapper, the training loss, and samplers.
+
+Everything here sees the network only as a callable. Time is continuous, t in [0, 1]
+(t = 0 clean, t = 1 pure noise); a discrete DDPM schedule of T steps trains on the grid
+t = (i + 1) / T. The process is variance preserving: x_t = alpha(t) x0 + sigma(t) eps with
+alpha^2 + sigma^2 = 1. Schedule math is done in float64.
+
+Samplers are pure functions `sample_x(denoise, x, ts, schedule, ...)` where
+`denoise(x, t) -> x0_hat` (k-diffusion style). Every sampler's last step to t = 0 returns the
+clean estimate itself, never x_t with noise added back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+Denoise = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Generators = torch.Generator | Sequence[torch.Generator] | None
+
+_COSINE_S = 0.008
+_LINEAR_BETA = (1e-4, 0.02)
+_MIN_ALPHA_BAR = 1e-7  # alpha_bar(1) of the cosine schedule would be exactly 0
+
+
+@dataclass(frozen=True)
+class NoiseSchedule:
+    """Variance-preserving schedule: "cosine" (Nichol & Dhariwal 2021) or "linear" (Ho et al. 2020).
+
+    `timesteps` > 0 makes it discrete: training draws t from the grid (i + 1) / T and, for the
+    linear schedule, alpha_bar is the exact cumulative product of (1 - beta_i).
+    """
+
+    name: str = "cosine"
+    timesteps: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.name not in ("cosine", "linear"):
+            raise ValueError(f"unknown noise schedule {self.name!r}")
+        if self.timesteps < 0:
+            raise ValueError("timesteps must be >= 0")
+
+    def to_config(self) -> dict:
+        return {"name": self.name, "timesteps": self.timesteps}
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> NoiseSchedule:
+        return cls(name=cfg["name"], timesteps=int(cfg["timesteps"]))
+
+    def log_alpha_bar(self, t: torch.Tensor) -> torch.Tensor:
+        t = t.to(torch.float64).clamp(0.0, 1.0)
+        if self.name == "cosine":
+            f = torch.cos((t + _COSINE_S) / (1 + _COSINE_S) * math.pi / 2) ** 2
+            f0 = math.cos(_COSINE_S / (1 + _COSINE_S) * math.pi / 2) ** 2
+            return torch.log((f / f0).clamp(min=_MIN_ALPHA_BAR, max=1.0))
+        b0, b1 = _LINEAR_BETA
+        if self.timesteps > 0:
+            # Exact DDPM: log alpha_bar at grid point i is sum_{j<=i} log(1 - beta_j); interpolate between.
+            T = self.timesteps
+            betas = torch.linspace(b0, b1, T, dtype=torch.float64)
+            table = torch.cat([torch.zeros(1, dtype=torch.float64), torch.cumsum(torch.log1p(-betas), 0)])
+            pos = t * T
+            lo = pos.floor().clamp(max=T - 1).long()
+            w = pos - lo
+            return table[lo] * (1 - w) + table[lo + 1] * w
+        T = 1000
+        return -(b0 * T * t + 0.5 * (b1 - b0) * T * t**2)
+
+    def alpha_sigma(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ab = self.log_alpha_bar(t).exp()
+        return ab.sqrt(), (1 - ab).clamp(min=0).sqrt()
+
+    def log_snr(self, t: torch.Tensor) -> torch.Tensor:
+        lab = self.log_alpha_bar(t)
+        return lab - torch.log(-torch.expm1(lab))
+
+    def sample_t(self, n: int, generator: torch.Generator | None = None, *, low_noise_bias: float = 0.0,
+                 t_min: float = 0.0) -> torch.Tensor:
+        """Training noise levels: uniform on the grid (or on (0, 1]); `t_min` > 0 keeps only high noise."""
+        u = torch.rand(n, generator=generator, dtype=torch.float64)
+        if low_noise_bias > 0:
+            u = u ** (1.0 + low_noise_bias)
+        u = t_min + (1.0 - t_min) * u
+        if self.timesteps > 0:
+            T = self.timesteps
+            return ((u * T).floor().clamp(0, T - 1) + 1) / T
+        return u.clamp(min=1e-5)
+
+    def timegrid(self, steps: int, t_start: float = 1.0) -> torch.Tensor:
+        """steps + 1 times from t_start down to exactly 0 (uniform in t)."""
+        if steps < 1:
+            raise ValueError("steps must be >= 1")
+        return torch.linspace(t_start, 0.0, steps + 1, dtype=torch.float64)
+
+
+def randn_like(x: torch.Tensor, generator: Generators = None) -> torch.Tensor:
+    """Gaussian noise shaped like x, drawn on the CPU so a seed gives the same noise on every device.
+    A list of generators draws row i from generator i, so a kick does not depend on its batch-mates."""
+    if isinstance(generator, (list, tuple)):
+        rows = [torch.randn(x.shape[1:], generator=g) for g in generator]
+        return torch.stack(rows).to(x.device, x.dtype)
+    return torch.randn(x.shape, generator=generator).to(x.device, x.dtype)
+
+
+def _bcast(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    v = v.to(like.device, like.dtype)
+    if v.ndim == 0:
+        return v
+    return v.reshape(-1, *([1] * (like.ndim - 1)))
+
+
+def add_noise(schedule: NoiseSchedule, x0: torch.Tensor, t: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    a, s = schedule.alpha_sigma(t)
+    return _bcast(a, x0) * x0 + _bcast(s, x0) * noise
+
+
+class Denoiser(torch.nn.Module):
+    """Turns a network's raw output (v or eps) into a clean estimate; holds the training loss.
+
+    The network is `net(x_t, t, cond=None, cond_mask=None)` with t in [0, 1].
+    """
+
+    def __init__(self, net: torch.nn.Module, schedule: NoiseSchedule, prediction: str = "v",
+                 clip_x0: float = 1.0) -> None:
+        super().__init__()
+        if prediction not in ("v", "eps"):
+            raise ValueError(f"unknown prediction {prediction!r}")
+        self.net = net
+        self.schedule = schedule
+        self.prediction = prediction
+        self.clip_x0 = clip_x0
+
+    def x0_from_output(self, x_t: torch.Tensor, t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        a, s = self.schedule.alpha_sigma(t)
+        a, s = _bcast(a, x_t), _bcast(s, x_t)
+        if self.prediction == "v":
+            return a * x_t - s * out
+        return (x_t - s * out) / a.clamp(min=1e-4)
+
+    def forward(self, x_t: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None = None,
+                cond_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if t.ndim == 0:
+            t = t.expand(x_t.shape[0])
+        out = self.net(x_t, t.to(x_t.dtype), cond, cond_mask)
+        x0 = self.x0_from_output(x_t, t, out.to(x_t.dtype))
+        if self.clip_x0:
+            x0 = x0.clamp(-self.clip_x0, self.clip_x0)
+        return x0
+
+    def loss(self, x0: torch.Tensor, t: torch.Tensor, noise: torch.Tensor, cond: torch.Tensor | None = None,
+             cond_mask: torch.Tensor | None = None, stft_weight: float = 0.0) -> torch.Tensor:
+        """Per-example loss: MSE on the network's target, plus a multi-resolution STFT term on the
+        predicted clean signal weighted by alpha^2 (so it speaks at low noise, where hiss is decided)."""
+        a, s = self.schedule.alpha_sigma(t)
+        a_, s_ = _bcast(a, x0), _bcast(s, x0)
+        x_t = a_ * x0 + s_ * noise
+        out = self.net(x_t, t.to(x0.dtype), cond, cond_mask).float()
+        target = a_ * noise - s_ * x0 if self.prediction == "v" else noise
+        loss = (out - target.float()).pow(2).flatten(1).mean(1)
+        if stft_weight > 0:
+            x0_hat = self.x0_from_output(x_t.float(), t, out)
+            loss = loss + stft_weight * a.to(loss).pow(2) * multires_stft_loss(x0_hat, x0.float())
+        return loss
+
+
+_STFT_SIZES = (2048, 512, 128)
+
+
+def multires_stft_loss(pred: torch.Tensor, target: torch.Tensor, sizes=_STFT_SIZES) -> torch.Tensor:
+    """Per-example multi-resolution STFT loss (spectral convergence + log-magnitude L1), Yamamoto et al. 2020."""
+    pred, target = pred.flatten(1), target.flatten(1)
+    total = torch.zeros(pred.shape[0], device=pred.device)
+    for n in sizes:
+        win = torch.hann_window(n, device=pred.device)
+        P = torch.stft(pred, n, n // 4, window=win, return_complex=True).abs()
+        T = torch.stft(target, n, n // 4, window=win, return_complex=True).abs()
+        sc = (T - P).flatten(1).norm(dim=1) / T.flatten(1).norm(dim=1).clamp(min=1e-5)
+        mag = (torch.log(P.clamp(min=1e-5)) - torch.log(T.clamp(min=1e-5))).abs().flatten(1).mean(1)
+        total = total + sc + mag
+    return total / len(sizes)
+
+
+# ---------------------------------------------------------------- samplers
+
+
+@torch.no_grad()
+def sample_ddim(denoise: Denoise, x: torch.Tensor, ts: torch.Tensor, schedule: NoiseSchedule, eta: float = 0.0,
+                generator: Generators = None) -> torch.Tensor:
+    """DDIM (Song et al. 2021). eta = 0 is deterministic; eta = 1 is DDPM's ancestral sampler."""
+    for i in range(len(ts) - 1):
+        t, s = ts[i], ts[i + 1]
+        x0 = denoise(x, t.to(x.dtype).expand(x.shape[0]))
+        if float(s) <= 0.0:
+            return x0
+        a_t, s_t = schedule.alpha_sigma(t)
+        a_s, s_s = schedule.alpha_sigma(s)
+        eps = (x - float(a_t) * x0) / max(float(s_t), 1e-8)
+        sig = 0.0
+        if eta > 0:
+            sig = eta * math.sqrt(max(float(s_s**2 / s_t**2 * (1 - a_t**2 / a_s**2)), 0.0))
+        dir_coef = math.sqrt(max(float(s_s**2) - sig**2, 0.0))
+        x = float(a_s) * x0 + dir_coef * eps
+        if sig > 0:
+            x = x + sig * randn_like(x, generator)
+    return x
+
+
+def sample_ddpm(denoise: Denoise, x: torch.Tensor, ts: torch.Tensor, schedule: NoiseSchedule,
+                generator: Generators = None) -> torch.Tensor:
+    """DDPM ancestral sampling (Ho et al. 2020), as DDIM with eta = 1."""
+    return sample_ddim(denoise, x, ts, schedule, eta=1.0, generator=generator)
+
+
+@torch.no_grad()
+def sample_dpmpp_2m(denoise: Denoise, x: torch.Tensor, ts: torch.Tensor, schedule: NoiseSchedule,
+                    generator: Generators = None) -> torch.Tensor:
+    """DPM-Solver++(2M), the multistep second-order data-prediction solver (Lu et al. 2022)."""
+    old_x0 = None
+    h_last = None
+    for i in range(len(ts) - 1):
+        t, s = ts[i], ts[i + 1]
+        x0 = denoise(x, t.to(x.dtype).expand(x.shape[0]))
+        if float(s) <= 0.0:
+            return x0
+        a_t, s_t = schedule.alpha_sigma(t)
+        a_s, s_s = schedule.alpha_sigma(s)
+        lam_t, lam_s = torch.log(a_t / s_t), torch.log(a_s / s_s)
+        h = float(lam_s - lam_t)
+        if old_x0 is None or h_last is None:
+            d = x0
+        else:
+            r = h_last / h
+            d = (1 + 1 / (2 * r)) * x0 - (1 / (2 * r)) * old_x0
+        x = float(s_s / s_t) * x - float(a_s) * math.expm1(-h) * d
+        old_x0, h_last = x0, h
+    return x
+
+
+SAMPLERS = {"ddim": sample_ddim, "ddpm": sample_ddpm, "dpmpp_2m": sample_dpmpp_2m}
+
+
+def run_sampler(name: str, denoise: Denoise, x: torch.Tensor, ts: torch.Tensor, schedule: NoiseSchedule,
+                generator: Generators = None) -> torch.Tensor:
+    try:
+        fn = SAMPLERS[name]
+    except KeyError:
+        raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}") from None
+    return fn(denoise, x, ts, schedule, generator=generator)
