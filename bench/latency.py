@@ -1,0 +1,209 @@
+"""End-to-end latency of the daemon: send /kick/generate, wait for /kick/done of the renamed file.
+
+    python bench/latency.py                                  # bundled default model, device auto
+    python bench/latency.py --models ~/.local/share/kickserver/models --model mykick --device cpu
+    python bench/latency.py --reps 5 --baseline-reps 1       # quicker
+
+Starts `python -m kickserver serve` on free loopback ports, warms it, then for count 1 and count 8
+measures the median time from sending the request to the last /kick/done (the file is present by
+then: it is renamed into place before the reply), over --reps warm repetitions, with the model's
+default steps and sampler. The same figures for a naive baseline (DDPM ancestral sampling, 1000
+steps; the daemon runs with --max-steps 1000 for this) follow with --baseline-reps repetitions.
+Real-time factor: seconds of audio generated per wall-clock second (higher is faster).
+Prints a table and writes bench/results/latency-<host>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from pythonosc.osc_message_builder import OscMessageBuilder  # noqa: E402
+from pythonosc.osc_packet import OscPacket, ParseError  # noqa: E402
+
+TARGETS = {"cpu": {1: 0.5, 8: 2.0}, "cuda": {1: 0.030, 8: 0.060}}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def message(address: str, *args) -> bytes:
+    b = OscMessageBuilder(address=address)
+    for a in args:
+        b.add_arg(a, "s" if isinstance(a, str) else "i" if isinstance(a, int) else "f")
+    return b.build().dgram
+
+
+class Client:
+    def __init__(self, port: int) -> None:
+        self.addr = ("127.0.0.1", port)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+
+    def request(self, data: bytes, expect: int, timeout: float) -> tuple[list[tuple[str, list]], float]:
+        """Send, collect `expect` replies; returns them and the seconds until the last one."""
+        t0 = time.perf_counter()
+        self.sock.sendto(data, self.addr)
+        out: list[tuple[str, list]] = []
+        deadline = t0 + timeout
+        while len(out) < expect:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"{len(out)} of {expect} replies within {timeout:g} s")
+            self.sock.settimeout(left)
+            try:
+                dgram, _ = self.sock.recvfrom(65536)
+            except ConnectionRefusedError:
+                continue
+            try:
+                out.extend((m.message.address, list(m.message.params)) for m in OscPacket(dgram).messages)
+            except ParseError:
+                continue
+        return out, time.perf_counter() - t0
+
+
+def start(args: argparse.Namespace, work: Path) -> tuple[subprocess.Popen, int, Path]:
+    port, reply_port = free_port(), free_port()
+    cfg = work / "empty.toml"
+    cfg.write_text("")
+    log = work / "daemon.log"
+    cmd = [sys.executable, "-m", "kickserver", "serve", "--config", str(cfg), "--device", args.device,
+           "--port", str(port), "--reply-port", str(reply_port), "--out", str(work / "out"),
+           "--max-steps", "1000", "--max-batch", "8", "--queue-limit", "64"]
+    if args.models:
+        cmd += ["--models", args.models]
+    else:
+        empty = work / "models"
+        empty.mkdir(exist_ok=True)
+        cmd += ["--models", str(empty)]
+    if args.model:
+        cmd += ["--model", args.model]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    client = Client(port)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the daemon exited with {proc.returncode}:\n{log.read_text()}")
+        try:
+            replies, _ = client.request(message("/kick/ping"), 1, 0.5)
+            if replies[0][0] == "/kick/pong":
+                return proc, port, log
+        except TimeoutError:
+            pass
+    proc.kill()
+    raise SystemExit(f"the daemon did not answer within 180 s:\n{log.read_text()}")
+
+
+def measure(client: Client, count: int, reps: int, warm: int, extra: tuple, timeout: float) -> dict:
+    import soundfile as sf
+
+    times = []
+    audio_s = None
+    for i in range(warm + reps):
+        replies, dt = client.request(message("/kick/generate", count, "seed", 1000 + i, *extra), count, timeout)
+        bad = [r for r in replies if r[0] != "/kick/done"]
+        if bad:
+            raise SystemExit(f"the daemon refused a benchmark request: {bad[0]}")
+        for _, p in replies:
+            if not os.path.exists(p[1]):
+                raise SystemExit(f"/kick/done named {p[1]}, which does not exist")
+        if audio_s is None:
+            info = sf.info(replies[0][1][1])
+            audio_s = info.frames / info.samplerate
+        if i >= warm:
+            times.append(dt)
+    med = statistics.median(times)
+    return {"count": count, "reps": reps, "median_s": med, "min_s": min(times), "max_s": max(times),
+            "clip_s": audio_s, "realtime_factor": count * audio_s / med}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", help="models folder (default: none, so the bundled default model)")
+    ap.add_argument("--model", help="model name (default: the daemon's choice, i.e. the bundled default)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads in the daemon (0: torch's default)")
+    ap.add_argument("--reps", type=int, default=20, help="warm repetitions per count (default 20)")
+    ap.add_argument("--warmup", type=int, default=2, help="unmeasured requests per count first (default 2)")
+    ap.add_argument("--counts", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--steps", type=int, help="override the model's default steps (default: the model's)")
+    ap.add_argument("--baseline-reps", type=int, default=2, help="repetitions of the naive baseline (0: skip)")
+    ap.add_argument("--baseline-steps", type=int, default=1000)
+    ap.add_argument("--timeout", type=float, default=900, help="seconds one request may take")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results"), help="folder for the JSON")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="kickbench-") as tmp:
+        work = Path(tmp)
+        proc, port, log = start(args, work)
+        client = Client(port)
+        try:
+            [(_, st)], _ = client.request(message("/kick/status"), 1, 10)
+            model, device = st[0], st[1]
+            kind = "cuda" if device.startswith("cuda") else "cpu"
+            extra = ("steps", args.steps) if args.steps else ()
+            rows = []
+            for c in args.counts:
+                r = measure(client, c, args.reps, args.warmup, extra, args.timeout)
+                r.update(kind="default", sampler="model default", steps=args.steps or "model default")
+                rows.append(r)
+                target = TARGETS[kind].get(c)
+                verdict = "" if target is None else f"  target <= {target * 1000:g} ms: " + (
+                    "ok" if r["median_s"] <= target else "MISSED")
+                print(f"{'default':9s} count {c:2d}: median {r['median_s'] * 1000:8.1f} ms  "
+                      f"(min {r['min_s'] * 1000:.1f}, max {r['max_s'] * 1000:.1f}, n={r['reps']})  "
+                      f"realtime x{r['realtime_factor']:.1f}{verdict}", flush=True)
+            if args.baseline_reps > 0:
+                for c in args.counts:
+                    r = measure(client, c, args.baseline_reps, 0 if c != args.counts[0] else 1,
+                                ("steps", args.baseline_steps, "sampler", "ddpm"), args.timeout)
+                    r.update(kind="baseline", sampler="ddpm", steps=args.baseline_steps)
+                    rows.append(r)
+                    print(f"{'baseline':9s} count {c:2d}: median {r['median_s'] * 1000:8.1f} ms  "
+                          f"(n={r['reps']}, ddpm {args.baseline_steps} steps)  realtime x{r['realtime_factor']:.2f}",
+                          flush=True)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        import torch
+
+        result = {
+            "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": model, "device": device,
+            "cpu_count": os.cpu_count(), "threads": args.threads or "torch default", "torch": torch.__version__,
+            "python": platform.python_version(), "targets_s": TARGETS[kind], "results": rows,
+            "met_targets": all(r["median_s"] <= TARGETS[kind].get(r["count"], float("inf"))
+                               for r in rows if r["kind"] == "default"),
+        }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"latency-{platform.node() or 'host'}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""`python -m kickserver` = the `kickserver` console script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,306 @@
+"""`kickserver`: serve kicks over OSC, send one OSC message, or render kicks without a socket.
+
+    kickserver                                   # = kickserver serve, with the config file's settings
+    kickserver serve --device cuda --out ~/Music/kickserver --model default
+    kickserver send /kick/generate 2 seed 7 decay 0.8        # prints the replies
+    kickserver send /kick/status
+    kickserver render --n 8 --out /tmp/kicks --seed 100
+    kickserver install-service                   # a systemd user unit (see kickserver.service)
+
+Options of `serve` can also be set in a TOML config (`--config FILE`, default
+~/.config/kickserver/config.toml if present); the command line wins over the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .config import ServerConfigError, default_config_path, load_config
+
+SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
+                 "read_roots", "max_files", "max_mb", "queue_limit", "max_batch", "max_steps", "threads",
+                 "log_level")
+
+
+def _setup_logging(level: str = "info") -> None:
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(levelname)s %(name)s: %(message)s",
+                        force=True)
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", metavar="DIR", help="models folder (default ~/.local/share/kickserver/models)")
+    p.add_argument("--model", metavar="NAME",
+                   help="artifact <models>/NAME.safetensors; 'default' is the bundled model")
+    p.add_argument("--device", metavar="DEV", help="auto (CUDA if present, else CPU), cpu, cuda or cuda:N")
+    p.add_argument("--sample-rate", dest="sample_rate", type=int, choices=(44100, 48000),
+                   help="sample rate of the written WAV files (default 44100)")
+    p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (0: torch's default)")
+    p.add_argument("--config", metavar="FILE", help=f"TOML config (default {default_config_path()} if present)")
+    p.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"))
+
+
+def _serve_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="UDP port for requests (default 9000)")
+    p.add_argument("--reply-port", dest="reply_port", type=int,
+                   help="replies also go to the sender's IP at this port (default 9001; Max's [udpreceive])")
+    p.add_argument("--out", metavar="DIR", help="the DAW folder kicks are written to (default ~/Music/kickserver)")
+    _add_model_options(p)
+    p.add_argument("--allow", nargs="+", metavar="CIDR",
+                   help="networks served when bound beyond loopback (others are dropped and logged)")
+    p.add_argument("--read-root", dest="read_roots", action="append", metavar="DIR",
+                   help="folder whose files /kick/variation may read by absolute path (repeatable)")
+    p.add_argument("--max-files", dest="max_files", type=int, metavar="N",
+                   help="keep at most N generated kicks in --out (oldest removed first)")
+    p.add_argument("--max-mb", dest="max_mb", type=float, metavar="MB",
+                   help="keep generated kicks in --out under MB megabytes (oldest removed first)")
+    p.add_argument("--queue-limit", dest="queue_limit", type=int, metavar="N",
+                   help="kicks that may wait; past that requests get 'busy' (default 64)")
+    p.add_argument("--max-batch", dest="max_batch", type=int, metavar="N",
+                   help="kicks generated together on the device (default 8)")
+    p.add_argument("--max-steps", dest="max_steps", type=int, metavar="N",
+                   help="largest steps a request may ask for (default 200; up to 1000 for benchmarks)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kickserver", description="Generate kick drums on request (OSC over UDP) into a DAW's folder.",
+        epilog="With no command, `serve` runs. Every serve option can also be set in the TOML config.")
+    parser.add_argument("--version", action="version", version=f"kickserver {__version__}")
+    _serve_parser(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    s = sub.add_parser("serve", help="run the daemon (the default)", description="Run the daemon until SIGTERM.")
+    _serve_parser(s)
+    snd = sub.add_parser("send", help="send one OSC message and print the replies",
+                         description="Send one OSC message and print the replies, one per line. Arguments are "
+                                     "typed by their look (7 int, 0.5 float, else string); force a type with "
+                                     "i:, f: or s: (e.g. s:7).")
+    snd.add_argument("address", help="e.g. /kick/generate")
+    snd.add_argument("args", nargs=argparse.REMAINDER, help="message arguments")
+    snd.add_argument("--host", default="127.0.0.1")
+    snd.add_argument("--port", type=int, default=9000)
+    snd.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for replies (default 10)")
+    snd.add_argument("--expect", type=int, help="replies to wait for (default: the request's count, else 1)")
+    r = sub.add_parser("render", help="write kicks to a folder without a socket",
+                       description="Write kicks with the model straight into a folder (no daemon, no socket).")
+    r.add_argument("--n", type=int, default=8, help="number of kicks (default 8)")
+    r.add_argument("--out", metavar="DIR", help="folder (default: the config's out)")
+    _add_model_options(r)
+    r.add_argument("--seed", type=int, help="first seed (default random); kick i gets seed + i")
+    r.add_argument("--steps", type=int, help="sampling steps (default the model's)")
+    r.add_argument("--sampler", help="sampler (default the model's)")
+    r.add_argument("--control", action="append", default=[], metavar="NAME=VALUE",
+                   help="a control value 0..1, e.g. decay=0.8 (repeatable)")
+    r.add_argument("--batch", type=int, default=8, help="kicks generated together (default 8)")
+    sub.add_parser("install-service", help="install a systemd user unit for the daemon", add_help=False)
+    return parser
+
+
+# ------------------------------------------------------------------ serve
+
+
+def _overrides(ns: argparse.Namespace) -> dict[str, Any]:
+    return {k: getattr(ns, k, None) for k in SERVE_OPTIONS if getattr(ns, k, None) is not None}
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    overrides = _overrides(ns)
+    try:
+        cfg, path = load_config(ns.config, overrides)
+    except ServerConfigError as e:
+        _setup_logging()
+        logging.getLogger("kickserver").error("%s", e)
+        return 2
+    _setup_logging(cfg.log_level)
+    log = logging.getLogger("kickserver")
+    log.info("kickserver %s%s", __version__, f" (config {path})" if path else "")
+    from .daemon import serve
+
+    return serve(cfg, config_arg=ns.config, overrides=overrides, config_path=path)
+
+
+# ------------------------------------------------------------------ send
+
+
+def _typed(arg: str) -> tuple[str, Any]:
+    if len(arg) > 2 and arg[1] == ":" and arg[0] in "ifs":
+        tag, text = arg[0], arg[2:]
+        return tag, int(text) if tag == "i" else float(text) if tag == "f" else text
+    try:
+        return "i", int(arg)
+    except ValueError:
+        pass
+    try:
+        return "f", float(arg)
+    except ValueError:
+        return "s", arg
+
+
+def _expected(address: str, args: list[tuple[str, Any]]) -> int:
+    if address not in ("/kick/generate", "/kick/variation"):
+        return 1
+    vals = [v for _, v in args]
+    if address == "/kick/generate" and vals and not isinstance(vals[0], str):
+        return max(1, int(vals[0]))
+    for i in range(len(vals) - 1):
+        if vals[i] == "count" and not isinstance(vals[i + 1], str):
+            return max(1, int(vals[i + 1]))
+    return 1
+
+
+def cmd_send(ns: argparse.Namespace) -> int:
+    from pythonosc.osc_message_builder import OscMessageBuilder
+    from pythonosc.osc_packet import OscPacket, ParseError
+
+    try:
+        args = [_typed(a) for a in ns.args]
+    except ValueError as e:
+        print(f"kickserver send: bad argument ({e})", file=sys.stderr)
+        return 2
+    b = OscMessageBuilder(address=ns.address)
+    for tag, v in args:
+        b.add_arg(v, tag)
+    expect = ns.expect if ns.expect is not None else _expected(ns.address, args)
+    info = socket.getaddrinfo(ns.host, ns.port, type=socket.SOCK_DGRAM)
+    family, _, _, _, addr = info[0]
+    got = 0
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        s.sendto(b.build().dgram, addr)
+        deadline = time.monotonic() + ns.timeout
+        while got < expect:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            s.settimeout(left)
+            try:
+                data, _ = s.recvfrom(65536)
+            except TimeoutError:
+                break
+            except ConnectionRefusedError:
+                print(f"kickserver send: nothing listens on {ns.host}:{ns.port}", file=sys.stderr)
+                return 1
+            try:
+                msgs = OscPacket(data).messages
+            except ParseError:
+                print(f"<not OSC: {len(data)} bytes>")
+                continue
+            for m in msgs:
+                got += 1
+                print(" ".join([m.message.address] + [str(p) for p in m.message.params]), flush=True)
+    if got < expect:
+        print(f"kickserver send: {got} of {expect} replies within {ns.timeout:g} s", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------ render
+
+
+def cmd_render(ns: argparse.Namespace) -> int:
+    overrides = _overrides(ns)
+    overrides.pop("out", None)
+    try:
+        cfg, _ = load_config(ns.config, overrides)
+    except ServerConfigError as e:
+        _setup_logging()
+        logging.getLogger("kickserver").error("%s", e)
+        return 2
+    _setup_logging(cfg.log_level)
+    log = logging.getLogger("kickserver")
+    import random
+
+    import numpy as np
+    import torch
+
+    from trainer.artifact import ArtifactError
+    from trainer.generator import Item, finish_kick, load_generator, resolve_device
+
+    from .reload import ModelNotFound, resolve_model
+    from .writer import KickInfo, KickWriter, WriteError
+
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    controls: dict[str, float] = {}
+    for c in ns.control:
+        k, sep, v = c.partition("=")
+        try:
+            controls[k] = float(v)
+        except ValueError:
+            sep = ""
+        if not sep:
+            log.error("--control %r is not NAME=VALUE", c)
+            return 2
+    if ns.n < 1 or ns.batch < 1:
+        log.error("--n and --batch must be >= 1")
+        return 2
+    try:
+        device = resolve_device(cfg.device)
+        path, name = resolve_model(cfg.models_dir, cfg.model)
+        gen = load_generator(path, device)
+    except (RuntimeError, ModelNotFound, ArtifactError) as e:
+        log.error("%s", e)
+        return 2
+    out = ns.out if ns.out is not None else cfg.out
+    import os
+
+    writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
+    base = ns.seed if ns.seed is not None else random.randrange(0, 2**31 - ns.n)
+    steps = ns.steps if ns.steps is not None else gen.default_steps
+    sampler = ns.sampler or gen.default_sampler
+    t0 = time.perf_counter()
+    for start in range(0, ns.n, ns.batch):
+        seeds = list(range(base + start, base + min(ns.n, start + ns.batch)))
+        try:
+            audio = gen.sample([Item(seed=s, controls=controls) for s in seeds], steps=steps, sampler=sampler)
+        except ValueError as e:
+            log.error("%s", e)
+            return 2
+        if gen.sample_rate != cfg.sample_rate:
+            import torchaudio.functional as AF
+
+            audio = AF.resample(torch.from_numpy(np.ascontiguousarray(audio)), gen.sample_rate,
+                                cfg.sample_rate).numpy()
+        audio = finish_kick(audio, cfg.sample_rate)
+        for s, a in zip(seeds, audio):
+            try:
+                p = writer.write(a, KickInfo(model=name, seed=s, steps=steps, sampler=sampler, controls=controls,
+                                             software=f"kickserver {__version__}"))
+            except WriteError as e:
+                log.error("%s", e)
+                return 1
+            print(p, flush=True)
+    writer.prune()
+    log.info("rendered %d kicks with %s on %s in %.2f s", ns.n, name, device, time.perf_counter() - t0)
+    return 0
+
+
+# ------------------------------------------------------------------ entry
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "install-service":
+        try:
+            from .service import main as service_main
+        except ImportError as e:
+            print(f"kickserver install-service is not available ({e})", file=sys.stderr)
+            return 2
+        return int(service_main(argv[1:]) or 0)
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.command == "send":
+        return cmd_send(ns)
+    if ns.command == "render":
+        return cmd_render(ns)
+    return cmd_serve(ns)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

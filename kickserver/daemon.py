@@ -1,0 +1,439 @@
+"""The daemon: load and warm the model, bind UDP, serve OSC until SIGTERM.
+
+Threads: the receive loop (parse, validate, enqueue, reply; never waits on the model), the worker
+(owns the model), the model loader (validates and loads new artifacts beside the current one) and
+watchdog's observer. The main thread only waits for signals: SIGTERM/SIGINT stop, SIGHUP re-reads
+the config and rescans the models folder.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pythonosc.osc_packet import OscPacket, ParseError
+
+from . import __version__, osc_api
+from .config import ServerConfig, ServerConfigError, load_config
+from .reload import ModelLoader, ModelNotFound, list_models, resolve_model, warm_up
+from .worker import Job, Worker
+from .writer import KickWriter
+
+log = logging.getLogger("kickserver")
+
+RECV_BUFFER = 4 << 20  # ask for a large socket buffer so a burst of requests is not dropped by the kernel
+SHUTDOWN_BUDGET_S = 8.0
+
+
+class SourceRefused(Exception):
+    pass
+
+
+def _within(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def resolve_source(source: str, out_dir: Path, read_roots: list[Path]) -> Path:
+    """The file a /kick/variation may read: a bare name in the out folder, or an absolute path under
+    the out folder or a read root (after resolving links). Anything else raises SourceRefused."""
+    if not source or "\0" in source:
+        raise SourceRefused("source is empty")
+    roots = [Path(out_dir)] + [Path(r) for r in read_roots]
+    if os.path.isabs(source):
+        p = Path(source)
+        if ".." in p.parts:
+            raise SourceRefused("source may not contain '..'")
+        if not any(_within(p, r) for r in roots):
+            raise SourceRefused("source must be a file name in the output folder or a path under a read root")
+        candidates = roots
+    else:
+        if "/" in source or "\\" in source or source in (".", "..") or source.startswith("."):
+            raise SourceRefused("source must be a bare file name in the output folder or an absolute path "
+                                "under a read root")
+        p = Path(out_dir) / source
+        candidates = [Path(out_dir)]
+    try:
+        real = p.resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError):
+        raise SourceRefused(f"source {osc_api.clip(source, 80)} does not exist") from None
+    except (OSError, RuntimeError) as e:
+        raise SourceRefused(f"source {osc_api.clip(source, 80)} cannot be opened ({e})") from None
+    if not any(_within(real, r.resolve()) for r in candidates):
+        raise SourceRefused("source links out of the output folder and read roots")
+    if not real.is_file():
+        raise SourceRefused(f"source {osc_api.clip(source, 80)} is not a file")
+    return real
+
+
+def _is_loopback_host(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Server:
+    def __init__(self, cfg: ServerConfig, *, config_arg: str | None = None,
+                 overrides: dict[str, Any] | None = None, config_path: Path | None = None) -> None:
+        self.cfg = cfg
+        self.config_arg = config_arg
+        self.overrides = dict(overrides or {})
+        self.config_path = config_path
+        self.sock: socket.socket | None = None
+        self.worker: Worker | None = None
+        self.loader: ModelLoader | None = None
+        self.notifier: Any = None
+        self._stop = threading.Event()
+        self._hup = threading.Event()
+        self._receiving = threading.Event()
+        self._ids = itertools.count(1)
+        self._dropped: dict[str, int] = {}
+        self._refused = 0
+        self._rng = random.Random()
+        self._model_path: Path | None = None
+        self.device: Any = None
+
+    # ------------------------------------------------------------ start-up
+    def run(self) -> int:
+        self._install_signals()
+        self.notifier = _make_notifier()
+        cfg = self.cfg
+        import torch
+
+        from trainer.artifact import ArtifactError
+        from trainer.generator import load_generator, resolve_device
+
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        try:
+            self.device = resolve_device(cfg.device)
+        except RuntimeError as e:
+            log.error("%s", e)
+            return 2
+        if cfg.device == "auto":
+            log.info("device auto: %s (%s)", self.device,
+                     "CUDA is available" if self.device.type == "cuda" else "no CUDA device found")
+        else:
+            log.info("device %s", self.device)
+        try:
+            path, name = resolve_model(cfg.models_dir, cfg.model)
+            t0 = time.perf_counter()
+            gen = load_generator(path, self.device)
+        except (ModelNotFound, ArtifactError) as e:
+            log.error("%s", e)
+            return 2
+        self._model_path = path
+        warm = warm_up(gen)
+        log.info("loaded model %s from %s in %.2f s (warm-up %.2f s; %d Hz, %d samples, default %d steps %s)",
+                 name, path, time.perf_counter() - t0, warm, gen.sample_rate, gen.length, gen.default_steps,
+                 gen.default_sampler)
+        if self._stop.is_set():
+            return 0
+        try:
+            writer = KickWriter(cfg.out_dir, cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
+        except OSError as e:
+            log.error("cannot use the output folder %s: %s", cfg.out_dir, e.strerror or e)
+            return 2
+        try:
+            self.sock = self._bind()
+        except OSError as e:
+            log.error("cannot bind UDP %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
+            return 2
+        self.worker = Worker(gen, name, writer, sample_rate=cfg.sample_rate, queue_limit=cfg.queue_limit,
+                             max_batch=cfg.max_batch, software=f"kickserver {__version__}")
+        self.worker.start()
+        self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed)
+        self.loader.start()
+        self.loader.watch(cfg.models_dir)
+        if self.loader.models_dir is not None and path.parent == cfg.models_dir:
+            st = path.stat()
+            self.loader.last_seen[path] = (st.st_mtime_ns, st.st_size)
+        recv = threading.Thread(target=self._receive_loop, name="kick-receive", daemon=True)
+        self._receiving.set()
+        recv.start()
+        if not _is_loopback_host(cfg.host) and not cfg.allow:
+            log.warning("bound to %s but no --allow networks: only loopback clients are served", cfg.host)
+        log.info("serving %s on udp %s:%d (replies also to port %d), writing to %s", name, cfg.host, cfg.port,
+                 cfg.reply_port, cfg.out_dir)
+        self.notifier.ready(self._status_line())
+        self.notifier.start_watchdog(alive=lambda: self.worker is not None and self.worker._thread.is_alive())
+        while not self._stop.is_set():
+            self._stop.wait(0.2)
+            if self._hup.is_set():
+                self._hup.clear()
+                self._reload_config()
+        return self._shutdown(recv)
+
+    def _bind(self) -> socket.socket:
+        cfg = self.cfg
+        info = socket.getaddrinfo(cfg.host, cfg.port, type=socket.SOCK_DGRAM)
+        family, _, _, _, addr = info[0]
+        s = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RECV_BUFFER)
+        except OSError:
+            pass
+        s.bind(addr)
+        s.settimeout(0.2)
+        return s
+
+    def _status_line(self) -> str:
+        w = self.worker
+        if w is None:
+            return "starting"
+        return f"serving {w.model_name} on {w.device}, OSC {self.cfg.host}:{self.cfg.port}, {w.generated} kicks"
+
+    # ------------------------------------------------------------ signals
+    def _install_signals(self) -> None:
+        def stop(signum: int, _frame: Any) -> None:
+            self._stop.set()
+
+        def hup(_signum: int, _frame: Any) -> None:
+            self._hup.set()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGHUP, hup)
+
+    def _shutdown(self, recv: threading.Thread) -> int:
+        t0 = time.monotonic()
+        log.info("shutting down")
+        self.notifier.stopping("shutting down")
+        self._receiving.clear()
+        if self.worker is not None:
+            self.worker.stop()  # cancels the batch on the device; the kick being written still lands
+        if self.loader is not None:
+            self.loader.stop(timeout=1.0)
+        recv.join(timeout=1.0)
+        if self.worker is not None:
+            if not self.worker.join(timeout=max(0.5, SHUTDOWN_BUDGET_S - (time.monotonic() - t0))):
+                log.error("the worker did not finish in time; exiting anyway")
+        self.notifier.stop_watchdog()
+        if self.sock is not None:
+            self.sock.close()
+        log.info("stopped after %.2f s (%d kicks generated)", time.monotonic() - t0,
+                 self.worker.generated if self.worker else 0)
+        return 0
+
+    def _reload_config(self) -> None:
+        """SIGHUP: re-read the config, apply what can change live, rescan the models folder."""
+        self.notifier.reloading("re-reading config")
+        try:
+            new, path = load_config(self.config_arg, self.overrides)
+        except ServerConfigError as e:
+            log.error("SIGHUP: config not reloaded: %s", e)
+            self.notifier.ready(self._status_line())
+            return
+        old = self.cfg
+        restart = [k for k in ("host", "port", "device", "threads") if getattr(old, k) != getattr(new, k)]
+        if restart:
+            log.warning("SIGHUP: %s changed; that takes a restart", ", ".join(restart))
+            for k in restart:
+                setattr(new, k, getattr(old, k))
+        w = self.worker
+        assert w is not None and self.loader is not None
+        if (new.out_dir, new.sample_rate, new.max_files, new.max_mb) != (
+                old.out_dir, old.sample_rate, old.max_files, old.max_mb):
+            try:
+                w.set_writer(KickWriter(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb))
+                w.sample_rate = new.sample_rate
+            except OSError as e:
+                log.error("SIGHUP: cannot use the output folder %s (%s); keeping %s", new.out_dir, e, old.out_dir)
+                new.out, new.sample_rate = old.out, old.sample_rate
+        w.queue_limit, w.max_batch = new.queue_limit, new.max_batch
+        logging.getLogger().setLevel(new.log_level.upper())
+        self.cfg, self.config_path = new, path
+        self.loader.watch(new.models_dir)
+        try:
+            mpath, name = resolve_model(new.models_dir, new.model)
+        except ModelNotFound as e:
+            log.error("SIGHUP: %s; keeping %s", e, w.model_name)
+        else:
+            try:
+                st = mpath.stat()
+                sig = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                sig = None
+            if name != w.model_name or mpath != self._model_path or self.loader.last_seen.get(mpath) != sig:
+                self.loader.request(mpath, name)
+        log.info("SIGHUP: config re-read%s; models: %s", f" from {path}" if path else "",
+                 ", ".join(list_models(new.models_dir)) or "none")
+        self.notifier.ready(self._status_line())
+
+    # ------------------------------------------------------------ model hand-over
+    def _on_model_loaded(self, gen: Any, name: str, path: Path, reply: Callable[[bytes], None] | None) -> None:
+        if gen.sample_rate not in (22050, 32000, 44100, 48000):  # pragma: no cover - config validation already
+            self._on_model_failed(f"model {name} has an unusable sample rate", reply)
+            return
+        self._model_path = path
+        assert self.worker is not None
+        self.worker.offer_model(gen, name, reply)
+
+    def _on_model_failed(self, reason: str, reply: Callable[[bytes], None] | None) -> None:
+        if reply is not None:
+            reply(osc_api.error(osc_api.NO_ID, reason))
+
+    # ------------------------------------------------------------ receiving
+    def _allowed(self, ip: str) -> bool:
+        if _is_loopback_host(self.cfg.host):
+            return True
+        try:
+            addr = ipaddress.ip_address(ip.split("%")[0])
+        except ValueError:
+            return False
+        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+            addr = addr.ipv4_mapped
+        if addr.is_loopback:
+            return True
+        return any(addr in net for net in self.cfg.allow_networks if addr.version == net.version)
+
+    def _replier(self, addr: tuple) -> Callable[[bytes], None]:
+        targets = [addr]
+        if addr[1] != self.cfg.reply_port:
+            targets.append((addr[0], self.cfg.reply_port) + tuple(addr[2:]))
+        sock = self.sock
+
+        def reply(data: bytes) -> None:
+            for t in targets:
+                try:
+                    sock.sendto(data, t)
+                except OSError as e:
+                    log.debug("reply to %s failed: %s", t, e)
+
+        return reply
+
+    def _receive_loop(self) -> None:
+        assert self.sock is not None
+        while self._receiving.is_set():
+            try:
+                data, addr = self.sock.recvfrom(65535)
+            except TimeoutError:
+                continue
+            except OSError as e:  # e.g. ICMP port unreachable from an earlier reply
+                if not self._receiving.is_set():
+                    break
+                log.debug("receive: %s", e)
+                continue
+            if not self._allowed(addr[0]):
+                n = self._dropped.get(addr[0], 0) + 1
+                self._dropped[addr[0]] = n
+                if n == 1 or n % 1000 == 0:
+                    log.warning("dropped %d datagram(s) from %s: not in --allow", n, addr[0])
+                continue
+            reply = self._replier(addr)
+            try:
+                self._handle_datagram(data, reply)
+            except Exception as e:  # noqa: BLE001 - a handler never takes the server down
+                log.error("request from %s failed: %s: %s", addr[0], type(e).__name__, e,
+                          exc_info=log.isEnabledFor(logging.DEBUG))
+                reply(osc_api.error(osc_api.NO_ID, f"internal error: {type(e).__name__}"))
+
+    def _handle_datagram(self, data: bytes, reply: Callable[[bytes], None]) -> None:
+        try:
+            packet = OscPacket(data)
+        except ParseError as e:
+            reply(osc_api.error(osc_api.NO_ID, f"not a valid OSC message ({osc_api.clip(str(e), 100)})"))
+            return
+        except Exception:  # noqa: BLE001 - python-osc can raise others on hostile bytes
+            reply(osc_api.error(osc_api.NO_ID, "not a valid OSC message"))
+            return
+        for timed in packet.messages:
+            msg = timed.message
+            try:
+                params = list(msg.params)
+            except Exception:  # noqa: BLE001
+                reply(osc_api.error(osc_api.NO_ID, "malformed OSC arguments"))
+                continue
+            self._handle_message(msg.address, params, reply)
+
+    def _limits(self) -> osc_api.Limits:
+        from trainer.diffusion import SAMPLERS
+
+        assert self.worker is not None
+        return osc_api.Limits(controls=tuple(self.worker.gen.controls), samplers=tuple(SAMPLERS),
+                              max_steps=self.cfg.max_steps)
+
+    def _handle_message(self, address: str, args: list, reply: Callable[[bytes], None]) -> None:
+        w = self.worker
+        assert w is not None and self.loader is not None
+        try:
+            req = osc_api.parse(address, args, self._limits())
+        except osc_api.RequestError as e:
+            log.info("refused %s: %s", osc_api.clip(str(address), 60), e.reason)
+            reply(osc_api.error(e.id, e.reason))
+            return
+        if isinstance(req, osc_api.Ping):
+            reply(osc_api.pong(__version__))
+        elif isinstance(req, osc_api.Status):
+            reply(osc_api.status(w.model_name, w.device, w.queued, w.generated))
+        elif isinstance(req, osc_api.Models):
+            reply(osc_api.models(list_models(self.cfg.models_dir)))
+        elif isinstance(req, osc_api.SelectModel):
+            try:
+                path, name = resolve_model(self.cfg.models_dir, req.name)
+            except ModelNotFound as e:
+                reply(osc_api.error(osc_api.NO_ID, str(e)))
+                return
+            if name == w.model_name and path == self._model_path:
+                reply(osc_api.model(name))
+            else:
+                log.info("loading model %s on request", name)
+                self.loader.request(path, name, reply)
+        elif isinstance(req, osc_api.Generate):
+            self._enqueue(req, reply)
+
+    def _enqueue(self, req: osc_api.Generate, reply: Callable[[bytes], None]) -> None:
+        assert self.worker is not None
+        id = req.id if req.id is not None else next(self._ids)
+        source = None
+        if isinstance(req, osc_api.Variation):
+            try:
+                source = resolve_source(req.source, self.cfg.out_dir, self.cfg.read_root_dirs)
+            except SourceRefused as e:
+                log.info("refused variation %d: %s", id, e)
+                reply(osc_api.error(id, str(e)))
+                return
+        base = req.seed if req.seed is not None else self._rng.randrange(0, osc_api.INT32_MAX - osc_api.MAX_COUNT)
+        job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=reply, steps=req.steps,
+                  sampler=req.sampler, controls=dict(req.controls), source=source,
+                  strength=req.strength if isinstance(req, osc_api.Variation) else 0.5)
+        refused = self.worker.submit(job)
+        if refused is not None:
+            self._refused += 1
+            if not refused.startswith("busy") or self._refused % 100 == 1:
+                log.info("refused request %d: %s (%d refused so far)", id, refused, self._refused)
+            reply(osc_api.error(id, refused))
+
+
+def _make_notifier() -> Any:
+    try:
+        from .notify import Notifier
+    except ImportError:  # pragma: no cover - notify.py ships with the package
+        log.warning("kickserver.notify is missing; not notifying systemd")
+
+        class _Null:
+            def __getattr__(self, _name: str) -> Callable[..., None]:
+                return lambda *a, **k: None
+
+        return _Null()
+    return Notifier()
+
+
+def serve(cfg: ServerConfig, **kw: Any) -> int:
+    return Server(cfg, **kw).run()

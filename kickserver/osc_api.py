@@ -1,0 +1,316 @@
+"""The OSC contract (v1): parse and validate requests, build replies.
+
+Requests arrive as (address, args) from any OSC client (Max's [udpsend], Pd's [oscformat], liblo,
+python-osc). Parsing never raises anything but RequestError, whose reason goes back to the client
+as `/kick/error <id> <reason>`. Replies are built with explicit int32/float32/string type tags only
+(Pd 0.53's [oscparse] drops `h`, `d`, `T`, `F`, `N`) and stay under MAX_DATAGRAM bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pythonosc.osc_message_builder import OscMessageBuilder
+
+PING = "/kick/ping"
+GENERATE = "/kick/generate"
+VARIATION = "/kick/variation"
+STATUS = "/kick/status"
+MODELS = "/kick/models"
+MODEL = "/kick/model"
+ADDRESSES: tuple[str, ...] = (PING, GENERATE, VARIATION, STATUS, MODELS, MODEL)
+
+PONG = "/kick/pong"
+DONE = "/kick/done"
+ERROR = "/kick/error"
+REPLY_ADDRESSES: tuple[str, ...] = (PONG, DONE, ERROR, STATUS, MODELS, MODEL)
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+MAX_STRING = 256  # longest string accepted in a request
+MAX_DATAGRAM = 4000  # replies stay under Max's and Pd's 4096-byte datagrams
+MAX_COUNT = 16
+NO_ID = -1
+
+GENERATE_KEYS = ("id", "count", "seed", "steps", "sampler")
+VARIATION_KEYS = ("id", "count", "seed", "steps", "sampler", "strength")
+
+
+class RequestError(Exception):
+    """A request refused before it is queued; `reason` is sent back with `id` (-1 if unknown)."""
+
+    def __init__(self, reason: str, id: int = NO_ID) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.id = id
+
+
+@dataclass
+class Ping:
+    pass
+
+
+@dataclass
+class Status:
+    pass
+
+
+@dataclass
+class Models:
+    pass
+
+
+@dataclass
+class SelectModel:
+    name: str
+
+
+@dataclass
+class Generate:
+    id: int | None = None
+    count: int = 1
+    seed: int | None = None
+    steps: int | None = None
+    sampler: str | None = None
+    controls: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Variation(Generate):
+    source: str = ""
+    strength: float = 0.5
+
+
+Request = Ping | Status | Models | SelectModel | Generate | Variation
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the serving model and the server accept; the receive loop passes the current one."""
+
+    controls: tuple[str, ...] = ()
+    samplers: tuple[str, ...] = ("ddim", "ddpm", "dpmpp_2m")
+    max_steps: int = 200
+
+
+# ------------------------------------------------------------------ values
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, bool):
+        return f"bool {v}"
+    if v is None:
+        return "nil"
+    if isinstance(v, str):
+        return f"string {clip(repr(v), 40)}"
+    if isinstance(v, (int, float)):
+        return f"{type(v).__name__} {v!r}"
+    return f"{type(v).__name__} value"
+
+
+def clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def as_int(key: str, v: Any, lo: int, hi: int, id: int = NO_ID) -> int:
+    """An int within lo..hi; a float with an integral value counts (Pd sends floats)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise RequestError(f"{key} must be an int, got {_describe(v)}", id)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise RequestError(f"{key} must be a finite number, got {v!r}", id)
+        if v != int(v):
+            raise RequestError(f"{key} must be a whole number, got {v!r}", id)
+        v = int(v)
+    if not lo <= v <= hi:
+        raise RequestError(f"{key} must be within {lo}..{hi}, got {v}", id)
+    return v
+
+
+def as_float(key: str, v: Any, lo: float, hi: float, id: int = NO_ID) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise RequestError(f"{key} must be a number, got {_describe(v)}", id)
+    v = float(v)
+    if not math.isfinite(v):
+        raise RequestError(f"{key} must be a finite number, got {v!r}", id)
+    if not lo <= v <= hi:
+        raise RequestError(f"{key} must be within {lo:g}..{hi:g}, got {v:g}", id)
+    return v
+
+
+def as_str(key: str, v: Any, id: int = NO_ID) -> str:
+    if not isinstance(v, str):
+        raise RequestError(f"{key} must be a string, got {_describe(v)}", id)
+    if len(v) > MAX_STRING:
+        raise RequestError(f"{key} is longer than {MAX_STRING} characters", id)
+    if "\0" in v:
+        raise RequestError(f"{key} contains a NUL character", id)
+    return v
+
+
+def _check_arg_types(args: Sequence[Any]) -> None:
+    for i, a in enumerate(args):
+        if isinstance(a, str):
+            if len(a) > MAX_STRING:
+                raise RequestError(f"argument {i + 1} is a string longer than {MAX_STRING} characters")
+        elif isinstance(a, bool) or not isinstance(a, (int, float)):
+            raise RequestError(f"argument {i + 1} has an unsupported type ({_describe(a)}); "
+                               "use int, float or string")
+
+
+def _find_id(args: Sequence[Any]) -> int:
+    """The request's id if it carries a usable one (so even a refusal can name it), else -1."""
+    for i in range(len(args) - 1):
+        if args[i] == "id":
+            try:
+                return as_int("id", args[i + 1], INT32_MIN, INT32_MAX)
+            except RequestError:
+                return NO_ID
+    return NO_ID
+
+
+def _pairs(args: Sequence[Any], id: int) -> list[tuple[str, Any]]:
+    if len(args) % 2:
+        raise RequestError(f"expected key/value pairs after the positional arguments, got an odd number "
+                           f"({len(args)}) of arguments", id)
+    out: list[tuple[str, Any]] = []
+    seen: set[str] = set()
+    for i in range(0, len(args), 2):
+        k = args[i]
+        if not isinstance(k, str):
+            raise RequestError(f"expected a key (string) at argument position, got {_describe(k)}", id)
+        if k in seen:
+            raise RequestError(f"key {clip(k, 40)!r} given twice", id)
+        seen.add(k)
+        out.append((k, args[i + 1]))
+    return out
+
+
+def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], limits: Limits, id: int) -> None:
+    for k, v in pairs:
+        if k == "id":
+            req.id = as_int("id", v, INT32_MIN, INT32_MAX, id)
+        elif k == "count" and k in keys:
+            req.count = as_int("count", v, 1, MAX_COUNT, id)
+        elif k == "seed" and k in keys:
+            req.seed = as_int("seed", v, 0, INT32_MAX, id)
+        elif k == "steps" and k in keys:
+            req.steps = as_int("steps", v, 1, limits.max_steps, id)
+        elif k == "sampler" and k in keys:
+            s = as_str("sampler", v, id)
+            if s not in limits.samplers:
+                raise RequestError(f"unknown sampler {clip(s, 40)!r}; choose one of {', '.join(limits.samplers)}", id)
+            req.sampler = s
+        elif k == "strength" and k in keys and isinstance(req, Variation):
+            req.strength = as_float("strength", v, 0.0, 1.0, id)
+        elif k in limits.controls:
+            req.controls[k] = as_float(k, v, 0.0, 1.0, id)
+        else:
+            known = ", ".join(keys + limits.controls)
+            raise RequestError(f"unknown key {clip(k, 40)!r}; this request takes {known}", id)
+    if req.seed is not None and req.seed + req.count - 1 > INT32_MAX:
+        raise RequestError(f"seed + count - 1 must stay within 0..{INT32_MAX}", id)
+
+
+def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
+    """One OSC message as a request; RequestError (with the request's id if it has one) otherwise."""
+    if not isinstance(address, str) or address not in ADDRESSES:
+        shown = clip(address, 60) if isinstance(address, str) else repr(address)
+        raise RequestError(f"unknown address {shown}; known: {' '.join(ADDRESSES)}")
+    args = list(args)
+    _check_arg_types(args)
+    if address in (PING, STATUS, MODELS):
+        if args:
+            raise RequestError(f"{address} takes no arguments, got {len(args)}")
+        return {PING: Ping, STATUS: Status, MODELS: Models}[address]()
+    if address == MODEL:
+        if len(args) != 1:
+            raise RequestError(f"{MODEL} takes one argument (a model name), got {len(args)}")
+        name = as_str("name", args[0])
+        if not name or "/" in name or "\\" in name or name.startswith("."):
+            raise RequestError(f"{clip(name, 60)!r} is not a model name (a file name without extension)")
+        return SelectModel(name)
+    id = _find_id(args)
+    if address == GENERATE:
+        req = Generate()
+        rest = args
+        if rest and not isinstance(rest[0], str):
+            req.count = as_int("count", rest[0], 1, MAX_COUNT, id)
+            rest = rest[1:]
+            if "count" in rest[0::2]:
+                raise RequestError("count given twice (first argument and key)", id)
+        _fill(req, _pairs(rest, id), GENERATE_KEYS, limits, id)
+        return req
+    # VARIATION
+    if not args:
+        raise RequestError(f"{VARIATION} needs a source (a file name) as its first argument", id)
+    if args[0] == "source" and len(args) % 2 == 0:
+        pairs = _pairs(args, id)
+        src = dict(pairs).get("source")
+        pairs = [p for p in pairs if p[0] != "source"]
+    else:
+        src = args[0]
+        pairs = _pairs(args[1:], id)
+    req = Variation(source=as_str("source", src, id))
+    if not req.source:
+        raise RequestError("source is empty", id)
+    _fill(req, pairs, VARIATION_KEYS, limits, id)
+    return req
+
+
+# ------------------------------------------------------------------ replies
+
+
+def _int32(v: int) -> int:
+    return max(INT32_MIN, min(INT32_MAX, int(v)))
+
+
+def _osc_str(s: str) -> str:
+    return str(s).replace("\0", "")
+
+
+def build(address: str, args: Sequence[tuple[str, Any]]) -> bytes:
+    """An OSC message with explicit type tags only: 'i' int32, 'f' float32, 's' string."""
+    b = OscMessageBuilder(address=address)
+    for tag, v in args:
+        if tag == "i":
+            b.add_arg(_int32(v), OscMessageBuilder.ARG_TYPE_INT)
+        elif tag == "f":
+            b.add_arg(float(v), OscMessageBuilder.ARG_TYPE_FLOAT)
+        elif tag == "s":
+            b.add_arg(_osc_str(v), OscMessageBuilder.ARG_TYPE_STRING)
+        else:  # pragma: no cover - a programming error
+            raise ValueError(f"reply type {tag!r} is not one of i, f, s")
+    return b.build().dgram
+
+
+def pong(version: str) -> bytes:
+    return build(PONG, [("s", version)])
+
+
+def done(id: int, path: str, seed: int) -> bytes:
+    return build(DONE, [("i", id), ("s", path), ("i", seed)])
+
+
+def error(id: int, reason: str) -> bytes:
+    return build(ERROR, [("i", id), ("s", clip(_osc_str(reason), 512))])
+
+
+def status(model: str, device: str, queued: int, generated: int) -> bytes:
+    return build(STATUS, [("s", model), ("s", device), ("i", queued), ("i", generated)])
+
+
+def models(names: Sequence[str]) -> bytes:
+    """`/kick/models name...`, as many names as fit in one datagram."""
+    names = list(names)
+    while True:
+        data = build(MODELS, [("s", n) for n in names])
+        if len(data) <= MAX_DATAGRAM or not names:
+            return data
+        names.pop()
+
+
+def model(name: str) -> bytes:
+    return build(MODEL, [("s", name)])

@@ -1,0 +1,293 @@
+"""Which model to serve, and live reload: watch the models folder, validate, load beside, hand over.
+
+A watchdog Observer watches `--models` (one non-recursive inotify watch). A file is "ready" when it
+is closed after writing or moved into place (writers should write `.name.part` and rename); a
+created or modified file without a close (copies over a network share) counts once it has been
+quiet for a while. Hidden files, `*.part` and anything not `*.safetensors` are ignored. A ready
+file is validated and loaded by `trainer.generator.load_generator` in the loader thread, warmed up,
+then handed to the worker, which swaps it in between batches. An invalid artifact is refused with
+one log line and the current model keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainer.artifact import FAMILIES, FORMAT_KEY, FORMAT_VERSION, ArtifactError, read_metadata
+
+log = logging.getLogger("kickserver.reload")
+
+SUFFIX = ".safetensors"
+BUNDLED = Path(__file__).resolve().parent / "models" / "default.safetensors"
+DEFAULT_NAME = "default"
+
+Loaded = Callable[[Any, str, Path, Callable[[bytes], None] | None], None]
+Failed = Callable[[str, Callable[[bytes], None] | None], None]
+
+
+class ModelNotFound(Exception):
+    pass
+
+
+def artifact_name(path: Path) -> str:
+    return Path(path).name.removesuffix(SUFFIX)
+
+
+def is_candidate(path: str | Path) -> bool:
+    name = os.path.basename(str(path))
+    return name.endswith(SUFFIX) and not name.startswith(".") and not name.endswith(".part")
+
+
+def _files(models_dir: Path) -> list[Path]:
+    try:
+        return sorted(p for p in Path(models_dir).iterdir() if is_candidate(p) and p.is_file())
+    except OSError:
+        return []
+
+
+_meta_cache: dict[str, tuple[tuple[int, int], bool]] = {}
+
+
+def looks_valid(path: Path) -> bool:
+    """A cheap check (header and metadata only, cached by mtime and size) for listing models."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _meta_cache.get(str(path))
+    if hit and hit[0] == key:
+        return hit[1]
+    try:
+        with open(path, "rb") as f:
+            head = f.read(2)
+        ok = not (head[:1] == b"\x80" or head == b"PK")
+        if ok:
+            meta = read_metadata(path)
+            ok = meta.get(FORMAT_KEY) == str(FORMAT_VERSION) and meta.get("family") in FAMILIES
+    except (ArtifactError, OSError):
+        ok = False
+    _meta_cache[str(path)] = (key, ok)
+    return ok
+
+
+def remember(path: Path, ok: bool) -> None:
+    """Record a full load's verdict (e.g. weights that do not fit) so listings agree with the loader."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return
+    _meta_cache[str(path)] = ((st.st_mtime_ns, st.st_size), ok)
+
+
+def list_models(models_dir: Path) -> list[str]:
+    """Names of the folder's valid-looking artifacts, plus `default` when the bundled model exists."""
+    names = [artifact_name(p) for p in _files(models_dir) if looks_valid(p)]
+    if BUNDLED.is_file() and DEFAULT_NAME not in names:
+        names.append(DEFAULT_NAME)
+    return sorted(names)
+
+
+def resolve_model(models_dir: Path, name: str | None) -> tuple[Path, str]:
+    """The artifact to serve for `name` (None: not configured). Raises ModelNotFound with a reason.
+
+    NAME -> <models>/NAME.safetensors; `default` (or NAME with an empty models folder) -> the
+    bundled model; None -> <models>/default.safetensors, the bundled model, else the newest
+    valid artifact in the folder.
+    """
+    models_dir = Path(models_dir)
+    files = _files(models_dir)
+    if name is not None:
+        path = models_dir / f"{name}{SUFFIX}"
+        if path.is_file():
+            return path, name
+        if (name == DEFAULT_NAME or not files) and BUNDLED.is_file():
+            if name != DEFAULT_NAME:
+                log.warning("model %s not found and %s has no artifacts; serving the bundled model", name, models_dir)
+            return BUNDLED, DEFAULT_NAME
+        have = ", ".join(list_models(models_dir)) or "none"
+        raise ModelNotFound(f"model {name!r} not found in {models_dir} (available: {have})")
+    path = models_dir / f"{DEFAULT_NAME}{SUFFIX}"
+    if path.is_file():
+        return path, DEFAULT_NAME
+    if BUNDLED.is_file():
+        return BUNDLED, DEFAULT_NAME
+    valid = [p for p in files if looks_valid(p)]
+    if valid:
+        newest = max(valid, key=lambda p: p.stat().st_mtime_ns)
+        return newest, artifact_name(newest)
+    raise ModelNotFound(f"no model to serve: {models_dir} has no artifacts and the bundled model "
+                        f"({BUNDLED}) is not installed; train one (kicktrain) or pass --models/--model")
+
+
+def warm_up(gen: Any) -> float:
+    """One throw-away sample so the first real request does not pay for lazy initialisation."""
+    from trainer.generator import Item
+
+    t0 = time.perf_counter()
+    gen.sample([Item(seed=0)], steps=min(2, int(gen.default_steps)))
+    return time.perf_counter() - t0
+
+
+@dataclass
+class _Pending:
+    due: float
+    reply: Callable[[bytes], None] | None = None
+    name: str | None = None
+
+
+class ModelLoader:
+    """Loads artifacts in its own thread (never the worker's), from folder events or explicit requests."""
+
+    def __init__(self, device: Any, on_loaded: Loaded, on_failed: Failed, *, settle_s: float = 0.25,
+                 quiet_s: float = 2.0) -> None:
+        self.device = device
+        self.on_loaded = on_loaded
+        self.on_failed = on_failed
+        self.settle_s = settle_s
+        self.quiet_s = quiet_s
+        self._pending: dict[Path, _Pending] = {}
+        self._cond = threading.Condition()
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="kick-loader", daemon=True)
+        self._observer: Any = None
+        self.models_dir: Path | None = None
+        self.last_seen: dict[Path, tuple[int, int]] = {}
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def watch(self, models_dir: Path) -> None:
+        """(Re)start the folder watch on models_dir (one observer, one non-recursive watch)."""
+        models_dir = Path(models_dir)
+        if self._observer is not None and self.models_dir == models_dir:
+            return
+        self.unwatch()
+        self.models_dir = models_dir
+        if not models_dir.is_dir():
+            log.warning("models folder %s does not exist; not watching it", models_dir)
+            return
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        loader = self
+
+        class Handler(FileSystemEventHandler):
+            def on_closed(self, event: Any) -> None:
+                if not event.is_directory:
+                    loader.schedule(Path(os.fsdecode(event.src_path)), loader.settle_s)
+
+            def on_moved(self, event: Any) -> None:
+                if not event.is_directory:
+                    loader.schedule(Path(os.fsdecode(event.dest_path)), loader.settle_s)
+
+            def on_created(self, event: Any) -> None:
+                if not event.is_directory:
+                    loader.schedule(Path(os.fsdecode(event.src_path)), loader.quiet_s, weak=True)
+
+            def on_modified(self, event: Any) -> None:
+                if not event.is_directory:
+                    loader.schedule(Path(os.fsdecode(event.src_path)), loader.quiet_s, weak=True)
+
+        obs = Observer()
+        obs.daemon = True
+        obs.schedule(Handler(), str(models_dir), recursive=False)
+        obs.start()
+        self._observer = obs
+        log.info("watching %s for new models", models_dir)
+
+    def unwatch(self) -> None:
+        if self._observer is not None:
+            try:
+                self._observer.stop()
+                self._observer.join(timeout=2)
+            except Exception:  # noqa: BLE001 - stopping must not fail shutdown
+                pass
+            self._observer = None
+
+    def schedule(self, path: Path, delay: float, *, weak: bool = False) -> None:
+        """Load path once no event has touched it for `delay` s (weak: do not shorten a pending wait)."""
+        if not is_candidate(path):
+            return
+        if self.models_dir is not None and Path(path).parent != self.models_dir:
+            return
+        with self._cond:
+            due = time.monotonic() + delay
+            p = self._pending.get(path)
+            if p is not None and weak:
+                p.due = max(p.due, due)
+            elif p is not None:
+                p.due = due
+            else:
+                self._pending[path] = _Pending(due)
+            self._cond.notify()
+
+    def request(self, path: Path, name: str, reply: Callable[[bytes], None] | None = None) -> None:
+        """Load path now (a /kick/model request or a SIGHUP rescan); reply is told the outcome."""
+        with self._cond:
+            self._pending[Path(path)] = _Pending(time.monotonic(), reply, name)
+            self._cond.notify()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop watching and loading (a load in progress is abandoned: the thread is a daemon)."""
+        self.unwatch()
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout=timeout)
+
+    # ------------------------------------------------------------ the thread
+    def _next(self) -> tuple[Path, _Pending] | None:
+        with self._cond:
+            while not self._stop:
+                now = time.monotonic()
+                due = [(p.due, path) for path, p in self._pending.items() if p.due <= now]
+                if due:
+                    _, path = min(due)
+                    return path, self._pending.pop(path)
+                wait = min((p.due for p in self._pending.values()), default=now + 1.0) - now
+                self._cond.wait(timeout=max(0.01, min(wait, 1.0)))
+            return None
+
+    def _run(self) -> None:
+        while True:
+            nxt = self._next()
+            if nxt is None:
+                return
+            path, pending = nxt
+            try:
+                self._load(path, pending)
+            except Exception as e:  # noqa: BLE001 - the loader must survive anything
+                log.error("loading %s failed: %s: %s", path, type(e).__name__, e)
+                self.on_failed(f"cannot load {path.name}: {e}", pending.reply)
+
+    def _load(self, path: Path, pending: _Pending) -> None:
+        from trainer.generator import load_generator
+
+        if not path.is_file():
+            if pending.reply is not None:
+                self.on_failed(f"model file {path.name} is gone", pending.reply)
+            return
+        st = path.stat()
+        name = pending.name or artifact_name(path)
+        t0 = time.perf_counter()
+        try:
+            gen = load_generator(path, self.device)
+        except ArtifactError as e:
+            remember(path, False)
+            log.warning("refused model %s: %s", path.name, str(e).replace(str(path) + ": ", ""))
+            self.on_failed(f"refused model {name}: {str(e).replace(str(path) + ': ', '')}", pending.reply)
+            return
+        remember(path, True)
+        warm = warm_up(gen)
+        self.last_seen[path] = (st.st_mtime_ns, st.st_size)
+        log.info("loaded model %s from %s in %.2f s (warm-up %.2f s)", name, path, time.perf_counter() - t0, warm)
+        self.on_loaded(gen, name, path, pending.reply)

@@ -1,0 +1,280 @@
+"""The one thread that owns the model: takes queued kicks in batches, generates, writes, replies.
+
+The receive loop only calls `submit` (never blocks on the model): a request that would push the
+queue past `queue_limit` kicks is refused at once (`busy`). Queued kicks that share a key (steps
+and sampler for fresh kicks; the same request for variations) are generated together, up to
+`max_batch` at a time. A new model handed over by `offer_model` is swapped in between batches, so
+no request is lost. `stop` cancels the batch on the device (a forward pre-hook raises at the next
+network call), lets the file being written land, and answers every other kick "shutting down".
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.generator import Item, finish_kick
+
+from . import osc_api
+from .writer import KickInfo, KickWriter, WriteError
+
+log = logging.getLogger("kickserver.worker")
+
+Reply = Callable[[bytes], None]
+
+
+class Cancelled(Exception):
+    """Raised inside the model's forward pass when the worker is told to stop."""
+
+
+@dataclass
+class Job:
+    """One accepted /kick/generate or /kick/variation: `count` kicks, each answered exactly once."""
+
+    id: int
+    seeds: list[int]
+    reply: Reply
+    steps: int | None = None
+    sampler: str | None = None
+    controls: dict[str, float] = field(default_factory=dict)
+    source: Path | None = None  # a variation's (already checked) source file
+    strength: float = 0.5
+    _source_audio: Any = None
+
+    @property
+    def count(self) -> int:
+        return len(self.seeds)
+
+
+@dataclass
+class _Unit:
+    job: Job
+    seed: int
+
+
+@dataclass
+class _Offer:
+    gen: Any
+    name: str
+    reply: Reply | None = None
+
+
+class Worker:
+    def __init__(self, gen: Any, name: str, writer: KickWriter, *, sample_rate: int, queue_limit: int = 64,
+                 max_batch: int = 8, software: str = "kickserver") -> None:
+        self.gen = gen
+        self.model_name = name
+        self.writer = writer
+        self.sample_rate = int(sample_rate)
+        self.queue_limit = int(queue_limit)
+        self.max_batch = int(max_batch)
+        self.software = software
+        self.generated = 0
+        self.batches = 0
+        self._units: collections.deque[_Unit] = collections.deque()
+        self._running = 0
+        self._cond = threading.Condition()
+        self._offer: _Offer | None = None
+        self._stopping = False
+        self._cancel = threading.Event()
+        self._hook = self._install_cancel_hook(gen)
+        self._thread = threading.Thread(target=self._run, name="kick-worker", daemon=True)
+
+    # ------------------------------------------------------------ called from other threads
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def queued(self) -> int:
+        """Kicks waiting or being generated."""
+        return len(self._units) + self._running
+
+    @property
+    def device(self) -> str:
+        return str(getattr(self.gen, "device", "cpu"))
+
+    def submit(self, job: Job) -> str | None:
+        """Queue a job's kicks; returns None, or the reason it was refused ("busy", "shutting down")."""
+        with self._cond:
+            if self._stopping:
+                return "shutting down"
+            if len(self._units) + job.count > self.queue_limit:
+                return f"busy: {len(self._units)} kicks queued (limit {self.queue_limit})"
+            self._units.extend(_Unit(job, s) for s in job.seeds)
+            self._cond.notify()
+        return None
+
+    def offer_model(self, gen: Any, name: str, reply: Reply | None = None) -> None:
+        """Swap this loaded generator in before the next batch (replacing an earlier offer not yet taken)."""
+        with self._cond:
+            if self._offer is not None and self._offer.reply is not None:
+                self._offer.reply(osc_api.error(osc_api.NO_ID, f"model {self._offer.name} was superseded by {name}"))
+            self._offer = _Offer(gen, name, reply)
+            self._cond.notify()
+
+    def set_writer(self, writer: KickWriter) -> None:
+        with self._cond:
+            self.writer = writer
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cancel.set()
+            self._cond.notify_all()
+
+    def join(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    # ------------------------------------------------------------ the thread
+    def _install_cancel_hook(self, gen: Any) -> Any:
+        module = getattr(gen, "denoiser", None)
+        if not isinstance(module, torch.nn.Module):
+            return None
+
+        def hook(_module: Any, _inputs: Any) -> None:
+            if self._cancel.is_set():
+                raise Cancelled()
+
+        return module.register_forward_pre_hook(hook)
+
+    def _swap_if_offered(self) -> None:
+        with self._cond:
+            offer, self._offer = self._offer, None
+        if offer is None:
+            return
+        old = self.gen
+        if self._hook is not None:
+            self._hook.remove()
+        self.gen, self.model_name = offer.gen, offer.name
+        self._hook = self._install_cancel_hook(offer.gen)
+        del old
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        log.info("now serving model %s on %s", offer.name, self.device)
+        if offer.reply is not None:
+            offer.reply(osc_api.model(offer.name))
+
+    def _key(self, u: _Unit) -> tuple:
+        j = u.job
+        if j.source is not None:
+            return ("variation", id(j))
+        steps = j.steps if j.steps is not None else self.gen.default_steps
+        sampler = j.sampler if j.sampler is not None else self.gen.default_sampler
+        return ("generate", steps, sampler)
+
+    def _take_batch(self) -> list[_Unit]:
+        """Up to max_batch queued units sharing the first one's key (caller holds the lock)."""
+        first = self._units.popleft()
+        key = self._key(first)
+        batch = [first]
+        keep: list[_Unit] = []
+        while self._units and len(batch) < self.max_batch:
+            u = self._units.popleft()
+            (batch if self._key(u) == key else keep).append(u)
+        self._units.extendleft(reversed(keep))
+        return batch
+
+    def _run(self) -> None:
+        while True:
+            self._swap_if_offered()
+            with self._cond:
+                while not self._units and not self._stopping and self._offer is None:
+                    self._cond.wait(timeout=1.0)
+                if self._stopping:
+                    break
+                if not self._units:
+                    continue  # a model offer woke us
+                batch = self._take_batch()
+                self._running = len(batch)
+            try:
+                self._generate(batch)
+            except Exception as e:  # never let the worker die: answer what is left
+                log.error("batch failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
+                for u in batch:
+                    u.job.reply(osc_api.error(u.job.id, f"generation failed: {e}"))
+            finally:
+                self._running = 0
+        with self._cond:
+            left, self._units = list(self._units), collections.deque()
+        for u in left:
+            u.job.reply(osc_api.error(u.job.id, "shutting down"))
+        if left:
+            log.info("answered %d queued kick(s) with 'shutting down'", len(left))
+
+    # ------------------------------------------------------------ one batch
+    def _source(self, job: Job) -> np.ndarray:
+        if job._source_audio is None:
+            from trainer.config import DataConfig
+            from trainer.data import load_clip
+
+            cfg = getattr(getattr(self.gen, "config", None), "data", None)
+            if cfg is None or cfg.sample_rate != self.gen.sample_rate or cfg.length != self.gen.length:
+                cfg = DataConfig(sample_rate=self.gen.sample_rate, length=self.gen.length)
+            job._source_audio, _ = load_clip(job.source, cfg)
+        return job._source_audio
+
+    def _to_output(self, audio: np.ndarray) -> np.ndarray:
+        sr = int(self.gen.sample_rate)
+        if sr != self.sample_rate:
+            import torchaudio.functional as AF
+
+            audio = AF.resample(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)), sr,
+                                self.sample_rate).numpy()
+        return finish_kick(audio, self.sample_rate, peak_db=-1.0)
+
+    def _generate(self, batch: list[_Unit]) -> None:
+        gen = self.gen
+        job0 = batch[0].job
+        steps = job0.steps if job0.steps is not None else gen.default_steps
+        sampler = job0.sampler if job0.sampler is not None else gen.default_sampler
+        items = [Item(seed=u.seed, controls=dict(u.job.controls)) for u in batch]
+        t0 = time.perf_counter()
+        try:
+            if job0.source is not None:
+                src = self._source(job0)
+                audio = gen.vary(src, job0.strength, items, steps=steps, sampler=sampler)
+            else:
+                audio = gen.sample(items, steps=steps, sampler=sampler)
+        except Cancelled:
+            for u in batch:
+                u.job.reply(osc_api.error(u.job.id, "shutting down"))
+            return
+        except Exception as e:
+            reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+            if type(e).__name__ == "BadAudio":
+                reason = f"cannot use source {job0.source.name if job0.source else ''}: {e}"
+            log.warning("request %d refused by the model: %s", job0.id, reason)
+            for u in batch:
+                u.job.reply(osc_api.error(u.job.id, reason))
+            return
+        audio = self._to_output(np.asarray(audio))
+        t_gen = time.perf_counter() - t0
+        self.batches += 1
+        for i, u in enumerate(batch):
+            if self._stopping:
+                u.job.reply(osc_api.error(u.job.id, "shutting down"))
+                continue
+            info = KickInfo(model=self.model_name, seed=u.seed, steps=steps, sampler=sampler,
+                            controls=u.job.controls, software=self.software,
+                            source=str(u.job.source) if u.job.source else None,
+                            strength=u.job.strength if u.job.source else None)
+            try:
+                path = self.writer.write(audio[i], info)
+            except WriteError as e:
+                log.error("request %d: %s", u.job.id, e)
+                u.job.reply(osc_api.error(u.job.id, str(e)))
+                continue
+            self.generated += 1
+            u.job.reply(osc_api.done(u.job.id, str(path), u.seed))
+        log.debug("batch of %d (%s, %d steps) in %.3f s", len(batch), sampler, steps, t_gen)
+        self.writer.prune()

@@ -1,0 +1,211 @@
+"""Drop finished kicks into the DAW's folder: complete files only, by rename, never overwriting.
+
+Each kick is written as 24-bit PCM WAV (RIFF INFO tags name the software, model, seed, steps,
+sampler and controls) to a hidden `.kick_....wav.part` in the same folder, flushed, fsynced and
+`os.replace`d to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (`-2`, `-3`... on collision). A folder watcher
+sees one move to the final name and never a partial `.wav`. A failed write removes its temp file.
+
+With retention on (`max_files` and/or `max_mb`), the server keeps a hidden ledger
+(`.kickserver-ledger.json`, written atomically after each batch) of the files it wrote, and removes
+the oldest of those only, never anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from trainer.artifact import atomic_write_bytes, fsync_dir
+
+log = logging.getLogger("kickserver.writer")
+
+LEDGER = ".kickserver-ledger.json"
+NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_\d+(-\d+)?\.wav$")
+TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_\d+(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
+                     r"|^\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part$")
+
+
+class WriteError(OSError):
+    """A kick that could not be written; the message is the reason sent to the client."""
+
+
+@dataclass
+class KickInfo:
+    model: str
+    seed: int
+    steps: int
+    sampler: str
+    controls: Mapping[str, float]
+    software: str = "kickserver"
+    source: str | None = None
+    strength: float | None = None
+
+    def comment(self) -> str:
+        parts = [f"model={self.model}", f"seed={self.seed}", f"steps={self.steps}", f"sampler={self.sampler}"]
+        parts += [f"{k}={float(v):.4f}" for k, v in sorted(self.controls.items())]
+        if self.source is not None:
+            parts += [f"source={os.path.basename(self.source)}", f"strength={float(self.strength or 0):.4f}"]
+        return " ".join(parts)
+
+
+class KickWriter:
+    """Writes kicks into one folder and keeps its ledger; used by the worker thread only."""
+
+    def __init__(self, out_dir: Path, sample_rate: int, *, max_files: int | None = None,
+                 max_mb: float | None = None) -> None:
+        self.out_dir = Path(out_dir)
+        self.sample_rate = int(sample_rate)
+        self.max_files = max_files
+        self.max_mb = max_mb
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._ledger: list[dict] = self._read_ledger()
+        self._ledger_dirty = False
+        self.clean_stray_temps()
+
+    # ------------------------------------------------------------ start-up
+    def clean_stray_temps(self) -> int:
+        """Remove hidden temp files a killed run left behind (only names this writer makes)."""
+        n = 0
+        try:
+            entries = list(os.scandir(self.out_dir))
+        except OSError:
+            return 0
+        for e in entries:
+            if TEMP_RE.match(e.name) and e.is_file(follow_symlinks=False):
+                try:
+                    os.unlink(e.path)
+                    n += 1
+                except OSError:
+                    pass
+        if n:
+            log.info("removed %d stray temp file(s) in %s", n, self.out_dir)
+        return n
+
+    def _read_ledger(self) -> list[dict]:
+        path = self.out_dir / LEDGER
+        try:
+            data = json.loads(path.read_text())
+            files = [f for f in data.get("files", []) if isinstance(f, dict) and NAME_RE.match(str(f.get("name", "")))]
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, AttributeError) as e:
+            log.warning("ignoring unreadable ledger %s (%s); no old kicks will be pruned", path, e)
+            return []
+        return [f for f in files if (self.out_dir / f["name"]).is_file()]
+
+    # ------------------------------------------------------------ naming
+    def final_name(self, seed: int, when: float | None = None) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
+        base = f"kick_{stamp}_{int(seed)}"
+        name = f"{base}.wav"
+        n = 1
+        while os.path.lexists(self.out_dir / name):
+            n += 1
+            name = f"{base}-{n}.wav"
+        return name
+
+    # ------------------------------------------------------------ writing
+    def write(self, audio: np.ndarray, info: KickInfo) -> Path:
+        """Write one finished kick ([L] float, at self.sample_rate) and return its final absolute path."""
+        x = np.asarray(audio, dtype=np.float32).reshape(-1)
+        if not np.isfinite(x).all():
+            raise WriteError("refusing to write a kick with NaN or inf samples")
+        x = np.clip(x, -1.0, 1.0)
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)  # the folder may have been removed meanwhile
+        except OSError as e:
+            raise WriteError(f"cannot create {self.out_dir}: {e.strerror or e}") from None
+        name = self.final_name(info.seed)
+        final = self.out_dir / name
+        tmp = self.out_dir / f".{name}.{os.getpid()}.part"
+        try:
+            with open(tmp, "xb") as fh:
+                with sf.SoundFile(fh, "w", samplerate=self.sample_rate, channels=1, subtype="PCM_24",
+                                  format="WAV") as snd:
+                    snd.title = name.removesuffix(".wav")
+                    snd.software = info.software
+                    snd.artist = "kickserver"
+                    snd.comment = info.comment()
+                    snd.date = time.strftime("%Y-%m-%d")
+                    snd.write(x)
+                fh.flush()
+                os.fsync(fh.fileno())
+            if os.path.lexists(final):  # appeared meanwhile (another process): pick a fresh name
+                name = self.final_name(info.seed)
+                final = self.out_dir / name
+            os.replace(tmp, final)
+        except BaseException as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if isinstance(e, (OSError, RuntimeError, sf.LibsndfileError)):
+                raise WriteError(f"cannot write {name}: {getattr(e, 'strerror', None) or e}") from None
+            raise
+        fsync_dir(self.out_dir)
+        try:
+            size = final.stat().st_size
+        except OSError:
+            size = 0
+        if self.retention:
+            self._ledger.append({"name": name, "size": size, "time": time.time()})
+            self._ledger_dirty = True
+        return final.absolute()
+
+    # ------------------------------------------------------------ retention
+    @property
+    def retention(self) -> bool:
+        """The ledger is kept (and old kicks pruned) only while max_files or max_mb is set."""
+        return self.max_files is not None or self.max_mb is not None
+
+    def prune(self) -> list[str]:
+        """Apply max_files / max_mb to the files this server wrote (oldest first); save the ledger."""
+        removed: list[str] = []
+        self._ledger = [f for f in self._ledger if (self.out_dir / f["name"]).is_file()]
+
+        def over() -> bool:
+            if not self._ledger:
+                return False
+            if self.max_files is not None and len(self._ledger) > self.max_files:
+                return True
+            if self.max_mb is not None and sum(f.get("size", 0) for f in self._ledger) > self.max_mb * 1e6:
+                return len(self._ledger) > 1  # never remove the kick just written
+            return False
+
+        while over():
+            old = self._ledger.pop(0)
+            path = self.out_dir / old["name"]
+            if NAME_RE.match(old["name"]) and path.is_file() and not path.is_symlink():
+                try:
+                    path.unlink()
+                    removed.append(old["name"])
+                except OSError as e:
+                    log.warning("cannot remove old kick %s (%s)", path, e.strerror or e)
+            self._ledger_dirty = True
+        if removed:
+            log.info("retention removed %d old kick(s)", len(removed))
+        self.save_ledger()
+        return removed
+
+    def save_ledger(self) -> None:
+        if not self._ledger_dirty:
+            return
+        data = json.dumps({"version": 1, "files": self._ledger}, indent=0).encode()
+        try:
+            atomic_write_bytes(self.out_dir / LEDGER, data)
+            self._ledger_dirty = False
+        except OSError as e:
+            log.warning("cannot save the ledger in %s (%s)", self.out_dir, e.strerror or e)
+
+    @property
+    def written(self) -> list[str]:
+        return [f["name"] for f in self._ledger]

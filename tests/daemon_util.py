@@ -1,0 +1,247 @@
+"""Run a real kickserver daemon in a subprocess and talk to it over UDP (for tests).
+
+    from daemon_util import start_daemon      # tests/ is on sys.path (conftest.py lives there)
+    with start_daemon(tmp_path, models_dir) as d:          # waits until /kick/ping answers
+        replies = d.send("/kick/generate", "steps", 2, expect=1)
+        assert replies[0][0] == "/kick/done"
+
+Arguments to `send` are typed the python-osc way (int -> i, float -> f, str -> s, bool -> T/F,
+None -> N); a tuple `(tag, value)` forces a type tag, e.g. `("d", 0.5)` or `("h", 2**40)`.
+Every socket wait has a timeout: nothing here can hang a test run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pythonosc.osc_message import OscMessage
+from pythonosc.osc_message_builder import OscMessageBuilder
+from pythonosc.osc_packet import OscPacket, ParseError
+
+REPO = Path(__file__).resolve().parents[1]
+
+Reply = tuple[str, list]
+
+
+def models_folder(folder: Path, *artifacts: Path) -> Path:
+    """A fresh models folder holding copies of the given artifacts (tests may add or break files in it)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for a in artifacts:
+        shutil.copy2(a, folder / Path(a).name)
+    return folder
+
+
+def make_artifact(path: Path, seed: int = 0) -> Path:
+    """tests/conftest.py's make_tiny_artifact, reached by file path: `from conftest import ...` is ambiguous
+    once several test folders have their own conftest.py."""
+    import importlib.util
+
+    name = "_kickserver_tests_root_conftest"
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "conftest.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return mod.make_tiny_artifact(Path(path), seed=seed)
+
+
+def free_udp_port(host: str = "127.0.0.1") -> int:
+    """A UDP port that was free a moment ago (bind to 0, read, close)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def build_message(address: str, args: Iterable[Any]) -> bytes:
+    """One OSC message; plain args auto-typed, (tag, value) tuples typed explicitly."""
+    b = OscMessageBuilder(address=address)
+    for a in args:
+        if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) and len(a[0]) == 1:
+            b.add_arg(a[1], a[0])
+        else:
+            b.add_arg(a)
+    return b.build().dgram
+
+
+def parse_replies(data: bytes) -> list[Reply]:
+    """Messages in one datagram (a message or a bundle) as (address, [args])."""
+    try:
+        packet = OscPacket(data)
+    except ParseError:
+        return [("<not OSC>", [data])]
+    return [(m.message.address, list(m.message.params)) for m in packet.messages]
+
+
+def receive(sock: socket.socket, expect: int, timeout: float) -> list[Reply]:
+    """Read replies from sock until `expect` arrived or `timeout` seconds passed."""
+    out: list[Reply] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < expect:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        sock.settimeout(left)
+        try:
+            data, _ = sock.recvfrom(65536)
+        except TimeoutError:
+            break
+        except ConnectionRefusedError:
+            continue
+        out.extend(parse_replies(data))
+    return out
+
+
+class DaemonProc:
+    """A running `python -m kickserver serve`; a context manager that stops it on exit."""
+
+    def __init__(self, proc: subprocess.Popen, *, host: str, port: int, reply_port: int, out_dir: Path,
+                 models_dir: Path, stderr_path: Path, args: Sequence[str]) -> None:
+        self.proc = proc
+        self.host = host
+        self.port = port
+        self.reply_port = reply_port
+        self.out_dir = out_dir
+        self.models_dir = models_dir
+        self.stderr_path = stderr_path
+        self.args = list(args)
+        self.returncode: int | None = None
+
+    # ------------------------------------------------------------- talking
+    def socket(self) -> socket.socket:
+        """A fresh client UDP socket bound to a free loopback port (caller closes it)."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        s.bind(("127.0.0.1", 0))
+        return s
+
+    def send_raw(self, data: bytes, *, expect: int = 1, timeout: float = 10.0) -> list[Reply]:
+        """Send one datagram from a fresh socket; return the replies to that socket."""
+        with self.socket() as s:
+            s.sendto(data, (self.host, self.port))
+            return receive(s, expect, timeout)
+
+    def send(self, address: str, *args: Any, expect: int = 1, timeout: float = 10.0) -> list[Reply]:
+        """Send one message and wait for `expect` replies (or `timeout` s); return what came."""
+        return self.send_raw(build_message(address, args), expect=expect, timeout=timeout)
+
+    def reply_listener(self) -> socket.socket:
+        """A socket bound to the daemon's reply port, as Max's [udpreceive] would be (caller closes)."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", self.reply_port))
+        return s
+
+    # ------------------------------------------------------------- state
+    def stderr_text(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait_for_log(self, needle: str, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if needle in self.stderr_text():
+                return True
+            if self.proc.poll() is not None:
+                return needle in self.stderr_text()
+            time.sleep(0.05)
+        return False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def terminate(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM, wait up to timeout, then SIGKILL. Returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.returncode = self.proc.returncode
+        return self.returncode
+
+    def __enter__(self) -> DaemonProc:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.terminate()
+
+
+def daemon_env(env: dict | None = None) -> dict:
+    e = dict(os.environ)
+    e.update({"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    e["PYTHONPATH"] = str(REPO) + (os.pathsep + e["PYTHONPATH"] if e.get("PYTHONPATH") else "")
+    e.pop("NOTIFY_SOCKET", None)
+    e.pop("WATCHDOG_USEC", None)
+    if env:
+        e.update(env)
+    return e
+
+
+def start_daemon(tmp_path: Path, models_dir: Path, *, extra_args: Sequence[str] = (), env: dict | None = None,
+                 model: str | None = None, out_dir: Path | None = None, ready_timeout: float = 60.0,
+                 config: Path | None = None) -> DaemonProc:
+    """Start `python -m kickserver serve` on free loopback ports and wait until it answers /kick/ping.
+
+    model: the artifact name to serve; default the stem of the first *.safetensors in models_dir.
+    The daemon's stderr goes to <tmp_path>/daemon-<port>.log (read it with .stderr_text()).
+    """
+    tmp_path = Path(tmp_path)
+    models_dir = Path(models_dir)
+    out_dir = Path(out_dir) if out_dir is not None else tmp_path / "out"
+    if model is None:
+        found = sorted(models_dir.glob("*.safetensors"))
+        model = found[0].name.removesuffix(".safetensors") if found else "default"
+    port, reply_port = free_udp_port(), free_udp_port()
+    while reply_port == port:
+        reply_port = free_udp_port()
+    args = [sys.executable, "-m", "kickserver", "serve", "--device", "cpu", "--threads", "1",
+            "--host", "127.0.0.1", "--port", str(port), "--reply-port", str(reply_port),
+            "--out", str(out_dir), "--models", str(models_dir), "--model", model]
+    # an explicit --config (or an empty one) so a developer's ~/.config/kickserver/config.toml never leaks in
+    if config is None:
+        config = tmp_path / f"config-{port}.toml"
+        config.write_text("")
+    args[4:4] = ["--config", str(config)]
+    args += list(extra_args)
+    stderr_path = tmp_path / f"daemon-{port}.log"
+    with open(stderr_path, "wb") as errf:
+        proc = subprocess.Popen(args, cwd=str(REPO), env=daemon_env(env), stdin=subprocess.DEVNULL,
+                                stdout=errf, stderr=subprocess.STDOUT)
+    d = DaemonProc(proc, host="127.0.0.1", port=port, reply_port=reply_port, out_dir=out_dir, models_dir=models_dir,
+                   stderr_path=stderr_path, args=args)
+    deadline = time.monotonic() + ready_timeout
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"kickserver exited with {proc.returncode} before answering:\n{d.stderr_text()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"kickserver did not answer /kick/ping within {ready_timeout:.0f} s:\n"
+                                   f"{d.stderr_text()}")
+            replies = d.send("/kick/ping", timeout=0.5)
+            if any(a == "/kick/pong" for a, _ in replies):
+                return d
+    except BaseException:
+        d.terminate(timeout=5)
+        raise
+
+
+__all__ = ["DaemonProc", "OscMessage", "Reply", "build_message", "daemon_env", "free_udp_port", "make_artifact",
+           "models_folder", "parse_replies", "receive", "start_daemon"]

@@ -1,0 +1,187 @@
+"""Settings (TOML + command line), model resolution, source-path safety, the allow list, the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from daemon_util import REPO, daemon_env, models_folder
+
+from kickserver import reload as reload_mod
+from kickserver.config import ServerConfig, ServerConfigError, load_config
+from kickserver.daemon import Server, SourceRefused, resolve_source
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kickserver", *args], cwd=REPO, env=daemon_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------- config
+
+
+def test_toml_then_command_line(tmp_path):
+    f = tmp_path / "config.toml"
+    f.write_text('host = "0.0.0.0"\nport = 9100\nallow = ["10.0.0.0/8"]\nmax_files = 10\nsample_rate = 48000\n'
+                 'read_roots = ["~/Samples"]\nmax_mb = 5\n')
+    cfg, path = load_config(f, {"port": 9200, "host": None})
+    assert path == f
+    assert (cfg.host, cfg.port, cfg.allow, cfg.max_files, cfg.sample_rate, cfg.max_mb) == (
+        "0.0.0.0", 9200, ["10.0.0.0/8"], 10, 48000, 5.0)
+    assert cfg.read_root_dirs == [Path(os.path.expanduser("~/Samples"))]
+
+
+def test_defaults_and_default_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    cfg, path = load_config(None, {})
+    assert path is None
+    assert (cfg.host, cfg.port, cfg.reply_port, cfg.sample_rate, cfg.queue_limit, cfg.max_steps) == (
+        "127.0.0.1", 9000, 9001, 44100, 64, 200)
+    assert cfg.out_dir == Path(os.path.expanduser("~/Music/kickserver"))
+    (tmp_path / "kickserver").mkdir()
+    (tmp_path / "kickserver" / "config.toml").write_text("port = 9300\n")
+    cfg, path = load_config(None, {})
+    assert cfg.port == 9300 and path == tmp_path / "kickserver" / "config.toml"
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("prot = 9000\n", "unknown key(s) prot"),
+    ('port = "9000"\n', "expected an integer"),
+    ("sample_rate = 22050\n", "44100 or 48000"),
+    ('allow = ["not-a-net"]\n', "not a network"),
+    ("max_files = 0\n", "max_files"),
+    ("max_steps = 5000\n", "max_steps"),
+    ("port = [\n", "not valid TOML"),
+    ("queue_limit = true\n", "expected an integer"),
+])
+def test_bad_config_is_an_error(tmp_path, text, needle):
+    f = tmp_path / "c.toml"
+    f.write_text(text)
+    with pytest.raises(ServerConfigError, match=None) as e:
+        load_config(f, {})
+    assert needle in str(e.value)
+
+
+def test_missing_explicit_config_is_an_error(tmp_path):
+    with pytest.raises(ServerConfigError, match="no such config file"):
+        load_config(tmp_path / "nope.toml", {})
+
+
+# ---------------------------------------------------------------- models
+
+
+def test_resolve_model(tmp_path, tiny_artifact, monkeypatch):
+    monkeypatch.setattr(reload_mod, "BUNDLED", tmp_path / "no-bundled.safetensors")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(reload_mod.ModelNotFound, match="no model to serve"):
+        reload_mod.resolve_model(empty, None)
+    with pytest.raises(reload_mod.ModelNotFound, match="not found"):
+        reload_mod.resolve_model(empty, "default")
+    models = models_folder(tmp_path / "m", tiny_artifact)
+    (models / "junk.safetensors").write_bytes(b"junk")
+    (models / ".hidden.safetensors").write_bytes(b"junk")
+    assert reload_mod.resolve_model(models, "tiny") == (models / "tiny.safetensors", "tiny")
+    assert reload_mod.resolve_model(models, None) == (models / "tiny.safetensors", "tiny")  # newest valid
+    with pytest.raises(reload_mod.ModelNotFound, match="available: tiny"):
+        reload_mod.resolve_model(models, "other")
+    assert reload_mod.list_models(models) == ["tiny"]
+    # with a bundled model: `default` and an empty folder fall back to it
+    bundled = models_folder(tmp_path / "pkg", tiny_artifact) / "tiny.safetensors"
+    monkeypatch.setattr(reload_mod, "BUNDLED", bundled)
+    assert reload_mod.resolve_model(empty, "default") == (bundled, "default")
+    assert reload_mod.resolve_model(empty, "anything") == (bundled, "default")
+    assert reload_mod.resolve_model(models, None) == (bundled, "default")
+    assert reload_mod.list_models(models) == ["default", "tiny"]
+
+
+def test_no_model_exits_2_with_a_clear_error(tmp_path):
+    empty = tmp_path / "models"
+    empty.mkdir()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("")
+    r = run_cli("serve", "--config", str(cfg), "--device", "cpu", "--models", str(empty), "--out",
+                str(tmp_path / "out"), "--port", "1")
+    assert r.returncode == 2, r.stderr
+    assert "no model to serve" in r.stderr and "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------- paths and networks
+
+
+def test_resolve_source(tmp_path):
+    out, root, elsewhere = tmp_path / "out", tmp_path / "root", tmp_path / "elsewhere"
+    for d in (out, root, elsewhere):
+        d.mkdir()
+    (out / "a.wav").write_bytes(b"x")
+    (root / "b.wav").write_bytes(b"x")
+    (elsewhere / "c.wav").write_bytes(b"x")
+    (out / "in.wav").symlink_to(out / "a.wav")
+    (out / "escape.wav").symlink_to(elsewhere / "c.wav")
+    (root / "sub").mkdir()
+    (root / "sub" / "d.wav").write_bytes(b"x")
+    assert resolve_source("a.wav", out, [root]) == (out / "a.wav").resolve()
+    assert resolve_source("in.wav", out, [root]) == (out / "a.wav").resolve()
+    assert resolve_source(str(out / "a.wav"), out, [root]) == (out / "a.wav").resolve()
+    assert resolve_source(str(root / "sub" / "d.wav"), out, [root]) == (root / "sub" / "d.wav").resolve()
+    for bad in ["escape.wav", "../elsewhere/c.wav", str(elsewhere / "c.wav"), str(root / ".." / "elsewhere" / "c.wav"),
+                "sub/d.wav", "", ".", "..", "missing.wav", str(root / "sub"), "b.wav", "a.wav\0"]:
+        with pytest.raises(SourceRefused):
+            resolve_source(bad, out, [root])
+
+
+def test_allow_list():
+    s = Server(ServerConfig(host="127.0.0.1"))
+    assert s._allowed("127.0.0.1") and s._allowed("10.1.2.3")  # loopback bind: only loopback can reach it
+    s = Server(ServerConfig(host="0.0.0.0", allow=["192.168.1.0/24", "fd00::/8"]))
+    assert s._allowed("127.0.0.1") and s._allowed("::1") and s._allowed("192.168.1.77")
+    assert s._allowed("::ffff:192.168.1.5") and s._allowed("fd00::1")
+    assert not s._allowed("192.168.2.1") and not s._allowed("8.8.8.8") and not s._allowed("fe80::1")
+    s = Server(ServerConfig(host="0.0.0.0"))
+    assert s._allowed("127.0.0.1") and not s._allowed("192.168.1.77")
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_help_lists_every_option():
+    r = run_cli("--help", timeout=60)
+    assert r.returncode == 0
+    for opt in ("--config", "--host", "--port", "--reply-port", "--out", "--models", "--model", "--device",
+                "--sample-rate", "--allow", "serve", "send", "render"):
+        assert opt in r.stdout, opt
+
+
+def test_daemon_imports_no_training_only_libraries():
+    # torch itself pulls in tqdm (torch.hub); what matters is that nothing of ours adds training-only libraries
+    code = ("import sys, torch, torchaudio\n"
+            "base = set(sys.modules)\n"
+            "import kickserver.cli, kickserver.daemon, kickserver.worker, kickserver.reload, kickserver.writer\n"
+            "import trainer.generator, trainer.data\n"
+            "added = [m for m in ('tensorboard', 'matplotlib', 'tqdm') if m in sys.modules and m not in base]\n"
+            "assert not added, added\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=daemon_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+
+
+def test_render(tmp_path, tiny_artifact):
+    models = models_folder(tmp_path / "models", tiny_artifact)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("")
+    out = tmp_path / "kicks"
+    r = run_cli("render", "--n", "3", "--out", str(out), "--config", str(cfg), "--models", str(models), "--model",
+                "tiny", "--device", "cpu", "--steps", "2", "--seed", "5", "--sample-rate", "48000", "--batch", "2",
+                "--control", "decay=0.5")
+    assert r.returncode == 0, r.stderr
+    paths = [Path(p) for p in r.stdout.split()]
+    assert len(paths) == 3 and all(p.parent == out and p.is_file() for p in paths)
+    assert [p.name.rsplit("_", 1)[1] for p in paths] == ["5.wav", "6.wav", "7.wav"]
+    import soundfile as sf
+
+    info = sf.info(paths[0])
+    assert (info.samplerate, info.subtype) == (48000, "PCM_24")
+    assert abs(info.frames - 4096 * 48000 / 44100) < 1.5
