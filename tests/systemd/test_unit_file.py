@@ -1,0 +1,161 @@
+"""The shipped units: the policy fields the daemon relies on, CUDA-safe hardening, and `systemd-analyze verify`."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from pathlib import Path
+
+import pytest
+from unitfile import REPO, UNIT_DIR, exec_argv, parse_unit, seconds, value, values
+
+from kickserver import service
+
+USER_UNIT = UNIT_DIR / "kickserver.service"
+SYSTEM_UNIT = UNIT_DIR / "kickserver-system.service"
+BOTH = pytest.mark.parametrize("unit_path", [USER_UNIT, SYSTEM_UNIT], ids=["user", "system"])
+
+# Settings that hide /dev/nvidia* or break CUDA's JIT: none may be switched on.
+CUDA_BREAKERS = {"PrivateDevices": "yes", "MemoryDenyWriteExecute": "yes", "ProtectClock": "yes"}
+TRUE = {"yes", "true", "on", "1"}
+
+
+def load(path: Path):
+    return parse_unit(path.read_text(encoding="utf-8"))
+
+
+@BOTH
+def test_notify_watchdog_and_restart_policy(unit_path):
+    u = load(unit_path)
+    svc = "Service"
+    assert value(u, svc, "Type") == "notify"
+    assert value(u, svc, "NotifyAccess") == "main"  # only the daemon itself, not a stray child, may say READY
+    wd = seconds(value(u, svc, "WatchdogSec") or "0")
+    assert 10 <= wd <= 120, f"WatchdogSec={wd}: long enough for a busy CPU, short enough to notice a hang"
+    # A crash (SIGKILL, SIGSEGV, non-zero exit) and a watchdog timeout are all "failure": restarted.
+    assert value(u, svc, "Restart") == "on-failure"
+    restart = seconds(value(u, svc, "RestartSec") or "0.1")
+    assert 1 <= restart <= 30, f"RestartSec={restart}: let the GPU free its memory, do not keep users waiting"
+    assert "SIGKILL" not in " ".join(values(u, svc, "SuccessExitStatus")), "a kill must count as a failure"
+    assert "SIGKILL" not in " ".join(values(u, svc, "RestartPreventExitStatus"))
+    # a crash loop ends: StartLimitBurst restarts fit inside StartLimitIntervalSec, then the unit stays failed
+    burst = int(value(u, "Unit", "StartLimitBurst") or 5)
+    interval = seconds(value(u, "Unit", "StartLimitIntervalSec") or "10")
+    assert burst * restart < interval
+    assert seconds(value(u, svc, "TimeoutStopSec") or "90") >= 10, "time to finish the kick being written"
+    assert seconds(value(u, svc, "TimeoutStartSec") or "90") >= 60, "torch + CUDA + model load on a cold disk"
+    assert value(u, svc, "KillMode") in (None, "mixed", "control-group")
+
+
+@BOTH
+def test_reload_is_sighup_to_the_main_process(unit_path):
+    argv = exec_argv(value(load(unit_path), "Service", "ExecReload"))
+    assert Path(argv[0]).name == "kill"
+    assert argv[1:] == ["-HUP", "$MAINPID"]
+
+
+@BOTH
+def test_environment_file_is_optional_and_feeds_the_command_line(unit_path):
+    u = load(unit_path)
+    env_files = values(u, "Service", "EnvironmentFile")
+    assert len(env_files) == 1 and env_files[0].startswith("-"), "a missing file must not stop the service"
+    assert env_files[0].endswith("/kickserver/kickserver.env")
+    start = value(u, "Service", "ExecStart")
+    assert start.split()[-1] == "$KICKSERVER_ARGS", "unbraced: split into words, zero words when empty"
+    assert start.split()[1] == "serve"
+    assert "KICKSERVER_ARGS=" in values(u, "Service", "Environment"), "a default, so it is never unset"
+    assert "PYTHONUNBUFFERED=1" in values(u, "Service", "Environment"), "log lines reach the journal at once"
+
+
+@BOTH
+def test_hardening_leaves_cuda_working(unit_path):
+    u = load(unit_path)
+    for key, bad in CUDA_BREAKERS.items():
+        assert (value(u, "Service", key) or "no").lower() not in TRUE, f"{key}={bad} breaks CUDA"
+    assert not values(u, "Service", "DeviceAllow"), "DeviceAllow= makes an allow-list without /dev/nvidia*"
+    assert value(u, "Service", "DevicePolicy") in (None, "auto")
+    assert not values(u, "Service", "SystemCallFilter")
+    assert value(u, "Service", "NoNewPrivileges") == "yes"
+    # the comments say why the CUDA breakers are absent, so nobody "hardens" them back in
+    text = unit_path.read_text(encoding="utf-8")
+    comments = "\n".join(ln for ln in text.splitlines() if ln.lstrip().startswith("#"))
+    for key in ("PrivateDevices", "MemoryDenyWriteExecute"):
+        assert key in comments
+    # NoNewPrivileges stops CUDA's setuid nvidia-modprobe: the unit creates the device nodes outside the sandbox,
+    # and a box without NVIDIA's tools still starts ("-" ignores the missing binary)
+    pre = [exec_argv(v) + [v] for v in values(u, "Service", "ExecStartPre")]
+    assert any(p[0].endswith("/nvidia-modprobe") and p[-1].startswith(("-+", "+-")) for p in pre)
+
+
+def test_user_unit_fits_the_user_manager():
+    u = load(USER_UNIT)
+    assert value(u, "Install", "WantedBy") == "default.target"
+    assert value(u, "Service", "User") is None
+    assert not values(u, "Unit", "After") and not values(u, "Unit", "Wants"), "network-online.target is system-only"
+    # file-system sandboxing needs user namespaces (PrivateUsers=yes) in a user unit: not set, so not used
+    if (value(u, "Service", "PrivateUsers") or "no") not in TRUE:
+        for key in ("ProtectSystem", "ProtectHome", "PrivateTmp", "ReadWritePaths"):
+            assert value(u, "Service", key) is None, f"{key}= does nothing in a user unit without PrivateUsers="
+
+
+def test_system_unit_runs_as_a_dedicated_user_with_the_same_policy():
+    user, system = load(USER_UNIT), load(SYSTEM_UNIT)
+    assert value(system, "Install", "WantedBy") == "multi-user.target"
+    assert value(system, "Service", "User")
+    assert (value(system, "Service", "User") or "") not in ("root", "0")
+    for key in ("Type", "NotifyAccess", "WatchdogSec", "Restart", "RestartSec", "TimeoutStartSec", "TimeoutStopSec",
+                "KillMode", "ExecReload", "EnvironmentFile", "NoNewPrivileges", "RestrictAddressFamilies",
+                "ExecStartPre", "UMask"):
+        assert values(system, "Service", key) == values(user, "Service", key), key
+    for key in ("StartLimitIntervalSec", "StartLimitBurst"):
+        assert values(system, "Unit", key) == values(user, "Unit", key), key
+    assert value(system, "Service", "ProtectSystem") in ("full", "true", "yes")
+    assert value(system, "Service", "PrivateTmp") == "yes"
+
+
+@pytest.mark.parametrize("name", sorted(service.TEMPLATES.values()))
+def test_packaged_copy_matches_the_repository(name):
+    """A pip-installed kickserver renders from kickserver/systemd_units/: it must be the same text as systemd/."""
+    packaged = REPO / "kickserver" / service.PACKAGE_UNIT_DIR / name
+    assert packaged.read_bytes() == (UNIT_DIR / name).read_bytes(), (
+        f"{packaged} drifted from systemd/{name}; systemd/ is the source: "
+        f"cp systemd/{name} kickserver/{service.PACKAGE_UNIT_DIR}/")
+    assert service.load_template("user" if name == "kickserver.service" else "system") == packaged.read_text()
+
+
+def test_packaged_units_are_package_data():
+    tomllib = pytest.importorskip("tomllib")
+    data = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = data["tool"]["setuptools"]["package-data"]["kickserver"]
+    for name in service.TEMPLATES.values():
+        rel = f"{service.PACKAGE_UNIT_DIR}/{name}"
+        assert any(fnmatch.fnmatch(rel, p) for p in patterns), (
+            f"pyproject.toml [tool.setuptools.package-data] kickserver needs \"{service.PACKAGE_UNIT_DIR}/*.service\"")
+
+
+def _render(kind: str, tmp_path: Path) -> Path:
+    """The template rendered as install-service would, with ExecStart on a real executable (verify checks it)."""
+    text = service.render_unit(service.load_template(kind), exec_argv=[sys.executable, "-m", "kickserver", "serve"],
+                               user="kickserver" if kind == "system" else None, header="test render")
+    path = tmp_path / kind / service.UNIT_NAME
+    path.parent.mkdir()
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["user", "system"])
+def test_systemd_analyze_verify_accepts_the_units(kind, tmp_path, verify_unit):
+    path = _render(kind, tmp_path)
+    assert verify_unit(path) == []
+    if kind == "user":
+        assert verify_unit(path, user=True) == [], "as the user manager loads it"
+
+
+def test_verify_helper_catches_mistakes(tmp_path, verify_unit):
+    """Guards the guard: verify exits 0 on an unknown key, the helper must still report it."""
+    path = _render("user", tmp_path)
+    path.write_text(path.read_text().replace("[Service]\n", "[Service]\nWatchdogSecs=30\n"))
+    problems = verify_unit(path)
+    assert any("WatchdogSecs" in p for p in problems), problems
+    path.write_text(path.read_text().replace(sys.executable, str(tmp_path / "no-such-python")))
+    assert any("no-such-python" in p for p in verify_unit(path))
