@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Build the Max for Live device (kickserver.amxd) from the patcher (kickserver.maxpat).
+
+The .maxpat is the source: edit it in Max (or by hand), then run
+
+    python max_patches/build_amxd.py            # rewrite max_patches/kickserver.amxd
+    python max_patches/build_amxd.py --check    # exit 1 if the .amxd is missing or out of date (CI)
+
+An .amxd is a sequence of chunks, each a 4-byte ASCII tag, a little-endian uint32 size and that many
+bytes (the layout Ableton's maxdevtools `maxdiff/amxd_textconv.py` reads):
+
+    ampf  4 bytes   device type: "mmmm" MIDI effect, "aaaa" audio effect, "iiii" instrument
+    meta  4 bytes   zeros (what public writers put there)
+    ptch  n bytes   the patcher JSON, UTF-8, NUL-terminated
+
+The device only speaks OSC, so it is a MIDI effect (MIDI passes through it untouched). The patcher
+bytes are embedded exactly as they are in the .maxpat, so the two files cannot drift apart unnoticed.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_MAXPAT = HERE / "kickserver.maxpat"
+DEFAULT_AMXD = HERE / "kickserver.amxd"
+
+DEVICE_TYPES = {"midi": b"mmmm", "audio": b"aaaa", "instrument": b"iiii"}
+META = b"\0\0\0\0"
+
+
+def chunk(tag: bytes, data: bytes) -> bytes:
+    """One chunk: 4-byte tag, little-endian uint32 size, data."""
+    if len(tag) != 4:
+        raise ValueError(f"chunk tag must be 4 bytes, got {tag!r}")
+    return tag + struct.pack("<I", len(data)) + data
+
+
+def check_patcher(patcher: bytes) -> dict:
+    """The parsed patcher; ValueError if the bytes are not a Max patcher (JSON with a 'patcher' object)."""
+    try:
+        doc = json.loads(patcher.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"not a Max patcher (JSON): {e}") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("patcher"), dict):
+        raise ValueError("not a Max patcher: the top-level object has no 'patcher' object")
+    return doc
+
+
+def build_amxd(patcher: bytes, device_type: str = "midi") -> bytes:
+    """The .amxd bytes for the patcher JSON `patcher` (as read from a .maxpat)."""
+    check_patcher(patcher)
+    try:
+        kind = DEVICE_TYPES[device_type]
+    except KeyError:
+        raise ValueError(f"device type must be one of {', '.join(DEVICE_TYPES)}, got {device_type!r}") from None
+    return chunk(b"ampf", kind) + chunk(b"meta", META) + chunk(b"ptch", patcher + b"\0")
+
+
+def read_chunks(data: bytes) -> list[tuple[str, bytes]]:
+    """The (tag, data) chunks of an .amxd; ValueError if the layout is broken."""
+    out: list[tuple[str, bytes]] = []
+    pos = 0
+    while pos < len(data):
+        if pos + 8 > len(data):
+            raise ValueError(f"truncated chunk header at byte {pos}")
+        tag = data[pos:pos + 4]
+        (size,) = struct.unpack("<I", data[pos + 4:pos + 8])
+        start, end = pos + 8, pos + 8 + size
+        if end > len(data):
+            raise ValueError(f"chunk {tag!r} at byte {pos} claims {size} bytes, only {len(data) - start} left")
+        try:
+            name = tag.decode("ascii")
+        except UnicodeDecodeError:
+            raise ValueError(f"chunk tag at byte {pos} is not ASCII: {tag!r}") from None
+        out.append((name, data[start:end]))
+        pos = end
+    return out
+
+
+def patcher_from_amxd(data: bytes) -> bytes:
+    """The patcher JSON bytes inside an .amxd (without the trailing NUL)."""
+    for tag, body in read_chunks(data):
+        if tag == "ptch":
+            return body[:-1] if body.endswith(b"\0") else body
+    raise ValueError("no ptch chunk")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a temp file beside `path`, then rename it over `path` (keeping its mode, else 0644)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        if hasattr(os, "fchmod"):  # not on Windows before Python 3.13 (where modes hardly matter)
+            os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--maxpat", type=Path, default=DEFAULT_MAXPAT, help="the patcher to embed (default: %(default)s)")
+    p.add_argument("--amxd", type=Path, default=DEFAULT_AMXD, help="the device to write (default: %(default)s)")
+    p.add_argument("--type", choices=sorted(DEVICE_TYPES), default="midi", help="Live device type (default: midi)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the .amxd is missing or differs")
+    args = p.parse_args(argv)
+
+    try:
+        want = build_amxd(args.maxpat.read_bytes(), args.type)
+    except (OSError, ValueError) as e:
+        print(f"build_amxd: {args.maxpat}: {e}", file=sys.stderr)
+        return 2
+    if args.check:
+        try:
+            have = args.amxd.read_bytes()
+        except FileNotFoundError:
+            print(f"build_amxd: {args.amxd} is missing; run: python max_patches/{Path(__file__).name}", file=sys.stderr)
+            return 1
+        if have != want:
+            print(f"build_amxd: {args.amxd} is out of date with {args.maxpat.name}; "
+                  f"run: python max_patches/{Path(__file__).name}", file=sys.stderr)
+            return 1
+        print(f"build_amxd: {args.amxd.name} matches {args.maxpat.name}")
+        return 0
+    write_atomic(args.amxd, want)
+    print(f"build_amxd: wrote {args.amxd} ({len(want)} bytes, {args.type} device)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

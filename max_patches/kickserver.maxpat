@@ -1,0 +1,1400 @@
+{
+	"patcher": {
+		"fileversion": 1,
+		"appversion": {
+			"major": 8,
+			"minor": 6,
+			"revision": 5,
+			"architecture": "x64",
+			"modernui": 1
+		},
+		"classnamespace": "box",
+		"rect": [ 100.0, 100.0, 1600.0, 720.0 ],
+		"openrect": [ 0.0, 0.0, 560.0, 169.0 ],
+		"bglocked": 0,
+		"openinpresentation": 1,
+		"default_fontsize": 10.0,
+		"default_fontface": 0,
+		"default_fontname": "Arial Bold",
+		"gridonopen": 1,
+		"gridsize": [ 8.0, 8.0 ],
+		"gridsnaponopen": 1,
+		"objectsnaponopen": 1,
+		"statusbarvisible": 2,
+		"toolbarvisible": 1,
+		"boxanimatetime": 200,
+		"enablehscroll": 1,
+		"enablevscroll": 1,
+		"devicewidth": 560.0,
+		"description": "Generate kick drums with the kickserver daemon over OSC.",
+		"digest": "kickserver OSC client",
+		"tags": "kick drum generator osc",
+		"style": "",
+		"subpatcher_template": "",
+		"boxes": [
+			{
+				"box": {
+					"id": "obj-1",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 20.0, 10.0, 80.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 8.0, 2.0, 80.0, 18.0 ],
+					"text": "kickserver",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-2",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 100.0, 10.0, 190.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 92.0, 2.0, 190.0, 18.0 ],
+					"text": "kick drums from the OSC daemon",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-3",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 20.0, 60.0, 72.0, 30.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 8.0, 22.0, 72.0, 30.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Ask the daemon for new kicks with the settings on the right.",
+							"parameter_longname": "KS Generate",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Generate",
+							"parameter_type": 2
+						}
+					},
+					"text": "Generate",
+					"texton": "Generate",
+					"varname": "KS Generate"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-4",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 180.0, 60.0, 72.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 8.0, 56.0, 72.0, 18.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Ask for variations of the last kick, as far from it as Strength says.",
+							"parameter_longname": "KS Vary",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Vary",
+							"parameter_type": 2
+						}
+					},
+					"text": "Vary",
+					"texton": "Vary",
+					"varname": "KS Vary"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-5",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 560.0, 60.0, 72.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 8.0, 78.0, 72.0, 16.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Ping the daemon and show its model, device and queue.",
+							"parameter_longname": "KS Check",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Check",
+							"parameter_type": 2
+						}
+					},
+					"text": "Check",
+					"texton": "Check",
+					"varname": "KS Check"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-6",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 270.0, 40.0, 44.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 88.0, 20.0, 44.0, 18.0 ],
+					"text": "Count",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-7",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 270.0, 90.0, 44.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 88.0, 38.0, 44.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "How many kicks one press makes (1 to 16).",
+							"parameter_initial": [ 1 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Count",
+							"parameter_mmax": 16,
+							"parameter_mmin": 1,
+							"parameter_shortname": "Count",
+							"parameter_type": 1,
+							"parameter_unitstyle": 0
+						}
+					},
+					"varname": "KS Count"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-8",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 330.0, 40.0, 44.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 88.0, 58.0, 44.0, 18.0 ],
+					"text": "Steps",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-9",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 390.0, 90.0, 44.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 88.0, 76.0, 44.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "Sampling steps: more is slower and usually cleaner.",
+							"parameter_initial": [ 16 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Steps",
+							"parameter_mmax": 200,
+							"parameter_mmin": 1,
+							"parameter_shortname": "Steps",
+							"parameter_type": 1,
+							"parameter_unitstyle": 0
+						}
+					},
+					"varname": "KS Steps"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-10",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 330.0, 40.0, 44.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 140.0, 20.0, 60.0, 18.0 ],
+					"text": "Seed",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-11",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 330.0, 90.0, 56.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 140.0, 38.0, 60.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "The seed when Random is off; the same seed and settings give the same kick.",
+							"parameter_initial": [ 0 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Seed",
+							"parameter_mmax": 16777215,
+							"parameter_mmin": 0,
+							"parameter_shortname": "Seed",
+							"parameter_type": 1,
+							"parameter_unitstyle": 0
+						}
+					},
+					"varname": "KS Seed"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-12",
+					"maxclass": "live.toggle",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 450.0, 90.0, 15.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 140.0, 76.0, 15.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "On: a new random seed for each press (shown below; type it into Seed to get that kick again).",
+							"parameter_initial": [ 1 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Random Seed",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Random",
+							"parameter_type": 2
+						}
+					},
+					"varname": "KS Random Seed"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-13",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 470.0, 88.0, 50.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 158.0, 74.0, 50.0, 18.0 ],
+					"text": "Random",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-14",
+					"maxclass": "live.dial",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 20.0, 150.0, 44.0, 48.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 214.0, 20.0, 44.0, 48.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "Model control: length of the tail (0 short, 1 long).",
+							"parameter_initial": [ 0.5 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Decay",
+							"parameter_mmax": 1.0,
+							"parameter_mmin": 0.0,
+							"parameter_shortname": "Decay",
+							"parameter_type": 0,
+							"parameter_unitstyle": 1
+						}
+					},
+					"varname": "KS Decay"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-15",
+					"maxclass": "live.dial",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 150.0, 150.0, 44.0, 48.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 262.0, 20.0, 44.0, 48.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "Model control: body pitch (0 low, 1 high).",
+							"parameter_initial": [ 0.5 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Pitch",
+							"parameter_mmax": 1.0,
+							"parameter_mmin": 0.0,
+							"parameter_shortname": "Pitch",
+							"parameter_type": 0,
+							"parameter_unitstyle": 1
+						}
+					},
+					"varname": "KS Pitch"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-16",
+					"maxclass": "live.dial",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 280.0, 150.0, 44.0, 48.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 310.0, 20.0, 44.0, 48.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "Model control: transient click (0 soft, 1 hard).",
+							"parameter_initial": [ 0.5 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Click",
+							"parameter_mmax": 1.0,
+							"parameter_mmin": 0.0,
+							"parameter_shortname": "Click",
+							"parameter_type": 0,
+							"parameter_unitstyle": 1
+						}
+					},
+					"varname": "KS Click"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-17",
+					"maxclass": "live.dial",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 520.0, 150.0, 44.0, 48.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 366.0, 20.0, 44.0, 48.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "Vary: how far variations move from the last kick (0 same, 1 unrelated).",
+							"parameter_initial": [ 0.5 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Strength",
+							"parameter_mmax": 1.0,
+							"parameter_mmin": 0.0,
+							"parameter_shortname": "Strength",
+							"parameter_type": 0,
+							"parameter_unitstyle": 1
+						}
+					},
+					"varname": "KS Strength"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-18",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 620.0, 230.0, 40.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 420.0, 20.0, 40.0, 18.0 ],
+					"text": "Host",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-19",
+					"keymode": 1,
+					"lines": 1,
+					"maxclass": "textedit",
+					"numinlets": 1,
+					"numoutlets": 4,
+					"outlettype": [ "", "int", "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 620.0, 250.0, 100.0, 22.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 420.0, 38.0, 110.0, 18.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_initial": [ "127.0.0.1" ],
+							"parameter_initial_enable": 1,
+							"parameter_invisible": 1,
+							"parameter_longname": "KS Host",
+							"parameter_shortname": "Host",
+							"parameter_type": 3
+						}
+					},
+					"text": "127.0.0.1",
+					"varname": "KS Host",
+					"wordwrap": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-20",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 740.0, 230.0, 40.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 420.0, 58.0, 40.0, 18.0 ],
+					"text": "Port",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-21",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 740.0, 250.0, 50.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 420.0, 76.0, 50.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "The daemon's OSC port (replies come back to port 9001 on this machine).",
+							"parameter_initial": [ 9000 ],
+							"parameter_initial_enable": 1,
+							"parameter_invisible": 1,
+							"parameter_longname": "KS Port",
+							"parameter_mmax": 65535,
+							"parameter_mmin": 1,
+							"parameter_shortname": "Port",
+							"parameter_type": 1,
+							"parameter_unitstyle": 0
+						}
+					},
+					"varname": "KS Port"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-22",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 800.0, 250.0, 100.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 474.0, 74.0, 80.0, 18.0 ],
+					"text": "replies on 9001",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-23",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 20.0, 560.0, 520.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 8.0, 100.0, 540.0, 20.0 ],
+					"text": "no kick yet"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-24",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 20.0, 590.0, 520.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 8.0, 120.0, 540.0, 20.0 ],
+					"text": "press Check to test the connection",
+					"textcolor": [ 0.6, 0.6, 0.6, 1.0 ]
+				}
+			},
+			{
+				"box": {
+					"id": "obj-25",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 20.0, 620.0, 520.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 8.0, 140.0, 540.0, 20.0 ],
+					"text": "",
+					"textcolor": [ 1.0, 0.35, 0.3, 1.0 ]
+				}
+			},
+			{
+				"box": {
+					"id": "obj-26",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "bang", "int", "int" ],
+					"patching_rect": [ 620.0, 120.0, 117.0, 22.0 ],
+					"text": "live.thisdevice"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-27",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "bang" ],
+					"patching_rect": [ 620.0, 150.0, 47.0, 22.0 ],
+					"text": "t b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-28",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "bang" ],
+					"patching_rect": [ 620.0, 180.0, 75.0, 22.0 ],
+					"text": "delay 500"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-29",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 620.0, 210.0, 82.0, 22.0 ],
+					"text": "/kick/ping"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-30",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "bang", "bang", "bang" ],
+					"patching_rect": [ 20.0, 250.0, 61.0, 22.0 ],
+					"text": "t b b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-31",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 110.0, 280.0, 110.0, 22.0 ],
+					"text": "set working..."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-32",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 230.0, 280.0, 40.0, 22.0 ],
+					"text": "set"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-33",
+					"maxclass": "newobj",
+					"numinlets": 7,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 330.0, 187.0, 22.0 ],
+					"text": "pack 0 1 0 16 0.5 0.5 0.5"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-34",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 220.0, 330.0, 330.0, 20.0 ],
+					"text": "first slot is a dummy: a bang there sends the stored values"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-35",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 330.0, 280.0, 68.0, 22.0 ],
+					"text": "gate 1 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-36",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 330.0, 305.0, 117.0, 22.0 ],
+					"text": "random 16777216"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-37",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 450.0, 305.0, 420.0, 20.0 ],
+					"text": "Random on: a seed drawn here (below 2^24, so Live's Seed box holds it exactly)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-38",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "" ],
+					"patching_rect": [ 450.0, 120.0, 47.0, 22.0 ],
+					"text": "sel 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-39",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 440.0, 370.0, 22.0 ],
+					"text": "/kick/generate $2 seed $3 steps $4 decay $5 pitch $6 click $7"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-40",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "bang", "bang", "bang" ],
+					"patching_rect": [ 180.0, 250.0, 61.0, 22.0 ],
+					"text": "t b b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-41",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 180.0, 290.0, 40.0, 22.0 ],
+					"text": "i 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-42",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "" ],
+					"patching_rect": [ 180.0, 320.0, 47.0, 22.0 ],
+					"text": "sel 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-43",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 260.0, 350.0, 229.0, 22.0 ],
+					"text": "set error: press Generate first"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-44",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1180.0, 530.0, 40.0, 22.0 ],
+					"text": "1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-45",
+					"maxclass": "newobj",
+					"numinlets": 6,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 520.0, 330.0, 145.0, 22.0 ],
+					"text": "pack 0 s 0.5 1 0 16"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-46",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 520.0, 440.0, 360.0, 22.0 ],
+					"text": "/kick/variation $2 strength $3 count $4 seed $5 steps $6"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-47",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 560.0, 150.0, 180.0, 22.0 ],
+					"text": "/kick/ping, /kick/status"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-48",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 620.0, 280.0, 82.0, 22.0 ],
+					"text": "route text"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-49",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 620.0, 310.0, 96.0, 22.0 ],
+					"text": "prepend host"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-50",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 740.0, 310.0, 96.0, 22.0 ],
+					"text": "prepend port"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-51",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 620.0, 480.0, 166.0, 22.0 ],
+					"text": "udpsend 127.0.0.1 9000"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-52",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 900.0, 480.0, 117.0, 22.0 ],
+					"text": "udpreceive 9001"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-53",
+					"maxclass": "newobj",
+					"numinlets": 5,
+					"numoutlets": 5,
+					"outlettype": [ "", "", "", "", "" ],
+					"patching_rect": [ 900.0, 510.0, 376.0, 22.0 ],
+					"text": "route /kick/done /kick/error /kick/pong /kick/status"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-54",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "int", "", "int" ],
+					"patching_rect": [ 900.0, 560.0, 96.0, 22.0 ],
+					"text": "unpack 0 s 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-55",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 900.0, 590.0, 89.0, 22.0 ],
+					"text": "prepend set"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-56",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1040.0, 560.0, 201.0, 22.0 ],
+					"text": "set kick $1 ready - seed $3"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-57",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1250.0, 560.0, 40.0, 22.0 ],
+					"text": "set"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-58",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1040.0, 610.0, 103.0, 22.0 ],
+					"text": "set error: $2"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-59",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1160.0, 640.0, 124.0, 22.0 ],
+					"text": "print kickserver"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-60",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1290.0, 610.0, 159.0, 22.0 ],
+					"text": "set daemon $1 answers"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-61",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1290.0, 640.0, 290.0, 22.0 ],
+					"text": "set model $1 on $2 - $3 queued - $4 generated"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-62",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1440.0, 560.0, 194.0, 22.0 ],
+					"text": "print kickserver-unhandled"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-63",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 900.0, 120.0, 54.0, 22.0 ],
+					"text": "midiin"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-64",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 900.0, 160.0, 61.0, 22.0 ],
+					"text": "midiout"
+				}
+			}
+		],
+		"lines": [
+			{
+				"patchline": {
+					"destination": [ "obj-27", 0 ],
+					"source": [ "obj-26", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-19", 0 ],
+					"source": [ "obj-27", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-21", 0 ],
+					"source": [ "obj-27", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-28", 0 ],
+					"source": [ "obj-27", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-29", 0 ],
+					"source": [ "obj-28", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-29", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-30", 0 ],
+					"source": [ "obj-3", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-31", 0 ],
+					"source": [ "obj-30", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-32", 0 ],
+					"source": [ "obj-30", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-35", 1 ],
+					"source": [ "obj-30", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 0 ],
+					"source": [ "obj-30", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 1 ],
+					"source": [ "obj-7", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 2 ],
+					"source": [ "obj-11", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 3 ],
+					"source": [ "obj-9", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 4 ],
+					"source": [ "obj-14", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 5 ],
+					"source": [ "obj-15", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 6 ],
+					"source": [ "obj-16", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-35", 0 ],
+					"source": [ "obj-12", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-36", 0 ],
+					"source": [ "obj-35", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 2 ],
+					"source": [ "obj-36", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 4 ],
+					"source": [ "obj-36", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-38", 0 ],
+					"source": [ "obj-12", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-11", 0 ],
+					"source": [ "obj-38", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-39", 0 ],
+					"source": [ "obj-33", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-39", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-40", 0 ],
+					"source": [ "obj-4", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-31", 0 ],
+					"source": [ "obj-40", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-32", 0 ],
+					"source": [ "obj-40", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-35", 1 ],
+					"source": [ "obj-40", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-41", 0 ],
+					"source": [ "obj-40", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-42", 0 ],
+					"source": [ "obj-41", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-43", 0 ],
+					"source": [ "obj-42", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-25", 0 ],
+					"source": [ "obj-43", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 0 ],
+					"source": [ "obj-42", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-44", 0 ],
+					"source": [ "obj-53", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-41", 1 ],
+					"source": [ "obj-44", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 1 ],
+					"source": [ "obj-54", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 2 ],
+					"source": [ "obj-17", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 3 ],
+					"source": [ "obj-7", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 4 ],
+					"source": [ "obj-11", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 5 ],
+					"source": [ "obj-9", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-46", 0 ],
+					"source": [ "obj-45", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-46", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-47", 0 ],
+					"source": [ "obj-5", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-47", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-48", 0 ],
+					"source": [ "obj-19", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-49", 0 ],
+					"source": [ "obj-48", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-49", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-50", 0 ],
+					"source": [ "obj-21", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-50", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-31", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-25", 0 ],
+					"source": [ "obj-32", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-53", 0 ],
+					"source": [ "obj-52", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-54", 0 ],
+					"source": [ "obj-53", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-55", 0 ],
+					"source": [ "obj-54", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-23", 0 ],
+					"source": [ "obj-55", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-56", 0 ],
+					"source": [ "obj-53", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-56", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-57", 0 ],
+					"source": [ "obj-53", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-25", 0 ],
+					"source": [ "obj-57", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-58", 0 ],
+					"source": [ "obj-53", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-59", 0 ],
+					"source": [ "obj-53", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-25", 0 ],
+					"source": [ "obj-58", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-60", 0 ],
+					"source": [ "obj-53", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-60", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-61", 0 ],
+					"source": [ "obj-53", 3 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-61", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-62", 0 ],
+					"source": [ "obj-53", 4 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-64", 0 ],
+					"source": [ "obj-63", 0 ]
+				}
+			}
+		],
+		"parameters": {
+			"obj-3": [ "KS Generate", "Generate", 0 ],
+			"obj-4": [ "KS Vary", "Vary", 0 ],
+			"obj-5": [ "KS Check", "Check", 0 ],
+			"obj-7": [ "KS Count", "Count", 0 ],
+			"obj-9": [ "KS Steps", "Steps", 0 ],
+			"obj-11": [ "KS Seed", "Seed", 0 ],
+			"obj-12": [ "KS Random Seed", "Random", 0 ],
+			"obj-14": [ "KS Decay", "Decay", 0 ],
+			"obj-15": [ "KS Pitch", "Pitch", 0 ],
+			"obj-16": [ "KS Click", "Click", 0 ],
+			"obj-17": [ "KS Strength", "Strength", 0 ],
+			"obj-19": [ "KS Host", "Host", 0 ],
+			"obj-21": [ "KS Port", "Port", 0 ]
+		},
+		"dependency_cache": [],
+		"autosave": 0
+	}
+}

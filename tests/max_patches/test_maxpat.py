@@ -1,0 +1,424 @@
+"""The Max for Live device: the .maxpat is a well-formed patcher that speaks the daemon's OSC contract,
+and the .amxd is exactly that patcher in Live's device container.
+
+Max itself cannot run here, so this checks the patch as data: every box and patch cord is consistent,
+the network objects have the contract's defaults, every address the device sends exists in the daemon,
+and the messages the device would build (from the values its [pack]s hold) parse in the daemon's own
+parser with the right types. Each key is traced back through the cords to the control that sets it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from collections import deque
+
+import pytest
+from daemon_util import REPO
+
+from kickserver import osc_api
+from trainer.config import PRESETS
+
+MAX_PATCHES = REPO / "max_patches"
+MAXPAT = MAX_PATCHES / "kickserver.maxpat"
+AMXD = MAX_PATCHES / "kickserver.amxd"
+BUILD = MAX_PATCHES / "build_amxd.py"
+
+CONTROL_KEYS = {"decay", "pitch", "click"}  # what every preset's model.controls is (checked below)
+PARAMETER_CLASSES = {"live.dial", "live.numbox", "live.toggle", "live.text", "live.menu", "live.tab", "live.slider"}
+
+
+def load_build_module():
+    spec = importlib.util.spec_from_file_location("build_amxd", BUILD)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Patch:
+    """The patcher as a graph: boxes by id, cords as (src, outlet, dst, inlet)."""
+
+    def __init__(self, doc: dict) -> None:
+        self.doc = doc
+        self.patcher = doc["patcher"]
+        self.boxes = {b["box"]["id"]: b["box"] for b in self.patcher["boxes"]}
+        self.lines = [(ln["patchline"]["source"][0], ln["patchline"]["source"][1],
+                       ln["patchline"]["destination"][0], ln["patchline"]["destination"][1])
+                      for ln in self.patcher["lines"]]
+
+    def kind(self, box: dict) -> str:
+        """The object's class: maxclass, or the first word of a newobj's text."""
+        if box["maxclass"] == "newobj":
+            return box.get("text", "").split()[0]
+        return box["maxclass"]
+
+    def find(self, kind: str) -> list[dict]:
+        return [b for b in self.boxes.values() if self.kind(b) == kind]
+
+    def sources(self, box_id: str, inlet: int | None = None) -> list[tuple[str, int]]:
+        return [(s, so) for s, so, d, di in self.lines if d == box_id and (inlet is None or di == inlet)]
+
+    def targets(self, box_id: str, outlet: int | None = None) -> list[tuple[str, int]]:
+        return [(d, di) for s, so, d, di in self.lines if s == box_id and (outlet is None or so == outlet)]
+
+    def reaches(self, start: str, outlet: int, goal) -> list[dict]:
+        """Boxes satisfying goal(box) reachable downstream from start's outlet."""
+        seen, found = set(), []
+        todo = deque(d for d, _ in self.targets(start, outlet))
+        while todo:
+            bid = todo.popleft()
+            if bid in seen:
+                continue
+            seen.add(bid)
+            if goal(self.boxes[bid]):
+                found.append(self.boxes[bid])
+            todo.extend(d for d, _ in self.targets(bid))
+        return found
+
+    def upstream(self, start: str, goal, inlet: int | None = None) -> list[dict]:
+        """Boxes satisfying goal(box) reachable upstream from start (optionally from one inlet)."""
+        seen, found = set(), []
+        todo = deque(s for s, _ in self.sources(start, inlet))
+        while todo:
+            bid = todo.popleft()
+            if bid in seen:
+                continue
+            seen.add(bid)
+            if goal(self.boxes[bid]):
+                found.append(self.boxes[bid])
+            todo.extend(s for s, _ in self.sources(bid))
+        return found
+
+
+def longname(box: dict) -> str | None:
+    return box.get("saved_attribute_attributes", {}).get("valueof", {}).get("parameter_longname")
+
+
+def valueof(box: dict) -> dict:
+    return box.get("saved_attribute_attributes", {}).get("valueof", {})
+
+
+def osc_messages(box: dict) -> list[list[str]]:
+    """The OSC messages a message box sends (its text split at commas), as token lists."""
+    if box["maxclass"] != "message":
+        return []
+    return [part.split() for part in box.get("text", "").split(",") if part.strip()]
+
+
+@pytest.fixture(scope="module")
+def patch() -> Patch:
+    return Patch(json.loads(MAXPAT.read_text(encoding="utf-8")))
+
+
+# ---------------------------------------------------------------- well-formed
+
+
+def test_maxpat_is_a_patcher_that_opens_in_presentation(patch):
+    p = patch.patcher
+    assert p["fileversion"] == 1
+    assert p["classnamespace"] == "box"
+    assert p["openinpresentation"] == 1
+    assert p["boxes"] and p["lines"]
+    shown = [b for b in patch.boxes.values() if b.get("presentation") == 1]
+    assert len(shown) >= 15
+    for b in shown:
+        x, y, w, h = b["presentation_rect"]
+        assert w > 0 and h > 0 and x >= 0 and y >= 0
+        assert y + h <= 169, f"{b['id']} ({patch.kind(b)}) lies below Live's device height"
+
+
+def test_every_box_has_id_class_and_ports(patch):
+    ids = [b["box"]["id"] for b in patch.patcher["boxes"]]
+    assert len(ids) == len(set(ids)), "duplicate box ids"
+    for b in patch.boxes.values():
+        assert re.fullmatch(r"obj-\d+", b["id"])
+        assert isinstance(b["maxclass"], str) and b["maxclass"]
+        assert isinstance(b["numinlets"], int) and b["numinlets"] >= 0
+        assert isinstance(b["numoutlets"], int) and b["numoutlets"] >= 0
+        assert len(b.get("outlettype", [])) == b["numoutlets"], b["id"]
+        assert len(b["patching_rect"]) == 4
+        if b["maxclass"] in ("newobj", "message", "comment", "live.comment"):
+            assert "text" in b, b["id"]
+
+
+def test_patch_cords_join_existing_ports(patch):
+    assert len(set(patch.lines)) == len(patch.lines), "a patch cord is listed twice"
+    for src, so, dst, di in patch.lines:
+        assert src in patch.boxes and dst in patch.boxes, (src, dst)
+        assert 0 <= so < patch.boxes[src]["numoutlets"], f"{src} has no outlet {so}"
+        assert 0 <= di < patch.boxes[dst]["numinlets"], f"{dst} has no inlet {di}"
+
+
+def test_object_port_counts_match_their_arguments(patch):
+    """Max sizes some objects by their arguments; a cord to a port that Max would not create is lost."""
+    for b in patch.boxes.values():
+        if b["maxclass"] != "newobj":
+            continue
+        words = b["text"].split()
+        k, args = words[0], words[1:]
+        if k == "pack":
+            assert b["numinlets"] == len(args) and b["numoutlets"] == 1, b["text"]
+        elif k == "route":
+            assert b["numinlets"] == len(args) + 1 and b["numoutlets"] == len(args) + 1, b["text"]
+        elif k in ("t", "trigger", "unpack"):
+            assert b["numoutlets"] == len(args), b["text"]
+        elif k == "gate":
+            assert b["numoutlets"] == int(args[0]) and b["numinlets"] == 2, b["text"]
+        elif k == "udpsend":
+            assert (b["numinlets"], b["numoutlets"]) == (1, 0), "udpsend has no outlet"
+        elif k == "udpreceive":
+            assert (b["numinlets"], b["numoutlets"]) == (1, 1)
+
+
+# ---------------------------------------------------------------- network objects
+
+
+def test_udpsend_defaults_to_the_daemon_and_can_be_retargeted(patch):
+    (send,) = patch.find("udpsend")
+    assert send["text"].split()[1:] == ["127.0.0.1", "9000"]
+    feeding = {patch.boxes[s].get("text", "") for s, _ in patch.sources(send["id"])}
+    assert "prepend host" in feeding and "prepend port" in feeding
+    # host comes from a text field, port from a number box, both visible in the device
+    (host_prep,) = [b for b in patch.find("prepend") if b["text"] == "prepend host"]
+    assert patch.upstream(host_prep["id"], lambda b: b["maxclass"] == "textedit" and b.get("presentation") == 1)
+    (port_prep,) = [b for b in patch.find("prepend") if b["text"] == "prepend port"]
+    (port,) = patch.upstream(port_prep["id"], lambda b: b["maxclass"] == "live.numbox")
+    assert valueof(port)["parameter_initial"] == [9000]
+    (host,) = patch.find("textedit")
+    assert host["text"] == "127.0.0.1"
+
+
+def test_replies_are_received_on_9001_and_shown_in_the_device(patch):
+    (recv,) = patch.find("udpreceive")
+    assert recv["text"].split()[1:] == ["9001"]
+    (route,) = [patch.boxes[d] for d, _ in patch.targets(recv["id"]) if patch.kind(patch.boxes[d]) == "route"]
+    addresses = route["text"].split()[1:]
+    assert {"/kick/done", "/kick/error"} <= set(addresses)
+    assert set(addresses) <= set(osc_api.REPLY_ADDRESSES)
+
+    def shown_text(b):
+        return b["maxclass"] == "comment" and b.get("presentation") == 1
+
+    for i, address in enumerate(addresses):
+        assert patch.reaches(route["id"], i, shown_text), f"{address} is not shown in the device"
+    # the path of the last kick is shown as it arrives ([unpack] -> [prepend set] -> comment)
+    (unpack,) = [patch.boxes[d] for d, _ in patch.targets(route["id"], addresses.index("/kick/done"))
+                 if patch.kind(patch.boxes[d]) == "unpack"]
+    assert unpack["text"].split()[1:] == ["0", "s", "0"]  # id path seed
+    assert patch.reaches(unpack["id"], 1, shown_text)
+    # errors land in a visible comment, not only the Max console
+    err = patch.reaches(route["id"], addresses.index("/kick/error"), shown_text)
+    assert err and all(e.get("textcolor") for e in err)
+
+
+def test_device_passes_midi_through(patch):
+    (midiin,) = patch.find("midiin")
+    (midiout,) = patch.find("midiout")
+    assert (midiout["id"], 0) in patch.targets(midiin["id"], 0)
+
+
+# ---------------------------------------------------------------- Live parameters
+
+
+def test_live_parameters_are_unique_and_sensible(patch):
+    params = [b for b in patch.boxes.values() if b.get("parameter_enable") == 1]
+    names = [longname(b) for b in params]
+    assert all(names) and len(names) == len(set(names)), names
+    shorts = [valueof(b)["parameter_shortname"] for b in params]
+    assert len(shorts) == len(set(shorts)), shorts
+    for b in params:
+        assert b.get("presentation") == 1, f"{longname(b)} is not in the device view"
+    # the patcher's parameter table lists the same objects under the same names
+    table = {k: v for k, v in patch.patcher["parameters"].items() if k.startswith("obj-")}
+    assert table == {b["id"]: [longname(b), valueof(b)["parameter_shortname"], 0] for b in params}
+
+    dials = {longname(b): valueof(b) for b in patch.find("live.dial")}
+    assert set(dials) == {f"KS {k.capitalize()}" for k in CONTROL_KEYS | {"strength"}}
+    for name, v in dials.items():
+        assert v["parameter_type"] == 0, name  # float
+        assert (v["parameter_mmin"], v["parameter_mmax"]) == (0.0, 1.0), name
+        assert v["parameter_initial_enable"] == 1 and v["parameter_initial"] == [0.5], name
+
+    numboxes = {longname(b): valueof(b) for b in patch.find("live.numbox")}
+    ranges = {"KS Count": (1, osc_api.MAX_COUNT), "KS Steps": (1, 200), "KS Port": (1, 65535)}
+    for name, (lo, hi) in ranges.items():
+        v = numboxes[name]
+        assert v["parameter_type"] == 1, name  # int
+        assert (v["parameter_mmin"], v["parameter_mmax"]) == (lo, hi), name
+    seed = numboxes["KS Seed"]
+    # every seed the device uses fits the box exactly: Live parameters are floats, exact to 2^24
+    assert seed["parameter_type"] == 1 and (seed["parameter_mmin"], seed["parameter_mmax"]) == (0, 2**24 - 1)
+    (random,) = patch.find("live.toggle")
+    assert longname(random) == "KS Random Seed" and valueof(random)["parameter_initial"] == [1]
+    buttons = {b["text"] for b in patch.find("live.text")}
+    assert {"Generate", "Vary"} <= buttons
+    for b in patch.find("live.text"):
+        assert b["mode"] == 0, "live.text buttons are momentary (mode 0)"
+
+
+def test_every_model_control_has_a_dial():
+    """The dials are the models' controls: every preset (and any bundled model) has exactly these."""
+    from trainer.artifact import read_metadata
+
+    for name, cfg in PRESETS.items():
+        assert set(cfg.model.controls) == CONTROL_KEYS, name
+    for path in sorted((MAX_PATCHES.parent / "kickserver" / "models").glob("*.safetensors")):
+        assert set(json.loads(read_metadata(path).get("controls", "[]"))) == CONTROL_KEYS, path.name
+
+
+# ---------------------------------------------------------------- what the device sends
+
+
+def test_every_address_sent_exists_in_the_daemon(patch):
+    sent = set()
+    for b in patch.boxes.values():
+        text = b.get("text", "")
+        for part in text.split(","):
+            for word in part.split():
+                if word.startswith("/kick/") and b["maxclass"] in ("message", "newobj"):
+                    sent.add(word)
+    received = {w for b in patch.find("route") for w in b["text"].split()[1:]}
+    assert sent - received <= set(osc_api.ADDRESSES), sorted(sent - received - set(osc_api.ADDRESSES))
+    assert {"/kick/generate", "/kick/variation", "/kick/ping", "/kick/status"} <= sent
+    # every message box that sends /kick/... is wired to [udpsend]
+    (send,) = patch.find("udpsend")
+    for b in patch.boxes.values():
+        if any(m and m[0].startswith("/kick/") for m in osc_messages(b)):
+            assert (send["id"], 0) in patch.targets(b["id"], 0), b["text"]
+
+
+def _pack_values(pack: dict) -> list:
+    """What a Max [pack] holds before any input: its arguments, typed as Max types them."""
+    out = []
+    for a in pack["text"].split()[1:]:
+        if a in ("s", "sym", "symbol"):
+            out.append("")
+        elif re.fullmatch(r"-?\d+", a):
+            out.append(int(a))
+        else:
+            out.append(float(a))
+    return out
+
+
+def _request_box(patch, address):
+    (box,) = [b for b in patch.boxes.values() if any(m[0] == address for m in osc_messages(b))]
+    return box
+
+
+@pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
+def test_request_messages_parse_in_the_daemon(patch, address):
+    """Fill each message's $n from its [pack]'s values, as Max would, and parse it with the daemon's parser."""
+    limits = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
+    box = _request_box(patch, address)
+    (pack,) = patch.upstream(box["id"], lambda b: patch.kind(b) == "pack")
+    values = _pack_values(pack)
+    (tokens,) = osc_messages(box)
+    args = []
+    for t in tokens[1:]:
+        m = re.fullmatch(r"\$(\d+)", t)
+        if m:
+            k = int(m.group(1))
+            assert 2 <= k <= len(values), f"{t} in {box['text']!r} is not a value of {pack['text']!r}"
+            v = values[k - 1]
+            args.append(v if v != "" else "kick_20250101-000000_7.wav")  # source: the last kick's path
+        else:
+            args.append(t)
+    req = osc_api.parse(address, args, limits)
+    assert req.seed is not None  # the device always sends a seed: its own [random] one when Random is on
+    if address == osc_api.GENERATE:
+        assert set(req.controls) == CONTROL_KEYS, box["text"]
+        assert isinstance(args[0], int)  # count first, as an int
+    else:
+        assert req.source and req.strength == 0.5
+
+
+@pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
+def test_each_value_comes_from_its_control(patch, address):
+    """Trace every `key $n` back: the pack inlet n-1 is fed by the Live parameter named after the key."""
+    box = _request_box(patch, address)
+    (pack,) = patch.upstream(box["id"], lambda b: patch.kind(b) == "pack")
+    assert [patch.boxes[d] for d, _ in patch.targets(pack["id"])] == [box]
+    (tokens,) = osc_messages(box)
+    pairs = list(zip(tokens[1:], tokens[2:]))
+    refs = {"count" if address == osc_api.GENERATE else "source": tokens[1]}
+    refs.update({k: v for k, v in pairs if not k.startswith("$") and v.startswith("$")})
+    assert "seed" in refs
+    for key, ref in refs.items():
+        inlet = int(ref[1:]) - 1
+        feeders = [patch.boxes[s] for s, _ in patch.sources(pack["id"], inlet)]
+        if key == "source":
+            # the path of the last /kick/done
+            assert any(patch.kind(f) == "unpack" for f in feeders), box["text"]
+            continue
+        names = {longname(f) for f in feeders} | {
+            longname(u) for f in feeders for u in patch.upstream(f["id"], lambda b: longname(b) is not None)}
+        assert f"KS {key.capitalize()}" in names, (key, box["text"], names)
+        if key == "seed":
+            # Random on: a [random N] (N <= 2^24) behind a [gate] that KS Random Seed opens sets the seed
+            (rnd,) = [f for f in feeders if patch.kind(f) == "random"]
+            assert 0 < int(rnd["text"].split()[1]) <= 2**24
+            (gate,) = [patch.boxes[s] for s, _ in patch.sources(rnd["id"], 0)]
+            assert patch.kind(gate) == "gate"
+            assert [longname(patch.boxes[s]) for s, _ in patch.sources(gate["id"], 0)] == ["KS Random Seed"]
+    # the pack's left inlet only bangs (from the button's trigger), after the random seed is drawn
+    (trig,) = patch.upstream(pack["id"], lambda b: patch.kind(b) in ("t", "trigger"), inlet=0)
+
+    bang_path = {b["id"] for b in patch.upstream(pack["id"], lambda b: True, inlet=0)} | {pack["id"]}
+    (to_pack,) = {so for s, so, d, _ in patch.lines if s == trig["id"] and d in bang_path}
+    (to_gate,) = {so for s, so, d, _ in patch.lines if s == trig["id"] and patch.kind(patch.boxes[d]) == "gate"}
+    # a [trigger] fires right to left: the random seed is drawn (gate) before the pack is banged
+    assert to_gate > to_pack
+
+
+def test_buttons_trigger_requests(patch):
+    def sends(box, address):
+        return patch.reaches(box["id"], 0, lambda b: any(m[0] == address for m in osc_messages(b)))
+
+    buttons = {b["text"]: b for b in patch.find("live.text")}
+    assert sends(buttons["Generate"], osc_api.GENERATE)
+    assert sends(buttons["Vary"], osc_api.VARIATION)
+    assert sends(buttons["Check"], osc_api.PING) and sends(buttons["Check"], osc_api.STATUS)
+    (thisdevice,) = patch.find("live.thisdevice")
+    assert patch.reaches(thisdevice["id"], 0, lambda b: b.get("text") == "udpsend 127.0.0.1 9000")
+
+
+# ---------------------------------------------------------------- the .amxd
+
+
+def test_amxd_is_the_maxpat_in_a_midi_device():
+    build = load_build_module()
+    maxpat = MAXPAT.read_bytes()
+    amxd = AMXD.read_bytes()
+    assert amxd == build.build_amxd(maxpat), "kickserver.amxd is stale: run python max_patches/build_amxd.py"
+    chunks = build.read_chunks(amxd)
+    assert [t for t, _ in chunks] == ["ampf", "meta", "ptch"]
+    assert chunks[0][1] == b"mmmm"  # MIDI effect
+    assert chunks[1][1] == b"\0\0\0\0"
+    ptch = chunks[2][1]
+    assert ptch.endswith(b"\0") and b"\0" not in ptch[:-1]
+    assert json.loads(ptch[:-1].decode("utf-8")) == json.loads(maxpat.decode("utf-8"))
+    assert build.patcher_from_amxd(amxd) == maxpat
+    # the header is what maxdevtools' amxd_textconv reads: tag, little-endian size, data
+    assert amxd[:12] == b"ampf\x04\x00\x00\x00mmmm"
+
+
+def test_build_amxd_check_mode(tmp_path):
+    ok = subprocess.run([sys.executable, str(BUILD), "--check"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    edited = tmp_path / "edited.maxpat"
+    edited.write_bytes(MAXPAT.read_bytes().replace(b'"127.0.0.1"', b'"10.0.0.2"', 1))
+    stale = subprocess.run([sys.executable, str(BUILD), "--check", "--maxpat", str(edited), "--amxd", str(AMXD)],
+                           capture_output=True, text=True, timeout=60)
+    assert stale.returncode == 1 and "out of date" in stale.stderr
+    out = tmp_path / "new.amxd"
+    built = subprocess.run([sys.executable, str(BUILD), "--maxpat", str(edited), "--amxd", str(out)],
+                           capture_output=True, text=True, timeout=60)
+    assert built.returncode == 0, built.stderr
+    assert load_build_module().patcher_from_amxd(out.read_bytes()) == edited.read_bytes()
+    (tmp_path / "bad.maxpat").write_text("{not json")
+    bad = subprocess.run([sys.executable, str(BUILD), "--check", "--maxpat", str(tmp_path / "bad.maxpat")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "not a Max patcher" in bad.stderr
