@@ -32,11 +32,12 @@ class ArtifactError(ValueError):
     """An artifact that cannot be served; the message names the file and the reason."""
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write data to path through a temp file in the same folder, fsync, rename, fsync the folder."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
+        os.fchmod(fd, mode)  # mkstemp makes 0600; others (a DAW over a share, the service user) must read it
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

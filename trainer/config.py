@@ -73,7 +73,8 @@ class DiffusionConfig:
     schedule: str = "cosine"  # "cosine" | "linear"
     prediction: str = "v"  # "v" | "eps"
     timesteps: int = 1000  # discrete DDPM steps for training; 0 = continuous time
-    stft_loss_weight: float = 0.5  # multi-resolution STFT term on the predicted clean signal
+    stft_loss_weight: float = 0.5  # multi-resolution STFT term on the predicted clean signal (low noise)
+    data_scale: float = 3.0  # the network sees x0 * data_scale (kicks are quiet on average: RMS ~0.1)
     low_noise_bias: float = 0.0  # > 0 samples low-noise t more often (t = u ** (1 + bias))
     curriculum_steps: int = 0  # > 0: train high-noise levels first, widening to all t by this step
     cond_drop: float = 0.1  # probability of dropping each control during training (for guidance)
@@ -84,6 +85,7 @@ class SamplingConfig:
     sampler: str = "dpmpp_2m"  # "ddim" | "ddpm" | "dpmpp_2m"
     steps: int = 25
     guidance: float = 1.0  # classifier-free guidance scale for controls (1: plain conditional)
+    time_power: float = 1.0  # sampling times t_i = (i / steps) ** time_power: > 1 spends more steps at low noise
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,8 @@ def validate(cfg: Config) -> None:
         (d.timesteps >= 0, "diffusion.timesteps must be >= 0"),
         (s.sampler in ("ddim", "ddpm", "dpmpp_2m"), f"sampling.sampler {s.sampler!r} is not known"),
         (1 <= s.steps <= 1000, "sampling.steps must be 1..1000"),
+        (s.time_power > 0, "sampling.time_power must be > 0"),
+        (d.data_scale > 0, "diffusion.data_scale must be > 0"),
         (t.batch_size >= 1 and t.micro_batch >= 1 and t.batch_size % t.micro_batch == 0,
          "train.batch_size must be a positive multiple of train.micro_batch"),
         (t.mixed_precision in ("auto", "bf16", "fp16", "off"),

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .artifact import Artifact, ArtifactError, load_artifact
-from .diffusion import SAMPLERS, Denoiser, NoiseSchedule, run_sampler
+from .diffusion import SAMPLERS, Denoiser, run_sampler
 from .model import build_network
 
 MAX_STEPS = 1000
@@ -110,8 +110,10 @@ class WaveformDiffusionGenerator:
             reason = first[0] if first else e
             raise ArtifactError(f"{artifact.path}: weights do not fit its config ({reason})") from None
         net.eval().requires_grad_(False)
-        self.schedule = NoiseSchedule(cfg.diffusion.schedule, cfg.diffusion.timesteps)
-        self.denoiser = Denoiser(net, self.schedule, cfg.diffusion.prediction).to(device)
+        self.denoiser = Denoiser.from_config(net, cfg).to(device)
+        self.schedule = self.denoiser.schedule
+        self.scale = cfg.diffusion.data_scale
+        self.time_power = cfg.sampling.time_power
 
     # ----------------------------------------------------------- helpers
     def _cond(self, items: Sequence[Item]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
@@ -146,7 +148,7 @@ class WaveformDiffusionGenerator:
             both = den(torch.cat([x, x]), torch.cat([t, t]), torch.cat([cond, cond]),
                        torch.cat([mask, torch.zeros_like(mask)]))
             c, u = both[:n], both[n:]
-            return (u + w * (c - u)).clamp(-1, 1)
+            return (u + w * (c - u)).clamp(-self.scale, self.scale)
 
         return guided
 
@@ -158,6 +160,9 @@ class WaveformDiffusionGenerator:
             noise.append(torch.randn(1, self.length, generator=g))
             gens.append(g)
         return torch.stack(noise).to(self.device), gens
+
+    def _timegrid(self, steps: int, t_start: float) -> torch.Tensor:
+        return t_start * self.schedule.timegrid(steps, 1.0) ** self.time_power
 
     def _check(self, steps: int | None, sampler: str | None) -> tuple[int, str]:
         steps = self.default_steps if steps is None else int(steps)
@@ -175,10 +180,10 @@ class WaveformDiffusionGenerator:
         steps, sampler = self._check(steps, sampler)
         cond, mask = self._cond(items)
         x, gens = self._noise(items)
-        ts = self.schedule.timegrid(steps)
+        ts = self._timegrid(steps, 1.0)
         x = x * float(self.schedule.alpha_sigma(ts[0])[1])
         out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return out[:, 0].float().cpu().numpy()
+        return (out[:, 0] / self.scale).float().cpu().numpy()
 
     @torch.inference_mode()
     def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
@@ -197,11 +202,11 @@ class WaveformDiffusionGenerator:
         cond, mask = self._cond(items)
         noise, gens = self._noise(items)
         n_steps = max(1, math.ceil(steps * strength))
-        ts = self.schedule.timegrid(n_steps, t_start=strength)
+        ts = self._timegrid(n_steps, strength)
         a, s = self.schedule.alpha_sigma(ts[0])
-        x = float(a) * src + float(s) * noise
+        x = float(a) * src * self.scale + float(s) * noise
         out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return out[:, 0].float().cpu().numpy()
+        return (out[:, 0] / self.scale).float().cpu().numpy()
 
     def describe(self) -> dict:
         return {"name": self.name, "family": self.family, "sample_rate": self.sample_rate, "length": self.length,

@@ -43,7 +43,7 @@ from .checkpoint import clean_stale_temp_files, load_latest, rng_state, save_che
 from .config import Config, ConfigError, from_dict
 from .data import prepare
 from .descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
-from .diffusion import Denoiser, NoiseSchedule
+from .diffusion import Denoiser
 from .generator import resolve_device
 from .model import build_network, count_parameters
 
@@ -164,7 +164,7 @@ def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: 
     candidates = [m for m in range(cfg.train.batch_size, 0, -1) if cfg.train.batch_size % m == 0]
     net = build_network(cfg).to(device)
     net.grad_checkpointing = cfg.train.grad_checkpointing
-    den = Denoiser(net, NoiseSchedule(cfg.diffusion.schedule, cfg.diffusion.timesteps), cfg.diffusion.prediction)
+    den = Denoiser.from_config(net, cfg)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-6)
     chosen = None
     for m in candidates:
@@ -263,8 +263,8 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
     torch.manual_seed(tc.seed)
     net = build_network(cfg).to(device)
     net.grad_checkpointing = tc.grad_checkpointing
-    schedule = NoiseSchedule(cfg.diffusion.schedule, cfg.diffusion.timesteps)
-    den = Denoiser(net, schedule, cfg.diffusion.prediction)
+    den = Denoiser.from_config(net, cfg)
+    schedule = den.schedule
     base_lr = tc.lr
     if opts.init is not None:
         art = load_artifact(opts.init)
@@ -350,7 +350,7 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
             t = torch.full((x.shape[0],), t_val, dtype=torch.float64)
             noise = torch.randn(x.shape, generator=g).to(device)
             c, m = conditioning(x[:, 0].cpu(), g)
-            vden = Denoiser(ema.model, schedule, cfg.diffusion.prediction)
+            vden = Denoiser.from_config(ema.model, cfg)
             losses.append(vden.loss(x, t.to(device), noise, c, m,
                                     stft_weight=cfg.diffusion.stft_loss_weight).mean().item())
         return float(np.mean(losses))

@@ -352,3 +352,18 @@ def test_split_deterministic_by_content():
     tr, va = dup.split(0.2)
     shas_val = {dup.manifest[i]["sha256"] for i in va}
     assert not any(dup.manifest[i]["sha256"] in shas_val for i in tr)
+
+
+def test_split_keeps_velocity_layers_together():
+    """BD_06 and BD_07 of one kit are near-copies: they land on the same side of the split."""
+    import hashlib
+
+    names = [f"/kits/BJA/BD_{i:02d}.flac" for i in range(1, 8)] + [f"/kits/x/kick_{c}.wav" for c in "abcdefghijklm"]
+    manifest = [{"source": s, "sha256": hashlib.sha256(s.encode()).hexdigest(), "duration": 0.3} for s in names]
+    ds = D.PreparedSet(audio=np.zeros((len(names), 8), np.float32), manifest=manifest, skipped=[], config=CFG,
+                       cache_dir=Path("/nonexistent"))
+    for frac in (0.1, 0.3, 0.5):
+        train, val = ds.split(frac)
+        bja = {i for i, s in enumerate(names) if "/BJA/" in s}
+        assert bja <= set(val.tolist()) or not (bja & set(val.tolist()))
+        assert len(val) == round(len(names) * frac) or len(val) < round(len(names) * frac)

@@ -1,0 +1,248 @@
+"""trainer.evaluate and trainer.embeddings: the distances' closed forms, the embedding, copy detection,
+and `kicktrain eval` end to end on a tiny model and a few synth kicks."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from trainer.embeddings import Embedding, MfccStats, get_embedding
+from trainer.evaluate import (
+    diversity,
+    end_level_db,
+    frechet_distance,
+    kid,
+    max_xcorr,
+    mmd2_unbiased,
+    novelty,
+    recommend_steps,
+    split_plan,
+    standardiser,
+    tail_hiss_db,
+)
+from trainer.generator import finish_kick
+from trainer.synth import synth_batch
+
+SR = 44100
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def kicks() -> np.ndarray:
+    return synth_batch(24, seed=3)
+
+
+def gaussian(n: int, d: int, seed: int, shift: float = 0.0, scale: float = 1.0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, d)) * scale + shift
+
+
+# ------------------------------------------------------------------ FAD and KID
+
+
+def test_fad_of_a_set_with_itself_is_zero_and_grows_with_a_mean_shift():
+    a = gaussian(40, 6, seed=0)
+    assert frechet_distance(a, a) == pytest.approx(0.0, abs=1e-9)
+    shifts = [0.0, 0.5, 1.0, 2.0]
+    fads = [frechet_distance(a, a + s) for s in shifts]
+    np.testing.assert_allclose(fads, [6 * s * s for s in shifts], rtol=1e-9, atol=1e-9)  # |mu_a - mu_b|^2
+    b = gaussian(40, 6, seed=1)
+    assert frechet_distance(a, b + 1.0) > frechet_distance(a, b) > 0
+
+
+def test_fad_matches_the_closed_form_and_both_paths_agree():
+    # diagonal Gaussians: FD = |dmu|^2 + sum (sa - sb)^2 for the fitted stds
+    a, b = gaussian(4000, 3, seed=2), gaussian(4000, 3, seed=3, shift=0.3, scale=2.0)
+    sa, sb = a.std(0, ddof=1), b.std(0, ddof=1)
+    closed = ((a.mean(0) - b.mean(0)) ** 2).sum() + ((sa - sb) ** 2).sum()
+    assert frechet_distance(a, b) == pytest.approx(closed, rel=0.02)
+    # fewer clips than features: the n x m nuclear-norm path equals the d x d eigen path
+    a, b = gaussian(5, 30, seed=4), gaussian(7, 30, seed=5, shift=0.2)
+    assert frechet_distance(a, b) == pytest.approx(frechet_distance(a, b, eps=1e-300), rel=1e-7)
+    with pytest.raises(ValueError):
+        frechet_distance(a[:1], b)
+
+
+def test_kid_is_unbiased_and_separates_distributions():
+    same = [kid(gaussian(30, 8, seed=s), gaussian(30, 8, seed=100 + s)) for s in range(30)]
+    shifted = [kid(gaussian(30, 8, seed=s), gaussian(30, 8, seed=100 + s, shift=0.7)) for s in range(30)]
+    assert abs(np.mean(same)) < 3 * np.std(same) / np.sqrt(len(same)) + 1e-3  # zero in expectation
+    assert min(same) < 0 < max(same)  # unbiased: it does go negative
+    assert np.mean(shifted) > 10 * np.std(same)
+    a, b = gaussian(60, 8, seed=7), gaussian(60, 8, seed=8, shift=0.7)
+    assert kid(a, b, subset_size=20, n_subsets=10) == pytest.approx(mmd2_unbiased(a, b), rel=0.5)
+
+
+def test_standardiser_floors_the_scale():
+    r = gaussian(20, 4, seed=0)
+    r[:, 3] = 5.0  # a feature the real set never moves
+    mu, scale = standardiser(r)
+    assert mu[3] == 5.0 and scale[3] == pytest.approx(0.1 * np.median(r.std(0)))
+    assert (scale[:3] == r[:, :3].std(0)).all()
+
+
+# ------------------------------------------------------------------ the embedding
+
+
+def test_embedding_is_deterministic_and_documented(kicks):
+    emb = get_embedding("mfcc-stats")
+    assert isinstance(emb, Embedding) and emb.name == "mfcc-stats"
+    z = emb(kicks[:6], SR)
+    assert z.shape == (6, emb.dim) and z.dtype == np.float64 and np.isfinite(z).all()
+    np.testing.assert_array_equal(z, get_embedding("mfcc-stats")(kicks[:6], SR))
+    np.testing.assert_allclose(z[2], emb(kicks[2:3], SR)[0], rtol=1e-5, atol=1e-4)  # nor on the batch (float32)
+    assert len(MfccStats.feature_names()) == emb.dim == len(set(MfccStats.feature_names()))
+    with pytest.raises(ValueError):
+        emb(np.full((2, 1000), np.nan, np.float32), SR)
+
+
+def test_embedding_separates_kicks_from_noise_bursts_and_hears_hiss(kicks):
+    emb = get_embedding("mfcc-stats")
+    rng = np.random.default_rng(0)
+    t = np.arange(kicks.shape[1]) / SR
+    noise = finish_kick(rng.standard_normal(kicks[:12].shape) * np.exp(-t / 0.15), SR)
+    zk, zn = emb(kicks[:12], SR), emb(noise, SR)
+    mu, scale = standardiser(np.concatenate([zk, zn]))
+    zk, zn = (zk - mu) / scale, (zn - mu) / scale
+    within = max(diversity(zk), diversity(zn))
+    between = float(np.sqrt(((zk[:, None] - zn[None]) ** 2).mean(-1)).mean())
+    assert between > 1.5 * within
+    assert frechet_distance(zk[:6], zk[6:]) < 0.5 * frechet_distance(zk[:6], zn[:6])
+
+    # a hiss floor 40 dB under the peak lifts the late-tail high bands by tens of dB
+    names = MfccStats.feature_names()
+    hissy = finish_kick(kicks[:4] + 10 ** (-40 / 20) * rng.standard_normal(kicks[:4].shape), SR)
+    lift = emb(hissy, SR) - emb(kicks[:4], SR)
+    assert (lift[:, names.index("level_500ms-end_8kHz-")] > 30).all()
+    assert (lift[:, names.index("decay60_ms")] > 0).all()
+
+
+def test_user_embedding_from_a_file(tmp_path, kicks):
+    mod = tmp_path / "my_embed.py"
+    mod.write_text("import numpy as np\n"
+                   "def embed(clips, sample_rate):\n"
+                   "    return np.stack([clips.std(1), np.abs(clips).max(1)], 1)\n"
+                   "def bad(clips, sample_rate):\n"
+                   "    return np.zeros(3)\n")
+    emb = get_embedding(f"{mod}:embed")
+    assert emb(kicks[:3], SR).shape == (3, 2) and emb.dim == 2
+    with pytest.raises(ValueError, match="shape"):
+        get_embedding(f"{mod}:bad")(kicks[:3], SR)
+    for spec in ("nope", f"{mod}:missing", "no_such_module_xyz:embed"):
+        with pytest.raises(ValueError):
+            get_embedding(spec)
+
+
+# ------------------------------------------------------------------ novelty, copies, product measures
+
+
+def test_novelty_flags_a_copier(kicks):
+    train, heldout = kicks[:16], kicks[16:]
+    emb = get_embedding("mfcc-stats")
+    zt, zh = emb(train, SR), emb(heldout, SR)
+    copies = train[[3, 7, 11, 0]]  # a "model" that returns training clips
+    zc = emb(copies, SR)
+    mu, scale = standardiser(np.concatenate([zh, zt]))
+    nov_copy = novelty((zc - mu) / scale, (zt - mu) / scale)
+    nov_real = novelty((zh - mu) / scale, (zt - mu) / scale)
+    assert nov_copy.max() < 1e-6 and np.median(nov_real) > 0.1
+    lag = int(0.005 * SR)
+    np.testing.assert_allclose(max_xcorr(copies, train, lag), 1.0, atol=1e-4)
+    shifted = np.roll(copies, 40, axis=1) * -0.5  # moved by 40 samples, inverted, quieter: still a copy
+    np.testing.assert_allclose(max_xcorr(shifted, train, lag), 1.0, atol=0.02)
+    assert max_xcorr(heldout, train, lag).max() < 0.99
+
+
+def test_tail_hiss_and_end_level(kicks):
+    clean = kicks[:4]
+    rng = np.random.default_rng(1)
+    hissy = clean + 10 ** (-30 / 20) * rng.standard_normal(clean.shape).astype(np.float32)
+    h_clean, h_hissy = tail_hiss_db(clean, SR), tail_hiss_db(hissy, SR)
+    # white noise at -30 dB re. a peak of ~0.9: the part above 4 kHz is ~82 % of it
+    np.testing.assert_allclose(h_hissy, -30 + 10 * np.log10((SR / 2 - 4000) / (SR / 2))
+                               - 20 * np.log10(np.abs(hissy).max(1)), atol=1.5)
+    assert (h_clean < -90).all()
+    assert (end_level_db(hissy, SR) > -35).all() and (end_level_db(clean, SR) < -60).all()
+
+
+def test_split_plan_and_step_rule():
+    plan = split_plan(6, 50, seed=0)
+    assert len(plan) == 20  # all C(6, 3) splits
+    for a, b in plan:
+        assert len(a) == 3 and len(b) == 3 and not set(a) & set(b)
+    plan = split_plan(40, 10, seed=0)
+    assert len(plan) == 10 and all(len(a) == 20 and len(b) == 20 for a, b in plan)
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.01, 30)
+    assert recommend_steps({10: 5.0 + noise, 25: 1.05 + noise, 50: 1.0 + noise}) == 25  # within 10 % of the best
+    assert recommend_steps({10: 5.0 + noise, 25: 2.0 + noise, 50: 1.0 + noise}) == 50
+    wobbly = 1.15 + np.resize([1.0, -1.0], 30)  # 15 % worse on average, but not significantly
+    assert recommend_steps({10: wobbly, 50: np.full(30, 1.0)}) == 10
+
+
+# ------------------------------------------------------------------ kicktrain eval end to end
+
+
+def _write_kicks(folder, clips):
+    folder.mkdir()
+    for i, c in enumerate(clips):
+        sf.write(str(folder / f"kick_{i:02d}.wav"), c, SR, subtype="PCM_24")
+
+
+def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
+    from trainer.cli import main
+
+    clips = synth_batch(12, seed=11, length=6000)
+    _write_kicks(tmp_path / "real", clips[:6])
+    _write_kicks(tmp_path / "train", clips[6:])
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": 1.0 / s}) + "\n" for s in range(1, 20)))
+    out = tmp_path / "eval"
+    rc = main(["eval", str(tiny_artifact), "--real", str(tmp_path / "real"), "--train", str(tmp_path / "train"),
+               "--out", str(out), "--n", "6", "--steps", "3,2", "--device", "cpu", "--run", str(run)])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "real vs real" in printed and "model @ 2" in printed and "synth" in printed
+
+    report = json.loads((out / "report.json").read_text())
+    names = [r["name"] for r in report["rows"]]
+    assert names == ["real vs real", "model @ 2", "model @ 3", "synth"]
+    assert report["steps"] == [2, 3] and report["recommended_steps"] in (2, 3)
+    assert report["embedding"]["name"] == "mfcc-stats" and report["n_real"] == 6 and report["n_train"] == 6
+    assert report["splits"] == 20 and report["reference_size"] == 3 and report["compared_size"] == 3
+    for r in report["rows"]:
+        for key in ("fad", "kid", "kid_train", "novelty", "diversity", "tail_hiss_db", "ncc_max"):
+            assert isinstance(r[key], float), (r["name"], key)
+        if r["kind"] == "model":
+            assert r["seconds_per_kick"] > 0 and r["n"] == 6 and "kid_at_most_tenth_of_synth" in r["targets"]
+    for name in ("spectrograms.png", "envelopes.png", "loss.png"):
+        assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
+    assert sorted(report["pictures"]) == ["envelopes.png", "loss.png", "spectrograms.png"]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left
+
+
+def test_kicktrain_eval_same_folder_uses_the_heldout_split(tmp_path, tiny_artifact, capsys):
+    from trainer.cli import main
+
+    _write_kicks(tmp_path / "kicks", synth_batch(40, seed=12, length=5000))
+    out = tmp_path / "eval"
+    args = ["eval", str(tiny_artifact), "--real", str(tmp_path / "kicks"), "--train", str(tmp_path / "kicks"),
+            "--out", str(out), "--n", "4", "--steps", "1", "--device", "cpu"]
+    assert main(args) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["n_real"] == 4 and report["n_train"] == 36  # val_fraction 0.1, as `fit` splits
+    assert any("held-out split" in note for note in report["notes"])
+    # without --train: the whole folder is the real set, and there is no novelty
+    assert main(args[:4] + args[6:]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["n_real"] == 40 and report["n_train"] == 0
+    assert all(r["novelty"] is None and r["kid_train"] is None for r in report["rows"])
+    capsys.readouterr()
+    # errors a user can fix: one line, exit 2
+    assert main(args[:-4] + ["--steps", "x", "--device", "cpu"]) == 2
+    assert main(["eval", str(tiny_artifact), "--real", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    assert main(args + ["--embedding", "nope"]) == 2
+    assert "kicktrain eval:" in capsys.readouterr().err
