@@ -3,7 +3,7 @@
     kicktrain prepare DATA_DIR... [--cache DIR]
     kicktrain fit DATA_DIR... --run-dir RUN [--preset tiny|small|base] [--max-steps N] [--device auto|cpu|cuda]
                   [--export-dir DIR] [--init ARTIFACT] [--vram-budget GB] [--set section.key=value ...]
-    kicktrain export RUN --out NAME.safetensors
+    kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...]
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
     kicktrain eval ARTIFACT --real DIR [--train DIR] [--out DIR]
 
@@ -74,7 +74,13 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from .export import export_run
 
-    path = export_run(Path(args.run), Path(args.out))
+    sampling = {}
+    for item in args.set or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.startswith("sampling."):
+            raise ConfigError(f"--set {item!r}: export takes sampling.KEY=VALUE only")
+        sampling[key.removeprefix("sampling.")] = _parse_value(value)
+    path = export_run(Path(args.run), Path(args.out), sampling)
     print(f"exported {path}")
     return 0
 
@@ -150,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("export", help="export a run's EMA weights as a served artifact")
     sp.add_argument("run")
     sp.add_argument("--out", required=True)
+    sp.add_argument("--set", action="append", metavar="sampling.KEY=VALUE",
+                    help="default sampler settings of the artifact: steps, sampler, time_power, guidance")
     sp.set_defaults(func=_cmd_export)
 
     sp = sub.add_parser("sample", help="write kicks from an artifact, offline")

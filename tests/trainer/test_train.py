@@ -149,6 +149,11 @@ def test_export_load_sample_and_determinism(kick_dir, tmp_path):
     assert kicktrain(["export", str(run), "--out", str(out)]) == 0
     art = load_artifact(out)
     assert art.family == "waveform_diffusion" and art.step == 10
+    tuned = tmp_path / "tuned.safetensors"
+    assert kicktrain(["export", str(run), "--out", str(tuned), "--set", "sampling.steps=7",
+                      "--set", "sampling.time_power=2.0"]) == 0
+    assert load_generator(tuned, "cpu").default_steps == 7
+    assert kicktrain(["export", str(run), "--out", str(tuned), "--set", "model.widths=[8]"]) == 2
     assert art.controls == ["decay", "pitch", "click"] and len(art.control_quantiles) == 3
     assert json.loads(art.meta["config"])["preset"] == "tiny"
     gen = load_generator(out, "cpu")
