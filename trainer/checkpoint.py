@@ -30,12 +30,12 @@ def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
 
 
-def clean_stale_temp_files(folder: Path) -> list[Path]:
-    """Remove temp files a killed writer left behind (hidden `.*.part`)."""
+def clean_stale_temp_files(folder: Path, prefix: str = ".") -> list[Path]:
+    """Remove temp files a killed writer left behind (hidden `.*.part`, starting with prefix)."""
     removed = []
     if folder.is_dir():
         for p in folder.iterdir():
-            if p.name.startswith(".") and p.name.endswith(".part"):
+            if p.name.startswith(prefix) and p.name.endswith(".part"):
                 p.unlink(missing_ok=True)
                 removed.append(p)
     return removed
@@ -87,7 +87,11 @@ def load_latest(run_dir: Path, log: Callable[[str], None] = print) -> tuple[dict
         try:
             return _load(path), path
         except Exception as e:  # noqa: BLE001 - any failure means: try the previous one
-            log(f"checkpoint {path} failed to load ({type(e).__name__}: {e}); trying the previous one")
+            bad = path.with_name(path.name + ".bad")
+            log(f"checkpoint {path} failed to load ({type(e).__name__}: {e}); moved aside to {bad.name}, "
+                "trying the previous one")
+            # aside, so keep-last-K pruning (by step number) never deletes good ones in favour of it
+            path.replace(bad)
     return None
 
 

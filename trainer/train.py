@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import io
 import json
 import math
 import os
@@ -39,7 +40,14 @@ import torch
 from . import __version__
 from .artifact import atomic_write_bytes, load_artifact, save_artifact
 from .augment import Augmenter
-from .checkpoint import clean_stale_temp_files, load_latest, rng_state, save_checkpoint, set_rng_state
+from .checkpoint import (
+    clean_stale_temp_files,
+    list_checkpoints,
+    load_latest,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
 from .config import Config, ConfigError, from_dict
 from .data import prepare
 from .descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
@@ -197,6 +205,18 @@ def _write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode())
 
 
+def _config_differences(saved: Config, asked: Config) -> list[str]:
+    """Dotted keys whose values differ (max_steps and the preset name aside)."""
+    out = []
+    a, b = saved.to_dict(), asked.to_dict()
+    for section, values in a.items():
+        if isinstance(values, dict):
+            for k, v in values.items():
+                if k != "max_steps" and b[section].get(k) != v:
+                    out.append(f"{section}.{k} (run: {v!r}, asked: {b[section].get(k)!r})")
+    return out
+
+
 def _resolve_config(opts: FitOptions, log: Log) -> Config:
     """A run folder remembers its config; a resumed run keeps it (max_steps may grow)."""
     saved = opts.run_dir / "config.json"
@@ -209,13 +229,18 @@ def _resolve_config(opts: FitOptions, log: Log) -> Config:
         if old.preset != cfg.preset and cfg.preset != "custom":
             raise TrainingError(f"{opts.run_dir} was trained with preset {old.preset!r}, not {cfg.preset!r}; "
                                 "use a new --run-dir")
+        differ = _config_differences(old, cfg)
+        if differ:
+            log(f"resuming keeps the run's saved config; the command line asked otherwise for: {', '.join(differ)}")
         cfg = old
-    if opts.init is not None:
+    elif opts.init is not None:
         art = load_artifact(opts.init)
-        if art.config.model != cfg.model:
-            log(f"fine-tuning: taking the model shape of {opts.init.name} (preset model settings replaced)")
-            cfg = dataclasses.replace(cfg, model=art.config.model, data=dataclasses.replace(
-                cfg.data, sample_rate=art.config.data.sample_rate, length=art.config.data.length))
+        if (art.config.model, art.config.diffusion) != (cfg.model, cfg.diffusion):
+            log(f"fine-tuning: taking the model and diffusion settings of {opts.init.name}")
+        # the weights only make sense with the network, process and clip they were trained for
+        cfg = dataclasses.replace(cfg, model=art.config.model, diffusion=art.config.diffusion,
+                                  data=dataclasses.replace(cfg.data, sample_rate=art.config.data.sample_rate,
+                                                           length=art.config.data.length))
     if opts.max_steps is not None:
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=opts.max_steps))
     return cfg
@@ -226,7 +251,8 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
     run_dir = Path(opts.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     is_main = int(os.environ.get("RANK", "0")) == 0
-    for stale in clean_stale_temp_files(run_dir / "checkpoints") + clean_stale_temp_files(run_dir):
+    stale_dirs = [run_dir / "checkpoints", run_dir, run_dir / "samples"]
+    for stale in [p for d in stale_dirs for p in clean_stale_temp_files(d)]:
         log(f"removed stale temp file {stale}")
     cfg = _resolve_config(opts, log)
     tc = cfg.train
@@ -266,7 +292,11 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
     den = Denoiser.from_config(net, cfg)
     schedule = den.schedule
     base_lr = tc.lr
-    if opts.init is not None:
+    init_from = None
+    if opts.init is not None and bool(list_checkpoints(run_dir)):
+        log(f"--init {opts.init} ignored: resuming the run, whose weights already started from an artifact")
+    elif opts.init is not None:
+        init_from = str(opts.init)
         art = load_artifact(opts.init)
         net.load_state_dict(art.tensors)
         base_lr = tc.finetune_lr
@@ -294,7 +324,9 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
         best_val = float(state.get("best_val", float("inf")))
         bad_rounds = int(state.get("bad_rounds", 0))
         quantiles = state.get("control_quantiles", quantiles)
-        log(f"resumed from step {step} ({path.name})")
+        base_lr = float(state.get("base_lr", base_lr))  # a fine-tune keeps its own rate without --init again
+        init_from = state.get("init_from")
+        log(f"resumed from step {step} ({path.name})" + (f", fine-tuning from {init_from}" if init_from else ""))
 
     tb = None
     if opts.tensorboard and is_main:
@@ -311,6 +343,7 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
                 "scaler": scaler.state_dict(), "rng": rng_state(), "config": cfg.to_dict(),
                 "best_val": best_val, "bad_rounds": bad_rounds, "control_quantiles": quantiles,
                 "data_position": {"step": step, "clips_seen": step * tc.batch_size},
+                "base_lr": base_lr, "init_from": init_from,
                 "code_version": __version__}
 
     def training_summary() -> dict[str, Any]:
@@ -325,6 +358,7 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
         if opts.export_dir is not None:
             name = opts.export_name or run_dir.name
             Path(opts.export_dir).mkdir(parents=True, exist_ok=True)
+            clean_stale_temp_files(Path(opts.export_dir), prefix=f".{name}.safetensors.")
             save_artifact(Path(opts.export_dir) / f"{name}.safetensors", ema.model.state_dict(), cfg, step=step,
                           control_quantiles=quantiles or None, training=training_summary())
         log(f"checkpoint {path.name}")
@@ -394,7 +428,7 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
                     loss = den.loss(x, t.to(device), noise, c, m, stft_weight=cfg.diffusion.stft_loss_weight).mean()
                 scaler.scale(loss / n_micro).backward()
                 loss_sum += loss.item() / n_micro
-            if not math.isfinite(loss_sum):
+            if not math.isfinite(loss_sum) and not use_scaler:  # fp16's scaler skips such steps itself
                 raise TrainingError(f"loss became {loss_sum} at step {step}; lower the learning rate or "
                                     "turn mixed precision off")
             scaler.unscale_(opt)
@@ -478,9 +512,9 @@ def write_samples(run_dir: Path, model: torch.nn.Module, cfg: Config, quantiles:
     paths = []
     for i, clip in enumerate(clips):
         p = folder / f"step-{step:08d}-{i}.wav"
-        tmp = folder / f".{p.name}.part"
-        sf.write(tmp, clip, cfg.data.sample_rate, subtype="PCM_24", format="WAV")
-        os.replace(tmp, p)
+        buf = io.BytesIO()
+        sf.write(buf, clip, cfg.data.sample_rate, subtype="PCM_24", format="WAV")
+        atomic_write_bytes(p, buf.getvalue())
         paths.append(p)
     png = folder / f"step-{step:08d}.png"
     spectrogram_grid([("generated", clips), ("real", real.numpy())], cfg.data.sample_rate, png,

@@ -119,6 +119,23 @@ def test_corrupt_latest_checkpoint_falls_back(kick_dir, tmp_path):
     state, path = load_latest(run, log=msgs.append)
     assert path == ckpts[-2] and state["step"] == int(ckpts[-2].stem.split("-")[1])
     assert any(str(ckpts[-1]) in m and "failed to load" in m for m in msgs)
+    assert not ckpts[-1].exists() and ckpts[-1].with_name(ckpts[-1].name + ".bad").exists()
+
+
+def test_finetune_resume_keeps_its_rate_and_origin(kick_dir, tmp_path):
+    _fit(kick_dir, tmp_path / "base", 6, export_dir=tmp_path / "models", export_name="base")
+    art = tmp_path / "models" / "base.safetensors"
+    msgs: list[str] = []
+    opts = FitOptions(data=[str(kick_dir)], run_dir=tmp_path / "ft", cfg=preset("tiny"), device="cpu", max_steps=3,
+                      progress=False, tensorboard=False, init=art)
+    fit(opts, log=msgs.append)
+    assert any("fine-tuning from" in m for m in msgs)
+    msgs.clear()
+    fit(FitOptions(data=[str(kick_dir)], run_dir=tmp_path / "ft", cfg=preset("tiny"), device="cpu", max_steps=5,
+                   progress=False, tensorboard=False), log=msgs.append)
+    assert any("resumed from step 3" in m and str(art) in m for m in msgs)
+    state, _ = load_latest(tmp_path / "ft")
+    assert state["base_lr"] == preset("tiny").train.finetune_lr and state["init_from"] == str(art)
 
 
 def test_sigterm_saves_and_exits_zero(kick_dir, tmp_path):
