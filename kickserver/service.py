@@ -27,6 +27,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from trainer.fsutil import atomic_write_bytes
+
 UNIT_NAME = "kickserver.service"
 TEMPLATES = {"user": "kickserver.service", "system": "kickserver-system.service"}
 PACKAGE_UNIT_DIR = "systemd_units"  # inside the kickserver package
@@ -178,29 +180,9 @@ def user_unit_dir() -> Path:
 
 
 def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write text to path so that readers see the old file or the whole new one: temp, fsync, rename, fsync dir."""
+    """Write text to path so that readers see the old file or the whole new one (systemd wants it readable)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)  # the umask may have narrowed it; systemd wants the unit readable
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 def daemon_reload(system: bool) -> tuple[bool, str]:
     """Run `systemctl [--user] daemon-reload`; (ok, message). Never raises."""

@@ -10,8 +10,6 @@ creation time. An artifact of an unknown format version or family is refused wit
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from safetensors.torch import save as st_save
 
 from . import __version__
 from .config import Config, ConfigError, from_json
+from .fsutil import atomic_write_bytes, fsync_dir  # noqa: F401  (re-exported for callers)
 
 FORMAT_KEY = "kickserver_format"
 FORMAT_VERSION = 1
@@ -30,39 +29,6 @@ FAMILIES = ("waveform_diffusion",)
 
 class ArtifactError(ValueError):
     """An artifact that cannot be served; the message names the file and the reason."""
-
-
-def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write data to path through a temp file in the same folder, fsync, rename, fsync the folder."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)  # mkstemp makes 0600; others (a DAW over a share, the service user) must read it
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    fsync_dir(path.parent)
-
-
-def fsync_dir(folder: Path) -> None:
-    try:
-        dfd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
 
 
 def save_artifact(path: Path, state_dict: dict[str, torch.Tensor], cfg: Config, *, step: int,

@@ -31,6 +31,7 @@ import torch
 import torchaudio.functional as AF
 
 from trainer.config import DataConfig
+from trainer.fsutil import atomic_write
 
 CACHE_VERSION = 1
 AUDIO_FILE = "audio.f32"
@@ -265,7 +266,7 @@ class PreparedSet:
         return train, np.array(sorted(val), dtype=np.int64)
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -275,7 +276,7 @@ def _sha256(path: Path) -> str:
 
 def _fingerprint(path: Path) -> dict:
     st = path.stat()
-    return {"source": str(path), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns), "sha256": _sha256(path)}
+    return {"source": str(path), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns), "sha256": sha256_file(path)}
 
 
 def _cache_key_config(cfg: DataConfig) -> dict:
@@ -283,33 +284,6 @@ def _cache_key_config(cfg: DataConfig) -> dict:
     for k in _NOT_IN_CACHE_KEY:
         d.pop(k, None)
     return json.loads(json.dumps(d))  # plain JSON types (tuples -> lists) so comparisons with the file work
-
-
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(path: Path, write: Callable[[object], None]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
 
 
 def _read_manifest(cache_dir: Path) -> dict | None:
@@ -369,7 +343,7 @@ def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
     roots = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    for stale in cache_dir.glob(".*.tmp-*"):  # left by a crash mid-write
+    for stale in cache_dir.glob(".*.part"):  # left by a crash mid-write
         try:
             stale.unlink()
         except OSError:
@@ -445,8 +419,8 @@ def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
         (cache_dir / MANIFEST_FILE).unlink()
     except FileNotFoundError:
         pass
-    _write_atomic(cache_dir / AUDIO_FILE, lambda fh: fh.write(np.ascontiguousarray(audio).tobytes()))
-    _write_atomic(cache_dir / MANIFEST_FILE, lambda fh: fh.write(json.dumps(manifest, indent=1).encode()))
+    atomic_write(cache_dir / AUDIO_FILE, lambda fh: fh.write(np.ascontiguousarray(audio).tobytes()))
+    atomic_write(cache_dir / MANIFEST_FILE, lambda fh: fh.write(json.dumps(manifest, indent=1).encode()))
     if not clips:
         raise _no_usable(roots, len(files), len(skipped))
     reused = f", {n_reused} reused" if n_reused else ""

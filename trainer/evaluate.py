@@ -51,7 +51,6 @@ Distances (on a clip-level embedding, `trainer.embeddings`, default "mfcc-stats"
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import itertools
 import json
@@ -311,19 +310,11 @@ class EvalSets:
     notes: list[str] = field(default_factory=list)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def load_folder(paths: Sequence[str | Path], cfg, log: Log = _stderr) -> tuple[np.ndarray, list[str], list[str],
                                                                                list[tuple[str, str]]]:
     """(clips [n, cfg.length], sources, sha256s, skipped) of every usable file under paths, decoded
     with trainer.data.load_clip exactly as training decodes them."""
-    from .data import BadAudio, NoUsableAudio, load_clip, scan_audio
+    from .data import BadAudio, NoUsableAudio, load_clip, scan_audio, sha256_file
 
     files = scan_audio(paths)
     clips, sources, shas, skipped = [], [], [], []
@@ -337,7 +328,7 @@ def load_folder(paths: Sequence[str | Path], cfg, log: Log = _stderr) -> tuple[n
         else:
             clips.append(clip)
             sources.append(str(f))
-            shas.append(_sha256(f))
+            shas.append(sha256_file(f))
             continue
         log(f"skipped {f}: {reason}")
         skipped.append((str(f), reason))
@@ -715,9 +706,6 @@ def main(args: argparse.Namespace) -> int:
     buf = io.StringIO()
     json.dump(report, buf, indent=1, allow_nan=False)
     atomic_write_bytes(out / "report.json", buf.getvalue().encode())
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(out / "report.json", 0o666 & ~umask)  # the temp file was private (mkstemp)
     print(format_table(report))
     print(f"recommended steps: {report['recommended_steps']} ({STEP_RULE})")
     print(f"embedding {report['embedding']['name']} ({report['embedding']['dim']} features); "
