@@ -71,7 +71,7 @@ class ModelConfig:
 @dataclass(frozen=True)
 class DiffusionConfig:
     schedule: str = "cosine"  # "cosine" | "linear"
-    prediction: str = "v"  # "v" | "eps"
+    prediction: str = "x0"  # "x0" | "v" | "eps" (x0: see docs/model.md)
     timesteps: int = 1000  # discrete DDPM steps for training; 0 = continuous time
     stft_loss_weight: float = 0.5  # multi-resolution STFT term on the predicted clean signal (low noise)
     data_scale: float = 3.0  # the network sees x0 * data_scale (kicks are quiet on average: RMS ~0.1)
@@ -219,7 +219,7 @@ def validate(cfg: Config) -> None:
          f"data.length {cfg.data.length} must be a multiple of the model's total stride {cfg.total_stride()}"),
         (len(set(m.controls)) == len(m.controls), "model.controls has duplicates"),
         (d.schedule in ("cosine", "linear"), f"diffusion.schedule {d.schedule!r} is not cosine or linear"),
-        (d.prediction in ("v", "eps"), f"diffusion.prediction {d.prediction!r} is not v or eps"),
+        (d.prediction in ("v", "eps", "x0"), f"diffusion.prediction {d.prediction!r} is not v, eps or x0"),
         (d.timesteps >= 0, "diffusion.timesteps must be >= 0"),
         (s.sampler in ("ddim", "ddpm", "dpmpp_2m"), f"sampling.sampler {s.sampler!r} is not known"),
         (1 <= s.steps <= 1000, "sampling.steps must be 1..1000"),

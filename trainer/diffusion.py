@@ -126,7 +126,7 @@ class Denoiser(torch.nn.Module):
     def __init__(self, net: torch.nn.Module, schedule: NoiseSchedule, prediction: str = "v",
                  clip_x0: float = 1.0, data_scale: float = 1.0) -> None:
         super().__init__()
-        if prediction not in ("v", "eps"):
+        if prediction not in ("v", "eps", "x0"):
             raise ValueError(f"unknown prediction {prediction!r}")
         self.net = net
         self.schedule = schedule
@@ -144,6 +144,8 @@ class Denoiser(torch.nn.Module):
         a, s = _bcast(a, x_t), _bcast(s, x_t)
         if self.prediction == "v":
             return a * x_t - s * out
+        if self.prediction == "x0":
+            return out
         return (x_t - s * out) / a.clamp(min=1e-4)
 
     def forward(self, x_t: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None = None,
@@ -173,8 +175,15 @@ class Denoiser(torch.nn.Module):
         a_, s_ = _bcast(a, x0), _bcast(s, x0)
         x_t = a_ * x0 + s_ * noise
         out = self.net(x_t, t.to(x0.dtype), cond, cond_mask).float()
-        target = a_ * noise - s_ * x0 if self.prediction == "v" else noise
-        loss = (out - target.float()).pow(2).flatten(1).mean(1)
+        if self.prediction == "x0":
+            # x0 error weighted by min(SNR + 1, 5): v-prediction's weight (SNR + 1) capped (Hang et al.
+            # 2023), so the near-clean levels cannot drown the rest.
+            snr = (a / s.clamp(min=1e-8)).pow(2)
+            w = (snr + 1).clamp(max=X0_WEIGHT_CAP).to(out)
+            loss = w * (out - x0.float()).pow(2).flatten(1).mean(1)
+        else:
+            target = a_ * noise - s_ * x0 if self.prediction == "v" else noise
+            loss = (out - target.float()).pow(2).flatten(1).mean(1)
         if stft_weight > 0:
             x0_hat = self.x0_from_output(x_t.float(), t, out) / self.data_scale
             w = (a.pow(2) * torch.exp(-(s / 0.3).pow(2))).to(loss)
@@ -183,6 +192,7 @@ class Denoiser(torch.nn.Module):
 
 
 _STFT_SIZES = (2048, 512, 128)
+X0_WEIGHT_CAP = 5.0
 
 
 def multires_stft_loss(pred: torch.Tensor, target: torch.Tensor, sizes=_STFT_SIZES) -> torch.Tensor:

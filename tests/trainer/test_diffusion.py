@@ -118,7 +118,7 @@ def test_schedule_save_reload_gives_identical_steps():
     assert torch.equal(sample_dpmpp_2m(den, x, ts, s), sample_dpmpp_2m(den, x, s2.timegrid(12), s2))
 
 
-@pytest.mark.parametrize("prediction", ["v", "eps"])
+@pytest.mark.parametrize("prediction", ["v", "eps", "x0"])
 def test_denoiser_parameterisations_are_consistent(prediction):
     """A network that outputs the exact target (v or eps) yields the exact x0."""
     s = NoiseSchedule("cosine", 1000)
@@ -128,7 +128,7 @@ def test_denoiser_parameterisations_are_consistent(prediction):
     t = torch.tensor([0.3, 0.7], dtype=torch.float64)
     a, sig = s.alpha_sigma(t)
     a, sig = a.float().view(-1, 1, 1), sig.float().view(-1, 1, 1)
-    target = a * eps - sig * x0 if prediction == "v" else eps
+    target = {"v": a * eps - sig * x0, "eps": eps, "x0": x0}[prediction]
 
     class Exact(torch.nn.Module):
         def forward(self, x, t, cond=None, mask=None):
