@@ -86,6 +86,7 @@ class SamplingConfig:
     steps: int = 25
     guidance: float = 1.0  # classifier-free guidance scale for controls (1: plain conditional)
     time_power: float = 1.0  # sampling times t_i = (i / steps) ** time_power: > 1 spends more steps at low noise
+    image_reject_db: float = 30.0  # dip the output upsampler's images at k * sample_rate / patch (0: off)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ def export_run(run_dir: Path, out: Path, sampling: dict | None = None) -> Path:
     if found is None:
         raise FileNotFoundError(f"{run_dir}: no checkpoint to export")
     state, path = found
-    unknown = set(sampling or {}) - {"steps", "sampler", "time_power", "guidance"}
+    unknown = set(sampling or {}) - {"steps", "sampler", "time_power", "guidance", "image_reject_db"}
     if unknown:
         raise ConfigError(f"export can only change sampling settings, not {', '.join(sorted(unknown))}")
     if out.suffix != ".safetensors":

@@ -84,6 +84,30 @@ def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = -1.0, fade
     return out[0] if squeeze else out
 
 
+def reject_images(audio: np.ndarray, sample_rate: int, period: int, depth_db: float = 30.0,
+                  width_hz: float = 200.0) -> np.ndarray:
+    """Attenuate bands around multiples of sample_rate / period (zero phase, FFT domain).
+
+    A network whose output layer upsamples frames of `period` samples leaves images of the signal
+    around those frequencies (for the 16-sample frames of the waveform U-Net: 2756, 5512, 8269 Hz,
+    ...: the body's frequency as sidebands of each). Each band gets a Gaussian dip of depth_db at
+    its centre and width_hz standard deviation; the rest of the spectrum is untouched."""
+    x = np.atleast_2d(np.asarray(audio, dtype=np.float64))
+    n = x.shape[1]
+    pad = n + 8192  # no wrap-around of the filter's short ring
+    freqs = np.fft.rfftfreq(pad, 1.0 / sample_rate)
+    f0 = sample_rate / period
+    gain = np.ones_like(freqs)
+    depth = 1.0 - 10 ** (-depth_db / 20)
+    k = 1
+    while k * f0 < sample_rate / 2:
+        gain *= 1.0 - depth * np.exp(-0.5 * ((freqs - k * f0) / width_hz) ** 2)
+        k += 1
+    y = np.fft.irfft(np.fft.rfft(x, pad, axis=1) * gain, pad, axis=1)[:, :n]
+    out = y.astype(np.float32)
+    return out[0] if np.ndim(audio) == 1 else out
+
+
 class WaveformDiffusionGenerator:
     """Family "waveform_diffusion": a U-Net denoiser over the raw waveform."""
 
@@ -114,6 +138,7 @@ class WaveformDiffusionGenerator:
         self.schedule = self.denoiser.schedule
         self.scale = cfg.diffusion.data_scale
         self.time_power = cfg.sampling.time_power
+        self.image_reject_db = cfg.sampling.image_reject_db
 
     # ----------------------------------------------------------- helpers
     def _cond(self, items: Sequence[Item]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
@@ -183,7 +208,13 @@ class WaveformDiffusionGenerator:
         ts = self._timegrid(steps, 1.0)
         x = x * float(self.schedule.alpha_sigma(ts[0])[1])
         out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return (out[:, 0] / self.scale).float().cpu().numpy()
+        return self._output(out)
+
+    def _output(self, out: torch.Tensor) -> np.ndarray:
+        audio = (out[:, 0] / self.scale).float().cpu().numpy()
+        if self.image_reject_db > 0:
+            audio = reject_images(audio, self.sample_rate, self.config.model.patch, self.image_reject_db)
+        return audio
 
     @torch.inference_mode()
     def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
@@ -206,7 +237,7 @@ class WaveformDiffusionGenerator:
         a, s = self.schedule.alpha_sigma(ts[0])
         x = float(a) * src * self.scale + float(s) * noise
         out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return (out[:, 0] / self.scale).float().cpu().numpy()
+        return self._output(out)
 
     def describe(self) -> dict:
         return {"name": self.name, "family": self.family, "sample_rate": self.sample_rate, "length": self.length,

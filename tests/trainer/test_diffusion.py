@@ -145,3 +145,23 @@ def test_stft_loss_zero_for_identical_and_positive_for_hiss():
     assert multires_stft_loss(x, x).item() == pytest.approx(0.0, abs=1e-6)
     hiss = x + 0.01 * torch.randn(x.shape, generator=g)
     assert multires_stft_loss(hiss, x).item() > 0.1
+
+
+def test_reject_images_dips_only_the_upsampler_bands():
+    import numpy as np
+
+    from trainer.generator import reject_images
+
+    sr, n = 44100, 45056
+    t = np.arange(n) / sr
+
+    def level(x, f):
+        return np.abs(np.sum(x * np.exp(-2j * np.pi * f * t))) / n
+
+    for f, expect_db in ((sr / 16, -25.0), (2 * sr / 16, -25.0), (1000.0, -0.5), (4000.0, -0.5), (60.0, -0.5)):
+        x = np.sin(2 * np.pi * f * t).astype(np.float32)
+        y = reject_images(x, sr, 16, depth_db=30.0)
+        change = 20 * np.log10(level(y, f) / level(x, f))
+        assert (change < expect_db) if expect_db < -1 else (change > expect_db), (f, change)
+    batch = np.stack([np.sin(2 * np.pi * 2756.25 * t)] * 2)
+    assert reject_images(batch, sr, 16).shape == batch.shape
