@@ -89,8 +89,10 @@ def load_artifact(path: Path) -> Artifact:
     if not path.is_file():
         raise ArtifactError(f"{path}: no such file")
     with open(path, "rb") as f:
-        head = f.read(2)
-    if head[:1] == b"\x80" or head == b"PK":
+        head = f.read(9)
+    # safetensors: an 8-byte little-endian header length, then the JSON header's "{". Only when that
+    # "{" is missing is a leading 0x80 (pickle protocol) or "PK" (torch.save's zip) a diagnosis.
+    if head[8:9] != b"{" and (head[:1] == b"\x80" or head[:2] == b"PK"):
         raise ArtifactError(f"{path}: looks like a pickle/zip (torch.save) file; only safetensors artifacts are served")
     meta = read_metadata(path)
     version = meta.get(FORMAT_KEY)

@@ -236,3 +236,19 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     assert rc == 2 and "unknown key" in capsys.readouterr().err
     rc = kicktrain(["sample", str(tmp_path / "missing.safetensors"), "--out", str(tmp_path / "o")])
     assert rc == 2 and "no such file" in capsys.readouterr().err
+
+
+def test_header_length_byte_0x80_is_not_mistaken_for_a_pickle(tmp_path, tiny_artifact):
+    """A safetensors header whose length's low byte is 0x80 must load (it once was refused as a pickle)."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(tiny_artifact)
+    meta = dict(load_artifact(tiny_artifact).meta)
+    for pad in range(400):
+        path = tmp_path / "a.safetensors"
+        save_file(tensors, path, metadata=dict(meta, pad="x" * pad))
+        if path.read_bytes()[0] == 0x80:
+            break
+    else:
+        pytest.fail("no padding gave a header length ending in 0x80")
+    assert load_artifact(path).family == "waveform_diffusion"
