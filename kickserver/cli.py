@@ -34,16 +34,18 @@ def _setup_logging(level: str = "info") -> None:
                         force=True)
 
 
-def _add_model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", metavar="DIR", help="models folder (default ~/.local/share/kickserver/models)")
+def _add_model_options(p: argparse.ArgumentParser, **kw: Any) -> None:
+    """kw: e.g. default=argparse.SUPPRESS for a subcommand's copies (see build_parser)."""
+    p.add_argument("--models", metavar="DIR", help="models folder (default ~/.local/share/kickserver/models)", **kw)
     p.add_argument("--model", metavar="NAME",
-                   help="artifact <models>/NAME.safetensors; 'default' is the bundled model")
-    p.add_argument("--device", metavar="DEV", help="auto (CUDA if present, else CPU), cpu, cuda or cuda:N")
+                   help="artifact <models>/NAME.safetensors; 'default' is the bundled model", **kw)
+    p.add_argument("--device", metavar="DEV", help="auto (CUDA if present, else CPU), cpu, cuda or cuda:N", **kw)
     p.add_argument("--sample-rate", dest="sample_rate", type=int, choices=(44100, 48000),
-                   help="sample rate of the written WAV files (default 44100)")
-    p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (0: torch's default)")
-    p.add_argument("--config", metavar="FILE", help=f"TOML config (default {default_config_path()} if present)")
-    p.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"))
+                   help="sample rate of the written WAV files (default 44100)", **kw)
+    p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (0: torch's default)", **kw)
+    p.add_argument("--config", metavar="FILE", help=f"TOML config (default {default_config_path()} if present)",
+                   **kw)
+    p.add_argument("--log-level", dest="log_level", choices=("debug", "info", "warning", "error"), **kw)
 
 
 def _serve_parser(p: argparse.ArgumentParser) -> None:
@@ -76,7 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kickserver {__version__}")
     _serve_parser(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    s = sub.add_parser("serve", help="run the daemon (the default)", description="Run the daemon until SIGTERM.")
+    # The subcommand's copies of the options default to "not given" (SUPPRESS): argparse copies every
+    # attribute of a subparser's namespace over the top level's, so a None default would erase
+    # `kickserver --port 9100 serve`'s port.
+    s = sub.add_parser("serve", help="run the daemon (the default)", description="Run the daemon until SIGTERM.",
+                       argument_default=argparse.SUPPRESS)
     _serve_parser(s)
     snd = sub.add_parser("send", help="send one OSC message and print the replies",
                          description="Send one OSC message and print the replies, one per line. Arguments are "
@@ -84,15 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
                                      "i:, f: or s: (e.g. s:7).")
     snd.add_argument("address", help="e.g. /kick/generate")
     snd.add_argument("args", nargs=argparse.REMAINDER, help="message arguments")
-    snd.add_argument("--host", default="127.0.0.1")
-    snd.add_argument("--port", type=int, default=9000)
+    snd.add_argument("--host", default=argparse.SUPPRESS, help="daemon address (default 127.0.0.1)")
+    snd.add_argument("--port", type=int, default=argparse.SUPPRESS, help="daemon port (default 9000)")
     snd.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for replies (default 10)")
     snd.add_argument("--expect", type=int, help="replies to wait for (default: the request's count, else 1)")
     r = sub.add_parser("render", help="write kicks to a folder without a socket",
                        description="Write kicks with the model straight into a folder (no daemon, no socket).")
     r.add_argument("--n", type=int, default=8, help="number of kicks (default 8)")
-    r.add_argument("--out", metavar="DIR", help="folder (default: the config's out)")
-    _add_model_options(r)
+    r.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS, help="folder (default: the config's out)")
+    _add_model_options(r, default=argparse.SUPPRESS)
     r.add_argument("--seed", type=int, help="first seed (default random); kick i gets seed + i")
     r.add_argument("--steps", type=int, help="sampling steps (default the model's)")
     r.add_argument("--sampler", help="sampler (default the model's)")
@@ -168,7 +174,9 @@ def cmd_send(ns: argparse.Namespace) -> int:
     for tag, v in args:
         b.add_arg(v, tag)
     expect = ns.expect if ns.expect is not None else _expected(ns.address, args)
-    info = socket.getaddrinfo(ns.host, ns.port, type=socket.SOCK_DGRAM)
+    host = ns.host if ns.host is not None else "127.0.0.1"
+    port = ns.port if ns.port is not None else 9000
+    info = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
     family, _, _, _, addr = info[0]
     got = 0
     with socket.socket(family, socket.SOCK_DGRAM) as s:
@@ -184,7 +192,7 @@ def cmd_send(ns: argparse.Namespace) -> int:
             except TimeoutError:
                 break
             except ConnectionRefusedError:
-                print(f"kickserver send: nothing listens on {ns.host}:{ns.port}", file=sys.stderr)
+                print(f"kickserver send: nothing listens on {host}:{port}", file=sys.stderr)
                 return 1
             try:
                 msgs = OscPacket(data).messages

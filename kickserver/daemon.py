@@ -26,7 +26,7 @@ from pythonosc.osc_packet import OscPacket, ParseError
 from . import __version__, osc_api
 from .config import ServerConfig, ServerConfigError, load_config
 from .reload import ModelLoader, ModelNotFound, list_models, resolve_model, warm_up
-from .worker import Job, Worker
+from .worker import Job, SourceTooBig, Worker, check_source
 from .writer import KickWriter
 
 log = logging.getLogger("kickserver")
@@ -158,9 +158,10 @@ class Server:
         self.worker = Worker(gen, name, writer, sample_rate=cfg.sample_rate, queue_limit=cfg.queue_limit,
                              max_batch=cfg.max_batch, software=f"kickserver {__version__}")
         self.worker.start()
-        self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed)
+        # --model pins what is served: a new artifact in the folder is listed, not swapped in
+        self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed, pinned=cfg.model)
         self.loader.start()
-        self.loader.watch(cfg.models_dir)
+        self.loader.watch(cfg.models_dir)  # never raises: falls back to polling, or to no live reload
         if self.loader.models_dir is not None and path.parent == cfg.models_dir:
             st = path.stat()
             self.loader.last_seen[path] = (st.st_mtime_ns, st.st_size)
@@ -177,7 +178,12 @@ class Server:
             self._stop.wait(0.2)
             if self._hup.is_set():
                 self._hup.clear()
-                self._reload_config()
+                try:
+                    self._reload_config()
+                except Exception as e:  # noqa: BLE001 - a failed reload must not end serving (nor skip STOPPING=1)
+                    log.error("SIGHUP: reload failed (%s: %s); serving on with what was loaded", type(e).__name__, e,
+                              exc_info=log.isEnabledFor(logging.DEBUG))
+                    self.notifier.ready(self._status_line())
         return self._shutdown(recv)
 
     def _bind(self) -> socket.socket:
@@ -259,6 +265,7 @@ class Server:
         w.queue_limit, w.max_batch = new.queue_limit, new.max_batch
         logging.getLogger().setLevel(new.log_level.upper())
         self.cfg, self.config_path = new, path
+        self.loader.pinned = new.model
         self.loader.watch(new.models_dir)
         try:
             mpath, name = resolve_model(new.models_dir, new.model)
@@ -282,7 +289,9 @@ class Server:
             self._on_model_failed(f"model {name} has an unusable sample rate", reply)
             return
         self._model_path = path
-        assert self.worker is not None
+        assert self.worker is not None and self.loader is not None
+        if reply is not None and self.loader.pinned is not None:
+            self.loader.pinned = name  # the user chose this one: follow its file from now on (until SIGHUP)
         self.worker.offer_model(gen, name, reply)
 
     def _on_model_failed(self, reason: str, reply: Callable[[bytes], None] | None) -> None:
@@ -405,7 +414,8 @@ class Server:
         if isinstance(req, osc_api.Variation):
             try:
                 source = resolve_source(req.source, self.cfg.out_dir, self.cfg.read_root_dirs)
-            except SourceRefused as e:
+                check_source(source)
+            except (SourceRefused, SourceTooBig) as e:
                 log.info("refused variation %d: %s", id, e)
                 reply(osc_api.error(id, str(e)))
                 return

@@ -150,20 +150,23 @@ def as_str(key: str, v: Any, id: int = NO_ID) -> str:
     return v
 
 
-def _check_arg_types(args: Sequence[Any]) -> None:
+def _check_arg_types(args: Sequence[Any], id: int = NO_ID) -> None:
     for i, a in enumerate(args):
         if isinstance(a, str):
             if len(a) > MAX_STRING:
-                raise RequestError(f"argument {i + 1} is a string longer than {MAX_STRING} characters")
+                raise RequestError(f"argument {i + 1} is a string longer than {MAX_STRING} characters", id)
         elif isinstance(a, bool) or not isinstance(a, (int, float)):
             raise RequestError(f"argument {i + 1} has an unsupported type ({_describe(a)}); "
-                               "use int, float or string")
+                               "use int, float or string", id)
 
 
 def _find_id(args: Sequence[Any]) -> int:
-    """The request's id if it carries a usable one (so even a refusal can name it), else -1."""
+    """The request's id if it carries a usable one (so even a refusal can name it), else -1.
+
+    Runs before any other check, on arguments of any type (blobs, nil, over-long strings), so every
+    refusal of a request that names its id echoes it."""
     for i in range(len(args) - 1):
-        if args[i] == "id":
+        if isinstance(args[i], str) and args[i] == "id":
             try:
                 return as_int("id", args[i + 1], INT32_MIN, INT32_MAX)
             except RequestError:
@@ -220,7 +223,8 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
         shown = clip(address, 60) if isinstance(address, str) else repr(address)
         raise RequestError(f"unknown address {shown}; known: {' '.join(ADDRESSES)}")
     args = list(args)
-    _check_arg_types(args)
+    id = _find_id(args) if address in (GENERATE, VARIATION) else NO_ID
+    _check_arg_types(args, id)
     if address in (PING, STATUS, MODELS):
         if args:
             raise RequestError(f"{address} takes no arguments, got {len(args)}")
@@ -232,7 +236,6 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
         if not name or "/" in name or "\\" in name or name.startswith("."):
             raise RequestError(f"{clip(name, 60)!r} is not a model name (a file name without extension)")
         return SelectModel(name)
-    id = _find_id(args)
     if address == GENERATE:
         req = Generate()
         rest = args

@@ -3,10 +3,18 @@
 A watchdog Observer watches `--models` (one non-recursive inotify watch). A file is "ready" when it
 is closed after writing or moved into place (writers should write `.name.part` and rename); a
 created or modified file without a close (copies over a network share) counts once it has been
-quiet for a while. Hidden files, `*.part` and anything not `*.safetensors` are ignored. A ready
-file is validated and loaded by `trainer.generator.load_generator` in the loader thread, warmed up,
-then handed to the worker, which swaps it in between batches. An invalid artifact is refused with
-one log line and the current model keeps serving.
+quiet for a while and its size and mtime did not change meanwhile. Hidden files, `*.part` and
+anything not `*.safetensors` are ignored. Where inotify cannot be used (out of watches or
+instances: fs.inotify.max_user_watches / max_user_instances) the folder is polled every
+POLL_S seconds instead; if even that fails the daemon serves on without live reload (one log line).
+
+Which ready files are swapped in: with no model configured (`pinned` None) every one, so the
+newest artifact serves. With a model pinned (`--model NAME`, or the one chosen by `/kick/model`
+since), only a new version of that model's own file; any other is validated (refused with one log
+line if bad) and listed by /kick/models, but what the user hears does not change until they select
+it. A file to swap in is validated and loaded by `trainer.generator.load_generator` in the loader
+thread, warmed up, then handed to the worker, which swaps it in between batches. An invalid
+artifact is refused with one log line and the current model keeps serving.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ log = logging.getLogger("kickserver.reload")
 SUFFIX = ".safetensors"
 BUNDLED = Path(__file__).resolve().parent / "models" / "default.safetensors"
 DEFAULT_NAME = "default"
+POLL_S = 2.0  # polling interval when inotify is not available
 
 Loaded = Callable[[Any, str, Path, Callable[[bytes], None] | None], None]
 Failed = Callable[[str, Callable[[bytes], None] | None], None]
@@ -67,8 +76,10 @@ def looks_valid(path: Path) -> bool:
         return hit[1]
     try:
         with open(path, "rb") as f:
-            head = f.read(2)
-        ok = not (head[:1] == b"\x80" or head == b"PK")
+            head = f.read(9)
+        # safetensors: an 8-byte little-endian header length, then "{"; that length's low byte may well
+        # be 0x80, so only a file that is not safetensors-shaped is taken for a pickle or zip
+        ok = head[8:9] == b"{" or not (head[:1] == b"\x80" or head[:2] == b"PK")
         if ok:
             meta = read_metadata(path)
             ok = meta.get(FORMAT_KEY) == str(FORMAT_VERSION) and meta.get("family") in FAMILIES
@@ -136,23 +147,36 @@ def warm_up(gen: Any) -> float:
     return time.perf_counter() - t0
 
 
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 @dataclass
 class _Pending:
     due: float
     reply: Callable[[bytes], None] | None = None
     name: str | None = None
+    sig: tuple[int, int] | None = None  # weak (no close seen): load only once this stays the same
 
 
 class ModelLoader:
     """Loads artifacts in its own thread (never the worker's), from folder events or explicit requests."""
 
     def __init__(self, device: Any, on_loaded: Loaded, on_failed: Failed, *, settle_s: float = 0.25,
-                 quiet_s: float = 2.0) -> None:
+                 quiet_s: float = 2.0, poll_s: float = POLL_S, pinned: str | None = None) -> None:
         self.device = device
         self.on_loaded = on_loaded
         self.on_failed = on_failed
         self.settle_s = settle_s
         self.quiet_s = quiet_s
+        self.poll_s = poll_s
+        # None: swap in every new artifact; a name: only that model's own file (see the module doc)
+        self.pinned = pinned
+        self.watching = "off"  # "inotify", "polling" or "off"
         self._pending: dict[Path, _Pending] = {}
         self._cond = threading.Condition()
         self._stop = False
@@ -165,9 +189,12 @@ class ModelLoader:
         self._thread.start()
 
     def watch(self, models_dir: Path) -> None:
-        """(Re)start the folder watch on models_dir (one observer, one non-recursive watch)."""
+        """(Re)start the folder watch on models_dir (one observer, one non-recursive watch).
+
+        Never raises: without inotify it polls, without that it logs that live reload is off. Called
+        again (SIGHUP) while polling or off, it tries inotify again."""
         models_dir = Path(models_dir)
-        if self._observer is not None and self.models_dir == models_dir:
+        if self._observer is not None and self.models_dir == models_dir and self.watching == "inotify":
             return
         self.unwatch()
         self.models_dir = models_dir
@@ -175,7 +202,6 @@ class ModelLoader:
             log.warning("models folder %s does not exist; not watching it", models_dir)
             return
         from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
 
         loader = self
 
@@ -196,12 +222,42 @@ class ModelLoader:
                 if not event.is_directory:
                     loader.schedule(Path(os.fsdecode(event.src_path)), loader.quiet_s, weak=True)
 
-        obs = Observer()
+        try:
+            self._observer = self._start_observer(Handler(), models_dir, polling=False)
+            self.watching = "inotify"
+            log.info("watching %s for new models", models_dir)
+            return
+        except Exception as e:  # noqa: BLE001 - OSError ENOSPC/EMFILE (inotify limits) above all
+            log.warning("cannot watch %s with inotify (%s); polling it every %g s instead (raise "
+                        "fs.inotify.max_user_watches / max_user_instances, then SIGHUP, to get inotify back)",
+                        models_dir, _why(e), self.poll_s)
+        try:
+            self._observer = self._start_observer(Handler(), models_dir, polling=True)
+            self.watching = "polling"
+        except Exception as e:  # noqa: BLE001 - serving goes on without live reload
+            log.error("cannot poll %s either (%s): serving without live reload; /kick/model and SIGHUP "
+                      "still load models", models_dir, _why(e))
+
+    def _start_observer(self, handler: Any, models_dir: Path, *, polling: bool) -> Any:
+        if polling:
+            from watchdog.observers.polling import PollingObserver
+
+            obs = PollingObserver(timeout=self.poll_s)
+        else:
+            from watchdog.observers import Observer
+
+            obs = Observer()
         obs.daemon = True
-        obs.schedule(Handler(), str(models_dir), recursive=False)
-        obs.start()
-        self._observer = obs
-        log.info("watching %s for new models", models_dir)
+        try:
+            obs.schedule(handler, str(models_dir), recursive=False)
+            obs.start()
+        except BaseException:
+            try:
+                obs.stop()
+            except Exception:  # noqa: BLE001 - it never started
+                pass
+            raise
+        return obs
 
     def unwatch(self) -> None:
         if self._observer is not None:
@@ -211,6 +267,7 @@ class ModelLoader:
             except Exception:  # noqa: BLE001 - stopping must not fail shutdown
                 pass
             self._observer = None
+        self.watching = "off"
 
     def schedule(self, path: Path, delay: float, *, weak: bool = False) -> None:
         """Load path once no event has touched it for `delay` s (weak: do not shorten a pending wait)."""
@@ -218,15 +275,18 @@ class ModelLoader:
             return
         if self.models_dir is not None and Path(path).parent != self.models_dir:
             return
+        sig = _signature(path) if weak else None
         with self._cond:
             due = time.monotonic() + delay
             p = self._pending.get(path)
             if p is not None and weak:
                 p.due = max(p.due, due)
+                if p.sig is not None:
+                    p.sig = sig
             elif p is not None:
-                p.due = due
+                p.due, p.sig = due, None  # closed or moved into place: complete now
             else:
-                self._pending[path] = _Pending(due)
+                self._pending[path] = _Pending(due, sig=sig)
             self._cond.notify()
 
     def request(self, path: Path, name: str, reply: Callable[[bytes], None] | None = None) -> None:
@@ -252,6 +312,12 @@ class ModelLoader:
                 due = [(p.due, path) for path, p in self._pending.items() if p.due <= now]
                 if due:
                     _, path = min(due)
+                    p = self._pending[path]
+                    if p.sig is not None:
+                        sig = _signature(path)
+                        if sig != p.sig:  # still being written (no event may have told us: polling)
+                            p.sig, p.due = sig, now + self.quiet_s
+                            continue
                     return path, self._pending.pop(path)
                 wait = min((p.due for p in self._pending.values()), default=now + 1.0) - now
                 self._cond.wait(timeout=max(0.01, min(wait, 1.0)))
@@ -278,6 +344,9 @@ class ModelLoader:
             return
         st = path.stat()
         name = pending.name or artifact_name(path)
+        if pending.name is None and self.pinned is not None and name != self.pinned:
+            self._validate_only(path, name)
+            return
         t0 = time.perf_counter()
         try:
             gen = load_generator(path, self.device)
@@ -291,3 +360,22 @@ class ModelLoader:
         self.last_seen[path] = (st.st_mtime_ns, st.st_size)
         log.info("loaded model %s from %s in %.2f s (warm-up %.2f s)", name, path, time.perf_counter() - t0, warm)
         self.on_loaded(gen, name, path, pending.reply)
+
+    def _validate_only(self, path: Path, name: str) -> None:
+        """A new artifact beside a pinned model: check it fully (on the CPU), list it, do not serve it."""
+        from trainer.generator import load_generator
+
+        try:
+            gen = load_generator(path, "cpu")
+        except ArtifactError as e:
+            remember(path, False)
+            log.warning("refused model %s: %s", path.name, str(e).replace(str(path) + ": ", ""))
+            return
+        del gen
+        remember(path, True)
+        log.info("model %s is ready in %s; still serving the pinned model %s (select it with /kick/model %s)",
+                 name, path.parent, self.pinned, name)
+
+
+def _why(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}" if not isinstance(e, OSError) else str(e.strerror or e)

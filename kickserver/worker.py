@@ -31,6 +31,41 @@ log = logging.getLogger("kickserver.worker")
 
 Reply = Callable[[bytes], None]
 
+MAX_SOURCE_S = 30.0  # a variation source is decoded whole: refuse long files before reading them
+MAX_SOURCE_BYTES = 64 << 20
+
+
+class SourceTooBig(ValueError):
+    """A variation source that is too long (or too large) to read; the message is the reply's reason."""
+
+
+def check_source(path: Path) -> None:
+    """Refuse a variation source longer than MAX_SOURCE_S or larger than MAX_SOURCE_BYTES on disk.
+
+    Reads the file's header only (soundfile.info), so the receive loop can call it and refuse at
+    once; the worker calls it again right before decoding (the file may have changed meanwhile).
+    A file soundfile cannot read is left to the decoder, which says why.
+    """
+    import soundfile as sf
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # the decoder reports it
+    if size > MAX_SOURCE_BYTES:
+        raise SourceTooBig(f"source {osc_api.clip(path.name, 80)} is {size / (1 << 20):.0f} MB on disk; "
+                           f"at most {MAX_SOURCE_BYTES >> 20} MB")
+    try:
+        info = sf.info(str(path))
+    except Exception:  # noqa: BLE001 - not a sound file soundfile knows: the decoder refuses it with a reason
+        return
+    if info.samplerate > 0 and info.frames > 0:
+        seconds = info.frames / info.samplerate
+        if seconds > MAX_SOURCE_S:
+            raise SourceTooBig(f"source {osc_api.clip(path.name, 80)} is {seconds:.1f} s long; "
+                               f"at most {MAX_SOURCE_S:g} s")
+
 
 class Cancelled(Exception):
     """Raised inside the model's forward pass when the worker is told to stop."""
@@ -59,6 +94,12 @@ class Job:
 class _Unit:
     job: Job
     seed: int
+    answered: bool = False
+
+    def answer(self, data: bytes) -> None:
+        """Send this kick's one reply (/kick/done or /kick/error); marks it answered first."""
+        self.answered = True
+        self.job.reply(data)
 
 
 @dataclass
@@ -198,10 +239,11 @@ class Worker:
                 self._running = len(batch)
             try:
                 self._generate(batch)
-            except Exception as e:  # never let the worker die: answer what is left
+            except Exception as e:  # never let the worker die: answer the kicks not answered yet
                 log.error("batch failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
                 for u in batch:
-                    u.job.reply(osc_api.error(u.job.id, f"generation failed: {e}"))
+                    if not u.answered:
+                        u.answer(osc_api.error(u.job.id, f"generation failed: {type(e).__name__}: {e}"))
             finally:
                 self._running = 0
         with self._cond:
@@ -220,6 +262,7 @@ class Worker:
             cfg = getattr(getattr(self.gen, "config", None), "data", None)
             if cfg is None or cfg.sample_rate != self.gen.sample_rate or cfg.length != self.gen.length:
                 cfg = DataConfig(sample_rate=self.gen.sample_rate, length=self.gen.length)
+            check_source(job.source)
             job._source_audio, _ = load_clip(job.source, cfg)
         return job._source_audio
 
@@ -247,7 +290,7 @@ class Worker:
                 audio = gen.sample(items, steps=steps, sampler=sampler)
         except Cancelled:
             for u in batch:
-                u.job.reply(osc_api.error(u.job.id, "shutting down"))
+                u.answer(osc_api.error(u.job.id, "shutting down"))
             return
         except Exception as e:
             reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
@@ -255,26 +298,35 @@ class Worker:
                 reason = f"cannot use source {job0.source.name if job0.source else ''}: {e}"
             log.warning("request %d refused by the model: %s", job0.id, reason)
             for u in batch:
-                u.job.reply(osc_api.error(u.job.id, reason))
+                u.answer(osc_api.error(u.job.id, reason))
             return
         audio = self._to_output(np.asarray(audio))
         t_gen = time.perf_counter() - t0
         self.batches += 1
         for i, u in enumerate(batch):
             if self._stopping:
-                u.job.reply(osc_api.error(u.job.id, "shutting down"))
+                u.answer(osc_api.error(u.job.id, "shutting down"))
                 continue
-            info = KickInfo(model=self.model_name, seed=u.seed, steps=steps, sampler=sampler,
-                            controls=u.job.controls, software=self.software,
-                            source=str(u.job.source) if u.job.source else None,
-                            strength=u.job.strength if u.job.source else None)
             try:
+                info = KickInfo(model=self.model_name, seed=u.seed, steps=steps, sampler=sampler,
+                                controls=u.job.controls, software=self.software,
+                                source=str(u.job.source) if u.job.source else None,
+                                strength=u.job.strength if u.job.source else None)
                 path = self.writer.write(audio[i], info)
             except WriteError as e:
                 log.error("request %d: %s", u.job.id, e)
-                u.job.reply(osc_api.error(u.job.id, str(e)))
+                u.answer(osc_api.error(u.job.id, str(e)))
+                continue
+            except Exception as e:  # noqa: BLE001 - one kick's failure is that kick's reply, not the batch's
+                log.error("request %d: writing seed %d failed: %s: %s", u.job.id, u.seed, type(e).__name__, e,
+                          exc_info=log.isEnabledFor(logging.DEBUG))
+                u.answer(osc_api.error(u.job.id, f"cannot write kick (seed {u.seed}): {type(e).__name__}: {e}"))
                 continue
             self.generated += 1
-            u.job.reply(osc_api.done(u.job.id, str(path), u.seed))
+            u.answer(osc_api.done(u.job.id, str(path), u.seed))
         log.debug("batch of %d (%s, %d steps) in %.3f s", len(batch), sampler, steps, t_gen)
-        self.writer.prune()
+        try:
+            self.writer.prune()
+        except Exception as e:  # noqa: BLE001 - every kick is answered by now; retention tries again next batch
+            log.error("retention failed in %s: %s: %s", self.writer.out_dir, type(e).__name__, e,
+                      exc_info=log.isEnabledFor(logging.DEBUG))

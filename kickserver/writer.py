@@ -2,8 +2,11 @@
 
 Each kick is written as 24-bit PCM WAV (RIFF INFO tags name the software, model, seed, steps,
 sampler and controls) to a hidden `.kick_....wav.part` in the same folder, flushed, fsynced and
-`os.replace`d to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (`-2`, `-3`... on collision). A folder watcher
-sees one move to the final name and never a partial `.wav`. A failed write removes its temp file.
+renamed to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (`-2`, `-3`... on collision) with a rename that
+refuses to replace an existing name (renameat2 RENAME_NOREPLACE), so a second writer on the same
+folder (another daemon, `kickserver render`) can never be overwritten: the loser of a race takes
+the next name. A folder watcher sees one move to the final name and never a partial `.wav`. A
+failed write removes its temp file.
 
 With retention on (`max_files` and/or `max_mb`), the server keeps a hidden ledger
 (`.kickserver-ledger.json`, written atomically after each batch) of the files it wrote, and removes
@@ -12,10 +15,14 @@ the oldest of those only, never anything else.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import json
 import logging
 import os
 import re
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +36,7 @@ from trainer.artifact import atomic_write_bytes, fsync_dir
 log = logging.getLogger("kickserver.writer")
 
 LEDGER = ".kickserver-ledger.json"
+MAX_NAME_TRIES = 100
 NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_\d+(-\d+)?\.wav$")
 TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_\d+(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
                      r"|^\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part$")
@@ -36,6 +44,80 @@ TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_\d+(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
 
 class WriteError(OSError):
     """A kick that could not be written; the message is the reason sent to the client."""
+
+
+# ------------------------------------------------------------------ publishing without replacing
+
+_RENAME_NOREPLACE = 1  # linux/fs.h
+_AT_FDCWD = -100
+_NOT_SUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM)
+_renameat2: object = None  # None: not looked up yet; False: not available
+
+
+def _libc_renameat2() -> object:
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = False
+        if sys.platform.startswith("linux"):
+            try:
+                libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+                fn = libc.renameat2  # glibc >= 2.28, musl >= 1.2.4
+                fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+                fn.restype = ctypes.c_int
+                _renameat2 = fn
+            except (OSError, AttributeError):
+                pass
+    return _renameat2
+
+
+def _rename_noreplace(src: Path, dst: Path) -> bool | None:
+    """rename(2) that fails if dst exists: True done, False dst exists, None not supported here."""
+    fn = _libc_renameat2()
+    if not fn:
+        return None
+    if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err == errno.EEXIST:
+        return False
+    if err in _NOT_SUPPORTED:  # an old kernel or a filesystem without the flag (some network/FUSE ones)
+        return None
+    raise OSError(err, os.strerror(err), str(dst))
+
+
+def _link_noreplace(src: Path, dst: Path) -> bool | None:
+    """Hard-link src to dst (fails if dst exists), then drop src: True, False dst exists, None unsupported.
+
+    A watcher sees `created` for dst (not a move), but the inode is complete and fsynced before."""
+    try:
+        os.link(src, dst)
+    except FileExistsError:
+        return False
+    except OSError as e:
+        if e.errno in _NOT_SUPPORTED + (errno.EMLINK,):  # e.g. FAT/exFAT: no hard links
+            return None
+        raise
+    try:
+        os.unlink(src)
+    except OSError:
+        pass
+    return True
+
+
+def publish(src: Path, dst: Path) -> bool:
+    """Move the complete file src to the name dst unless dst exists (True), else leave src (False).
+
+    Atomic where the system allows: renameat2(RENAME_NOREPLACE) (Linux on ext4, xfs, btrfs, tmpfs,
+    overlayfs...), else a hard link, else (no hard links either) a check then os.replace, which a
+    second writer racing on the same name could still beat."""
+    for way in (_rename_noreplace, _link_noreplace):
+        done = way(src, dst)
+        if done is not None:
+            return done
+    if os.path.lexists(dst):
+        return False
+    os.replace(src, dst)
+    return True
 
 
 @dataclass
@@ -139,10 +221,13 @@ class KickWriter:
                     snd.write(x)
                 fh.flush()
                 os.fsync(fh.fileno())
-            if os.path.lexists(final):  # appeared meanwhile (another process): pick a fresh name
-                name = self.final_name(info.seed)
+            for _ in range(MAX_NAME_TRIES):
+                if publish(tmp, final):
+                    break
+                name = self.final_name(info.seed)  # another writer took it meanwhile: the next free name
                 final = self.out_dir / name
-            os.replace(tmp, final)
+            else:
+                raise OSError(errno.EEXIST, f"no free name after {MAX_NAME_TRIES} tries")
         except BaseException as e:
             try:
                 os.unlink(tmp)

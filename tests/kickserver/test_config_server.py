@@ -185,3 +185,31 @@ def test_render(tmp_path, tiny_artifact):
     info = sf.info(paths[0])
     assert (info.samplerate, info.subtype) == (48000, "PCM_24")
     assert abs(info.frames - 4096 * 48000 / 44100) < 1.5
+
+
+@pytest.mark.parametrize("argv", [
+    ["--port", "9100", "serve"],
+    ["serve", "--port", "9100"],
+    ["--port", "9100"],
+    ["--port", "9000", "serve", "--port", "9100"],  # the later one wins
+])
+def test_serve_options_before_or_after_the_subcommand(tmp_path, argv):
+    from kickserver.cli import _overrides, build_parser
+
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text("port = 9300\nreply_port = 9400\n")
+    ns = build_parser().parse_args(["--config", str(cfg_file), "--model", "mykit", *argv])
+    cfg, path = load_config(ns.config, _overrides(ns))
+    assert path == cfg_file
+    assert (cfg.port, cfg.reply_port, cfg.model) == (9100, 9400, "mykit")
+
+
+def test_options_before_render_and_send_are_kept():
+    from kickserver.cli import _overrides, build_parser
+
+    ns = build_parser().parse_args(["--device", "cpu", "--out", "/tmp/k", "render", "--n", "2"])
+    assert (ns.command, ns.out, _overrides(ns)["device"]) == ("render", "/tmp/k", "cpu")
+    ns = build_parser().parse_args(["--port", "9100", "send", "/kick/ping"])
+    assert (ns.command, ns.port, ns.host) == ("send", 9100, None)
+    ns = build_parser().parse_args(["send", "--port", "9200", "/kick/ping"])
+    assert ns.port == 9200

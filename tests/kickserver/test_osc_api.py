@@ -42,3 +42,23 @@ def test_models_reply_fits_one_datagram():
     data = osc_api.models([f"model-{i:03d}-" + "x" * 40 for i in range(200)])
     assert len(data) <= osc_api.MAX_DATAGRAM
     assert data.startswith(b"/kick/models\0")
+
+
+@pytest.mark.parametrize("address,args", [
+    ("/kick/generate", ["id", 7, "decay", b"\x00blob"]),  # a blob: unsupported type
+    ("/kick/generate", ["decay", None, "id", 7]),  # nil before the id
+    ("/kick/generate", [2, "sampler", "x" * 300, "id", 7.0]),  # a long string; the id as a Pd float
+    ("/kick/variation", ["k.wav", "id", 7, "strength", True]),
+    ("/kick/variation", ["x" * 300, "id", 7]),
+])
+def test_type_and_length_refusals_echo_the_id(address, args):
+    with pytest.raises(RequestError) as e:
+        parse(address, args, LIM)
+    assert e.value.id == 7, e.value.reason
+
+
+def test_refusals_without_a_usable_id_use_minus_one():
+    for args in (["decay", None], ["id", "x" * 300], ["id", None, "seed", 1]):
+        with pytest.raises(RequestError) as e:
+            parse("/kick/generate", args, LIM)
+        assert e.value.id == osc_api.NO_ID

@@ -178,6 +178,18 @@ def test_variation_unreadable_source_is_an_error(daemon):
         bad.unlink()
 
 
+def test_variation_long_source_is_refused_at_once(daemon):
+    long = daemon.read_root / "long.wav"
+    sf.write(long, np.zeros(31 * 8000, dtype=np.float32), 8000, subtype="PCM_16")  # 31 s, header says so
+    try:
+        (a, p), = daemon.send("/kick/variation", str(long), "id", 61, "steps", STEPS)
+        assert (a, p) == ("/kick/error", [61, "source long.wav is 31.0 s long; at most 30 s"])
+        # refused in the receive loop (never queued for the worker, which would have decoded it)
+        assert daemon.wait_for_log("refused variation 61: source long.wav is 31.0 s long", timeout=5)
+    finally:
+        long.unlink()
+
+
 def test_status(daemon):
     (a, p), = daemon.send("/kick/status")
     assert a == "/kick/status"
@@ -240,6 +252,11 @@ def test_refusal_echoes_the_request_id(daemon):
     assert (a, p[0]) == ("/kick/error", 55)
     (a, p), = daemon.send("/kick/generate", "steps", 999)
     assert (a, p[0]) == ("/kick/error", -1)
+    # type and length refusals come before the other checks, and still name the id
+    (a, p), = daemon.send("/kick/generate", "seed", None, "id", 56)
+    assert (a, p[0]) == ("/kick/error", 56) and "unsupported type" in p[1]
+    (a, p), = daemon.send("/kick/generate", "sampler", "x" * 300, "id", 57)
+    assert (a, p[0]) == ("/kick/error", 57) and "longer than 256" in p[1]
 
 
 def test_doubles_are_accepted_as_floats(daemon):

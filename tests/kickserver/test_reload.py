@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import soundfile as sf
 import torch
 from daemon_util import make_artifact, models_folder, start_daemon
 from safetensors.torch import load_file, save_file
 
+from kickserver import reload as reload_mod
+from kickserver.reload import ModelLoader
 from trainer.artifact import read_metadata
 
 
@@ -88,8 +92,26 @@ def test_corrupt_artifacts_do_not_stop_serving(daemon, tmp_path):
         f.unlink()
 
 
-def test_new_valid_artifact_is_served_within_5s_and_no_request_is_lost(daemon, tmp_path):
+def log_count(d, needle: str) -> int:
+    return d.stderr_text().count(needle)
+
+
+def test_a_new_artifact_does_not_replace_the_pinned_model(daemon, tmp_path):
+    """--model tiny pins what the musician hears: another artifact is validated and listed only."""
     fresh = make_artifact(tmp_path / "fresh.safetensors", seed=1)
+    drop(daemon.models_dir / "fresh.safetensors", fresh.read_bytes())
+    assert daemon.wait_for_log("model fresh is ready", timeout=10), daemon.stderr_text()
+    assert status_model(daemon) == "tiny"
+    (a, names), = daemon.send("/kick/models")
+    assert "fresh" in names
+    (a, p), = daemon.send("/kick/generate", "steps", 2)
+    assert "model=tiny" in sf.SoundFile(p[1]).copy_metadata()["comment"]
+
+
+def test_replacing_the_pinned_models_file_is_served_within_5s_and_no_request_is_lost(daemon, tmp_path):
+    (a, before), = daemon.send("/kick/generate", "steps", 2, "seed", 77)
+    swaps = log_count(daemon, "now serving model tiny")
+    new_weights = make_artifact(tmp_path / "tiny.safetensors", seed=2)
     replies: list = []
     stop = threading.Event()
 
@@ -104,21 +126,29 @@ def test_new_valid_artifact_is_served_within_5s_and_no_request_is_lost(daemon, t
     try:
         time.sleep(0.2)
         t0 = time.monotonic()
-        drop(daemon.models_dir / "fresh.safetensors", fresh.read_bytes())
-        waited = wait_for_model(daemon, "fresh", timeout=5.0)
-        assert time.monotonic() - t0 <= 5.0
+        drop(daemon.models_dir / "tiny.safetensors", new_weights.read_bytes())
+        while log_count(daemon, "now serving model tiny") == swaps:
+            assert time.monotonic() - t0 <= 5.0, daemon.stderr_text()
+            time.sleep(0.05)
+        waited = time.monotonic() - t0
         time.sleep(0.2)
     finally:
         stop.set()
         t.join(60)
     assert replies and all(a == "/kick/done" for a, _ in replies), replies
     assert len({p[0] for _, p in replies}) == len(replies)  # one answer per request
-    (a, p), = daemon.send("/kick/generate", "steps", 2)
-    assert "model=fresh" in sf.SoundFile(p[1]).copy_metadata()["comment"]
-    print(f"new model served after {waited:.2f} s")
+    assert status_model(daemon) == "tiny"
+    (a, after), = daemon.send("/kick/generate", "steps", 2, "seed", 77)
+    x, _ = sf.read(before[1])
+    y, _ = sf.read(after[1])
+    assert np.abs(x - y).max() > 1e-3  # same seed, new weights
+    print(f"new weights served after {waited:.2f} s")
 
 
 def test_model_switch_by_request(daemon):
+    (a, p), = daemon.send("/kick/model", "fresh", timeout=15)
+    assert (a, p) == ("/kick/model", ["fresh"])
+    assert status_model(daemon) == "fresh"
     (a, p), = daemon.send("/kick/model", "tiny", timeout=15)
     assert (a, p) == ("/kick/model", ["tiny"])
     assert status_model(daemon) == "tiny"
@@ -148,3 +178,154 @@ def test_sighup_rereads_config(daemon):
     daemon.signal(signal.SIGHUP)
     assert daemon.wait_for_log("config not reloaded", timeout=10)
     assert daemon.alive() and status_model(daemon) == "tiny"
+
+
+# ---------------------------------------------------------------- in process: the loader alone
+
+
+class Loads:
+    """Collects the loader's hand-overs (on_loaded) and refusals (on_failed)."""
+
+    def __init__(self):
+        self.loaded: list[tuple[str, Path]] = []
+        self.failed: list[str] = []
+        self.cond = threading.Condition()
+
+    def on_loaded(self, gen, name, path, reply):
+        with self.cond:
+            self.loaded.append((name, path))
+            self.cond.notify_all()
+
+    def on_failed(self, reason, reply):
+        with self.cond:
+            self.failed.append(reason)
+            self.cond.notify_all()
+
+    def wait(self, n: int, timeout: float = 10.0) -> list[tuple[str, Path]]:
+        with self.cond:
+            self.cond.wait_for(lambda: len(self.loaded) >= n, timeout=timeout)
+            return list(self.loaded)
+
+
+@pytest.fixture
+def loader_factory():
+    made: list[ModelLoader] = []
+
+    def make(**kw) -> tuple[ModelLoader, Loads]:
+        got = Loads()
+        kw = {"settle_s": 0.05, "quiet_s": 0.3, "poll_s": 0.1, **kw}
+        ld = ModelLoader("cpu", got.on_loaded, got.on_failed, **kw)
+        ld.start()
+        made.append(ld)
+        return ld, got
+
+    yield make
+    for ld in made:
+        ld.stop(timeout=5)
+
+
+@pytest.mark.parametrize("pinned,swapped", [(None, ["other", "tiny"]), ("tiny", ["tiny"])])
+def test_only_the_pinned_models_own_file_is_swapped_in(tmp_path, tiny_artifact, loader_factory, caplog, pinned,
+                                                       swapped):
+    folder = models_folder(tmp_path / "models", tiny_artifact)
+    ld, got = loader_factory(pinned=pinned)
+    ld.watch(folder)
+    assert ld.watching == "inotify"
+    with caplog.at_level("INFO", logger="kickserver.reload"):
+        drop(folder / "other.safetensors", make_artifact(tmp_path / "other.safetensors", seed=3).read_bytes())
+        if pinned:  # validated and listed, not handed over
+            deadline = time.monotonic() + 10
+            while "model other is ready" not in caplog.text and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert "still serving the pinned model tiny (select it with /kick/model other)" in caplog.text
+            assert {"other", "tiny"} <= set(reload_mod.list_models(folder))
+        drop(folder / "tiny.safetensors", make_artifact(tmp_path / "tiny.safetensors", seed=4).read_bytes())
+        loaded = got.wait(len(swapped))
+        time.sleep(0.3)  # nothing else arrives
+    assert [n for n, _ in got.loaded] == swapped, (loaded, caplog.text)
+    assert got.failed == []
+
+
+def test_a_pinned_daemon_still_refuses_a_bad_artifact_with_one_line(tmp_path, tiny_artifact, loader_factory, caplog):
+    folder = models_folder(tmp_path / "models", tiny_artifact)
+    ld, got = loader_factory(pinned="tiny")
+    ld.watch(folder)
+    with caplog.at_level("INFO", logger="kickserver.reload"):
+        drop(folder / "bad.safetensors", b"\x80\x04 a pickle, not an artifact")
+        deadline = time.monotonic() + 10
+        while "refused model bad.safetensors" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.02)
+    assert caplog.text.count("refused model bad.safetensors") == 1, caplog.text
+    assert "bad" not in reload_mod.list_models(folder) and got.loaded == []
+
+
+def _inotify_fails(monkeypatch):
+    from watchdog.observers.inotify import InotifyEmitter
+
+    def no_watches(self):
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(InotifyEmitter, "on_thread_start", no_watches)
+
+
+def test_without_inotify_the_folder_is_polled(tmp_path, loader_factory, caplog, monkeypatch):
+    _inotify_fails(monkeypatch)
+    seen: list[tuple[Path, int]] = []
+    ld, _ = loader_factory()
+    monkeypatch.setattr(ld, "_load", lambda path, pending: seen.append((path, path.stat().st_size)))
+    folder = tmp_path / "models"
+    folder.mkdir()
+    with caplog.at_level("INFO", logger="kickserver.reload"):
+        ld.watch(folder)  # no exception, one line, and a polling observer
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "inotify watch limit reached" in lines[0] and "polling it every 0.1 s" in lines[0]
+    assert ld.watching == "polling"
+    # written in place in chunks (each poll sees a different size): loaded once, complete
+    target = folder / "slow.safetensors"
+    with open(target, "wb") as f:
+        for _ in range(4):
+            f.write(b"x" * 1000)
+            f.flush()
+            time.sleep(0.15)
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)
+    assert seen == [(target, 4000)]
+
+
+def test_without_inotify_and_polling_serving_goes_on_without_live_reload(tmp_path, loader_factory, caplog,
+                                                                         monkeypatch):
+    from watchdog.observers.polling import PollingEmitter
+
+    _inotify_fails(monkeypatch)
+
+    def unreadable(self):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(PollingEmitter, "on_thread_start", unreadable)
+    ld, _ = loader_factory()
+    with caplog.at_level("INFO", logger="kickserver.reload"):
+        ld.watch(tmp_path)
+    assert ld.watching == "off" and ld._observer is None
+    assert "serving without live reload" in caplog.text
+    monkeypatch.undo()  # the limit raised, then SIGHUP: watching again (inotify)
+    ld.watch(tmp_path)
+    assert ld.watching == "inotify"
+
+
+def test_a_weak_event_waits_until_size_and_mtime_stop_changing(tmp_path, loader_factory, monkeypatch):
+    seen: list[tuple[float, int]] = []
+    ld, _ = loader_factory(quiet_s=0.6)
+    monkeypatch.setattr(ld, "_load", lambda path, pending: seen.append((time.monotonic(), path.stat().st_size)))
+    target = tmp_path / "copying.safetensors"
+    target.write_bytes(b"x" * 10)
+    t0 = time.monotonic()
+    ld.schedule(target, 0.6, weak=True)  # e.g. one polled "created", then no more events
+    time.sleep(0.2)
+    with open(target, "ab") as f:
+        f.write(b"y" * 10)  # still being written: no event tells the loader
+    deadline = time.monotonic() + 5
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert seen and seen[0][1] == 20 and seen[0][0] - t0 >= 1.1, seen  # due at 0.6, changed: 0.6 more

@@ -176,3 +176,105 @@ def test_output_rate(tmp_path, rate):
 def test_replies_are_int_float_string_only():
     for data in (osc_api.done(2**40, "/a.wav", 3), osc_api.error(-1, "x" * 5000), osc_api.models(["m" * 100] * 100)):
         assert len(data) <= osc_api.MAX_DATAGRAM
+
+
+# ---------------------------------------------------------------- exactly one reply per kick
+
+
+def _run_one(w, n, reply):
+    """Submit one job of n kicks, wait for n replies, stop, join: afterwards every reply has been sent."""
+    w.submit(job(1, n, reply))
+    w.start()
+    reply.wait(n)
+    w.stop()
+    assert w.join(5)
+    return list(reply.replies)
+
+
+def test_a_write_failing_with_any_exception_answers_only_that_kick(tmp_path):
+    class Flaky(KickWriter):
+        calls = 0
+
+        def write(self, audio, info):
+            self.calls += 1
+            if self.calls == 2:
+                raise RuntimeError("codec exploded")  # not a WriteError
+            return super().write(audio, info)
+
+    r = Collect()
+    got = _run_one(Worker(FakeGen(), "fake", Flaky(tmp_path, 44100), sample_rate=44100), 3, r)
+    assert [a for a, _ in got] == ["/kick/done", "/kick/error", "/kick/done"], got
+    assert got[1][1][0] == 1 and "RuntimeError: codec exploded" in got[1][1][1] and "seed 101" in got[1][1][1]
+    assert len(list(tmp_path.glob("kick_*.wav"))) == 2
+
+
+def test_a_failing_prune_does_not_answer_twice(tmp_path):
+    class BadRetention(KickWriter):
+        def prune(self):
+            raise OSError("ledger folder vanished")
+
+    r = Collect()
+    w = Worker(FakeGen(), "fake", BadRetention(tmp_path, 44100, max_files=1), sample_rate=44100)
+    got = _run_one(w, 3, r)
+    assert [a for a, _ in got] == ["/kick/done"] * 3, got
+    assert w.generated == 3
+
+
+def test_a_batch_failing_midway_answers_only_the_kicks_not_yet_answered(tmp_path, monkeypatch):
+    from kickserver import worker as worker_mod
+
+    real_done = osc_api.done
+
+    def done(id, path, seed):  # the second kick's reply cannot even be built: the catch-all takes over
+        if seed == 101:
+            raise TypeError("boom")
+        return real_done(id, path, seed)
+
+    monkeypatch.setattr(worker_mod.osc_api, "done", done)
+    r = Collect()
+    got = _run_one(Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100), 3, r)
+    assert [a for a, _ in got] == ["/kick/done", "/kick/error", "/kick/error"], got
+    assert all("generation failed" in p[1] for _, p in got[1:])
+
+
+# ---------------------------------------------------------------- long variation sources
+
+
+def _wav(path, seconds, rate=8000):
+    import soundfile as sf
+
+    sf.write(path, np.zeros(int(seconds * rate), dtype=np.float32), rate, subtype="PCM_16")
+    return path
+
+
+def test_check_source_refuses_long_or_large_files_from_the_header(tmp_path, monkeypatch):
+    from kickserver import worker as worker_mod
+    from kickserver.worker import SourceTooBig, check_source
+
+    check_source(_wav(tmp_path / "short.wav", 1.0))
+    check_source(_wav(tmp_path / "limit.wav", 30.0))
+    with pytest.raises(SourceTooBig, match=r"source long.wav is 31.0 s long; at most 30 s"):
+        check_source(_wav(tmp_path / "long.wav", 31.0))
+    (tmp_path / "junk.wav").write_bytes(b"RIFF....WAVEjunk")
+    check_source(tmp_path / "junk.wav")  # not readable: left to the decoder, which says why
+    monkeypatch.setattr(worker_mod, "MAX_SOURCE_BYTES", 1 << 10)
+    with pytest.raises(SourceTooBig, match=r"source short.wav is 0 MB on disk; at most 0 MB"):
+        check_source(tmp_path / "short.wav")
+
+
+def test_the_worker_checks_a_source_before_decoding_it(tmp_path, monkeypatch):
+    import trainer.data
+
+    def never(*a, **k):
+        raise AssertionError("a long source was decoded")
+
+    monkeypatch.setattr(trainer.data, "load_clip", never)
+    src = _wav(tmp_path / "long.wav", 40.0)
+    r = Collect()
+    w = Worker(FakeGen(), "fake", KickWriter(tmp_path / "out", 44100), sample_rate=44100)
+    w.submit(Job(id=9, seeds=[1, 2], reply=r, source=src))
+    w.start()
+    got = r.wait(2)
+    w.stop()
+    assert w.join(5)
+    assert got == [("/kick/error", [9, "source long.wav is 40.0 s long; at most 30 s"])] * 2

@@ -65,14 +65,14 @@ def test_clipping_and_nan_are_refused_or_clamped(tmp_path):
     assert [f for f in os.listdir(tmp_path) if f.startswith(".")] == []
 
 
-@pytest.mark.parametrize("where", ["fsync", "replace"])
+@pytest.mark.parametrize("where", ["os.fsync", "publish"])
 def test_failed_write_leaves_no_temp_file(tmp_path, monkeypatch, where):
     w = KickWriter(tmp_path, SR)
 
     def fail(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(f"kickserver.writer.os.{where}", fail)
+    monkeypatch.setattr(f"kickserver.writer.{where}", fail)
     with pytest.raises(WriteError, match="No space left"):
         w.write(kick(), info())
     monkeypatch.undo()
@@ -128,6 +128,60 @@ def test_no_ledger_without_retention(tmp_path):
     assert not (tmp_path / LEDGER).exists()
 
 
+def _racer(real, theirs: bytes, raced: list):
+    """Wrap a publishing call: the first time, another writer creates the final name just before it."""
+
+    def call(src, dst, *a, **k):
+        if not raced:
+            Path(dst).write_bytes(theirs)
+            raced.append(Path(dst).name)
+        return real(src, dst, *a, **k)
+
+    return call
+
+
+@pytest.mark.parametrize("way", ["renameat2", "link"])
+def test_a_name_taken_in_the_last_moment_is_never_overwritten(tmp_path, monkeypatch, way):
+    """Another daemon or `kickserver render` on the same folder creates our chosen final name after
+    we checked it: we take the next name and their file stays as it is (atomic where the system can)."""
+    import kickserver.writer as wmod
+
+    raced: list[str] = []
+    theirs = b"RIFF their kick"
+    if way == "renameat2" and not getattr(wmod, "_libc_renameat2", lambda: True)():
+        pytest.skip("no renameat2 in this libc (the writer uses hard links)")
+    if way == "link":  # as on a filesystem without RENAME_NOREPLACE
+        monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst: None, raising=False)
+    monkeypatch.setattr(wmod.os, "replace", _racer(os.replace, theirs, raced))
+    monkeypatch.setattr(wmod.os, "link", _racer(os.link, theirs, raced))
+    monkeypatch.setattr(wmod, "_rename_noreplace", _racer(wmod._rename_noreplace, theirs, raced), raising=False)
+    w = KickWriter(tmp_path, SR)
+    p = w.write(kick(), info(seed=5))
+    monkeypatch.undo()
+    assert raced, "the race was not simulated"
+    assert (tmp_path / raced[0]).read_bytes() == theirs  # never overwritten
+    assert p.name != raced[0] and p.name.endswith("-2.wav")
+    assert sf.info(p).frames == 4800
+    assert sorted(os.listdir(tmp_path)) == sorted([raced[0], p.name])  # no temp file left
+
+
+@pytest.mark.parametrize("way", ["renameat2", "link", "check-then-replace"])
+def test_publish_never_replaces(tmp_path, monkeypatch, way):
+    import kickserver.writer as wmod
+
+    if way != "renameat2":
+        monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst: None)
+    if way == "check-then-replace":  # no hard links either (FAT, exFAT): best effort, documented
+        monkeypatch.setattr(wmod, "_link_noreplace", lambda src, dst: None)
+    src, dst = tmp_path / ".a.part", tmp_path / "a.wav"
+    src.write_bytes(b"ours")
+    dst.write_bytes(b"theirs")
+    assert wmod.publish(src, dst) is False
+    assert dst.read_bytes() == b"theirs" and src.read_bytes() == b"ours"
+    assert wmod.publish(src, tmp_path / "b.wav") is True
+    assert (tmp_path / "b.wav").read_bytes() == b"ours" and not src.exists()
+
+
 def test_rename_is_the_only_visible_event(tmp_path):
     """inotify via watchdog: the final name shows up as a move destination, never created/modified."""
     from watchdog.events import FileSystemEventHandler
@@ -143,14 +197,17 @@ def test_rename_is_the_only_visible_event(tmp_path):
 
     obs = Observer()
     obs.schedule(H(), str(tmp_path), recursive=False)
-    obs.start()
+    obs.start()  # the inotify watch is in place once start() returns
     try:
-        time.sleep(0.1)
         w = KickWriter(tmp_path, SR)
         p = w.write(kick(), info())
-        time.sleep(0.3)
+        deadline = time.monotonic() + 5  # the events arrive on the observer's thread: wait, bounded
+        while not any(e[0] == "moved" for e in events) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)  # anything after the move would show up by now
     finally:
         obs.stop()
         obs.join(5)
-    assert ("moved", next(e[1] for e in events if e[0] == "moved"), p.name) in events
+    moved = [e for e in events if e[0] == "moved"]
+    assert len(moved) == 1 and moved[0][2] == p.name and moved[0][1].startswith("."), events
     assert all(e[1].startswith(".") for e in events), events
