@@ -28,6 +28,7 @@ def export_run(run_dir: Path, out: Path, sampling: dict | None = None) -> Path:
     if sampling:
         cfg = override(cfg, "sampling", **sampling)
     out.parent.mkdir(parents=True, exist_ok=True)
-    training = {"run": str(run_dir), "checkpoint": path.name, "best_val_loss": state.get("best_val")}
+    training = dict(state.get("training_summary") or {}, run=str(run_dir), checkpoint=path.name,
+                    best_val_loss=state.get("best_val"))
     return save_artifact(out, state["ema"]["model"], cfg, step=int(state["step"]),
                          control_quantiles=state.get("control_quantiles") or None, training=training)

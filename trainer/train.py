@@ -343,7 +343,7 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
                 "scaler": scaler.state_dict(), "rng": rng_state(), "config": cfg.to_dict(),
                 "best_val": best_val, "bad_rounds": bad_rounds, "control_quantiles": quantiles,
                 "data_position": {"step": step, "clips_seen": step * tc.batch_size},
-                "base_lr": base_lr, "init_from": init_from,
+                "base_lr": base_lr, "init_from": init_from, "training_summary": training_summary(),
                 "code_version": __version__}
 
     def training_summary() -> dict[str, Any]:
