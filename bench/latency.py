@@ -10,7 +10,7 @@ then: it is renamed into place before the reply), over --reps warm repetitions, 
 default steps and sampler. The same figures for a naive baseline (DDPM ancestral sampling, 1000
 steps; the daemon runs with --max-steps 1000 for this) follow with --baseline-reps repetitions.
 Real-time factor: seconds of audio generated per wall-clock second (higher is faster).
-Prints a table and writes bench/results/latency-<host>.json.
+Prints a table and writes bench/results/latency-<cpu|cuda>.json (the machine is described inside).
 """
 
 from __future__ import annotations
@@ -192,14 +192,14 @@ def main() -> int:
 
         result = {
             "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": model, "device": device,
-            "cpu_count": os.cpu_count(), "threads": args.threads or "torch default", "torch": torch.__version__,
+            "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(), "threads": args.threads or "torch default", "torch": torch.__version__,
             "python": platform.python_version(), "targets_s": TARGETS[kind], "results": rows,
             "met_targets": all(r["median_s"] <= TARGETS[kind].get(r["count"], float("inf"))
                                for r in rows if r["kind"] == "default"),
         }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"latency-{platform.node() or 'host'}.json"
+    path = out / f"latency-{kind}.json"  # the machine is described inside
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {path}")
     return 0
