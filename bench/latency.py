@@ -192,7 +192,8 @@ def main() -> int:
 
         result = {
             "host": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "model": model, "device": device,
-            "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(), "threads": args.threads or "torch default", "torch": torch.__version__,
+            "cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
+            "threads": args.threads or "torch default", "torch": torch.__version__,
             "python": platform.python_version(), "targets_s": TARGETS[kind], "results": rows,
             "met_targets": all(r["median_s"] <= TARGETS[kind].get(r["count"], float("inf"))
                                for r in rows if r["kind"] == "default"),
