@@ -1,4 +1,4 @@
-"""Shared fixtures. Tests never read ../shared: what they need is made here or lives in tests/fixtures."""
+"""Shared fixtures. Tests make what they need here or read it from tests/fixtures, never from outside the repo."""
 
 from __future__ import annotations
 

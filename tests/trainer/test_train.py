@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def kick_dir(tmp_path_factory) -> Path:
-    """Twelve procedural kicks as WAV files (tests never read ../shared)."""
+    """Twelve procedural kicks as WAV files (tests make their own data; a clone has no starter-kit folder beside it)."""
     folder = tmp_path_factory.mktemp("kicks")
     for i, clip in enumerate(synth_batch(12, seed=3)):
         sf.write(folder / f"kick_{i:02d}.wav", clip, 44100, subtype="PCM_16")
