@@ -19,10 +19,11 @@ import socket
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .config import ServerConfigError, default_config_path, load_config
+from .config import ServerConfig, ServerConfigError, default_config_path, load_config
 
 SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
                  "read_roots", "max_files", "max_mb", "queue_limit", "max_batch", "max_steps", "threads",
@@ -116,15 +117,24 @@ def _overrides(ns: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(ns, k, None) for k in SERVE_OPTIONS if getattr(ns, k, None) is not None}
 
 
-def cmd_serve(ns: argparse.Namespace) -> int:
-    overrides = _overrides(ns)
+def _load_settings(ns: argparse.Namespace, overrides: dict[str, Any]) -> tuple[ServerConfig, Path | None] | None:
+    """The settings (config file, then command line) with logging set up from them; None after logging why not."""
     try:
         cfg, path = load_config(ns.config, overrides)
     except ServerConfigError as e:
         _setup_logging()
         logging.getLogger("kickserver").error("%s", e)
-        return 2
+        return None
     _setup_logging(cfg.log_level)
+    return cfg, path
+
+
+def cmd_serve(ns: argparse.Namespace) -> int:
+    overrides = _overrides(ns)
+    loaded = _load_settings(ns, overrides)
+    if loaded is None:
+        return 2
+    cfg, path = loaded
     log = logging.getLogger("kickserver")
     log.info("kickserver %s%s", __version__, f" (config {path})" if path else "")
     from .daemon import serve
@@ -214,13 +224,10 @@ def cmd_send(ns: argparse.Namespace) -> int:
 def cmd_render(ns: argparse.Namespace) -> int:
     overrides = _overrides(ns)
     overrides.pop("out", None)
-    try:
-        cfg, _ = load_config(ns.config, overrides)
-    except ServerConfigError as e:
-        _setup_logging()
-        logging.getLogger("kickserver").error("%s", e)
+    loaded = _load_settings(ns, overrides)
+    if loaded is None:
         return 2
-    _setup_logging(cfg.log_level)
+    cfg = loaded[0]
     log = logging.getLogger("kickserver")
     import random
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -98,15 +99,31 @@ def test_resolve_model(tmp_path, tiny_artifact, monkeypatch):
     assert reload_mod.list_models(models) == ["default", "tiny"]
 
 
-def test_no_model_exits_2_with_a_clear_error(tmp_path):
-    empty = tmp_path / "models"
-    empty.mkdir()
+def test_missing_model_exits_2_with_a_clear_error(tmp_path, tiny_artifact):
+    # a named model that is not in a non-empty folder: no fallback to the bundled one, a clear refusal
+    # (the model is resolved before the port is bound, so the port is never used)
+    models = models_folder(tmp_path / "models", tiny_artifact)
     cfg = tmp_path / "c.toml"
     cfg.write_text("")
-    r = run_cli("serve", "--config", str(cfg), "--device", "cpu", "--models", str(empty), "--out",
-                str(tmp_path / "out"), "--port", "1")
+    r = run_cli("serve", "--config", str(cfg), "--device", "cpu", "--models", str(models), "--model", "other",
+                "--out", str(tmp_path / "out"), "--port", "9", timeout=60)
     assert r.returncode == 2, r.stderr
-    assert "no model to serve" in r.stderr and "Traceback" not in r.stderr
+    assert "model 'other' not found" in r.stderr and "(available: default, tiny)" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_port_in_use_exits_2_with_a_clear_error(tmp_path, tiny_artifact):
+    # a port another program holds (root may bind port 1, so the test takes one itself)
+    models = models_folder(tmp_path / "models", tiny_artifact)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        r = run_cli("serve", "--config", str(cfg), "--device", "cpu", "--models", str(models), "--model", "tiny",
+                    "--out", str(tmp_path / "out"), "--port", str(port), timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert f"cannot bind UDP 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
 
 
 # ---------------------------------------------------------------- paths and networks
