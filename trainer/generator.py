@@ -67,13 +67,27 @@ def resolve_device(spec: str = "auto") -> torch.device:
     return dev
 
 
-def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = -1.0, fade_ms: float = 20.0) -> np.ndarray:
-    """Make a generated clip ready to drop into a DAW: finite, DC removed, peak at peak_db, a short
-    raised-cosine fade at the end (so the last sample is 0, no click). Works on [L] or [n, L]."""
+HIGHPASS_HZ = 20.0  # subsonic filter: kick fundamentals sit at 40..100 Hz, below 20 Hz is drift and rumble
+
+
+def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = -1.0, fade_ms: float = 20.0,
+                highpass_hz: float = HIGHPASS_HZ) -> np.ndarray:
+    """Make a generated clip ready to drop into a DAW: finite, DC removed, a 2nd-order subsonic
+    high-pass at highpass_hz (0: off), a short raised-cosine fade at the end (so the last sample is
+    0, no click), peak at peak_db. Works on [L] or [n, L].
+
+    The high-pass is what a sample-pack editor does by hand: the bundled model's raw output carries a
+    slow drift below 20 Hz that sits as a floor about 65 dB under the peak through the whole tail (a
+    real kick's file decays to silence), and stacks into rumble when the kick repeats. The filter
+    takes that floor under -100 dB and leaves the body (-0.3 dB at 40 Hz)."""
     x = np.nan_to_num(np.asarray(audio, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     squeeze = x.ndim == 1
     x = np.atleast_2d(x)
     x = x - x.mean(axis=1, keepdims=True)
+    if highpass_hz > 0 and x.shape[1] > 1:
+        import torchaudio.functional as AF
+
+        x = AF.highpass_biquad(torch.from_numpy(x), sample_rate, highpass_hz).numpy()
     n_fade = max(1, int(sample_rate * fade_ms / 1000))
     n_fade = min(n_fade, x.shape[1])
     x[:, -n_fade:] *= 0.5 * (1 + np.cos(np.linspace(0, math.pi, n_fade)))
