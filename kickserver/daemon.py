@@ -119,8 +119,11 @@ class Server:
         from trainer.artifact import ArtifactError
         from trainer.generator import load_generator, resolve_device
 
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
+        # The worker thread runs the network on cfg.threads CPU threads (torch's default when 0); start-up,
+        # warm-up and reloads run on one, so that only one OpenMP thread team ever exists (measured: with a
+        # second team, a 50-step kick took 4.3 s instead of 1.2 s on 2 cores; docs/daemon.md).
+        worker_threads = cfg.threads or torch.get_num_threads()
+        torch.set_num_threads(1)
         try:
             self.device = resolve_device(cfg.device)
         except RuntimeError as e:
@@ -156,7 +159,8 @@ class Server:
             log.error("cannot bind UDP %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
             return 2
         self.worker = Worker(gen, name, writer, sample_rate=cfg.sample_rate, queue_limit=cfg.queue_limit,
-                             max_batch=cfg.max_batch, software=f"kickserver {__version__}")
+                             max_batch=cfg.max_batch, software=f"kickserver {__version__}",
+                             threads=worker_threads)
         self.worker.start()
         # --model pins what is served: a new artifact in the folder is listed, not swapped in
         self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed, pinned=cfg.model)
@@ -420,7 +424,8 @@ class Server:
                 reply(osc_api.error(id, str(e)))
                 return
         base = req.seed if req.seed is not None else self._rng.randrange(0, osc_api.INT32_MAX - osc_api.MAX_COUNT)
-        job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=reply, steps=req.steps,
+        steps = req.steps if req.steps is not None else (self.cfg.steps or None)
+        job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=reply, steps=steps,
                   sampler=req.sampler, controls=dict(req.controls), source=source,
                   strength=req.strength if isinstance(req, osc_api.Variation) else 0.5)
         refused = self.worker.submit(job)

@@ -324,11 +324,15 @@ class ModelLoader:
             return None
 
     def _run(self) -> None:
+        import torch
+
         while True:
             nxt = self._next()
             if nxt is None:
                 return
             path, pending = nxt
+            # load and warm up on one CPU thread: only the worker runs the network on several (Worker._run)
+            torch.set_num_threads(1)
             try:
                 self._load(path, pending)
             except Exception as e:  # noqa: BLE001 - the loader must survive anything

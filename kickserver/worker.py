@@ -111,8 +111,9 @@ class _Offer:
 
 class Worker:
     def __init__(self, gen: Any, name: str, writer: KickWriter, *, sample_rate: int, queue_limit: int = 64,
-                 max_batch: int = 8, software: str = "kickserver") -> None:
+                 max_batch: int = 8, software: str = "kickserver", threads: int = 0) -> None:
         self.gen = gen
+        self.threads = int(threads)
         self.model_name = name
         self.writer = writer
         self.sample_rate = int(sample_rate)
@@ -226,6 +227,18 @@ class Worker:
         return batch
 
     def _run(self) -> None:
+        if self.threads:
+            # This thread is the only one that runs the network on several CPU threads; start-up and reloads
+            # run on one (a second OpenMP thread team made every step here 2-3x slower). torch applies a
+            # thread's count lazily, at its first op, from a process-wide value that the loader's
+            # set_num_threads(1) also writes; losing that race left this thread on one CPU for good, so
+            # _generate sets the count again before every batch (tests/kickserver/test_worker.py). Measured on
+            # 2 cores, 50 steps: 1 kick 4.4 -> 1.5 s, 8 kicks 11 -> 6 s (docs/daemon.md).
+            torch.set_num_threads(self.threads)
+            try:
+                self.gen.sample([Item(seed=0)], steps=1)  # warm this thread's kernels for the first request
+            except Exception as e:  # noqa: BLE001 - a failed warm-up shows again, answered, on the first request
+                log.warning("worker warm-up failed: %s: %s", type(e).__name__, e)
         while True:
             self._swap_if_offered()
             with self._cond:
@@ -281,6 +294,8 @@ class Worker:
         steps = job0.steps if job0.steps is not None else gen.default_steps
         sampler = job0.sampler if job0.sampler is not None else gen.default_sampler
         items = [Item(seed=u.seed, controls=dict(u.job.controls)) for u in batch]
+        if self.threads:
+            torch.set_num_threads(self.threads)  # see _run
         t0 = time.perf_counter()
         try:
             if job0.source is not None:

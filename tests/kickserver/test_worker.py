@@ -278,3 +278,37 @@ def test_the_worker_checks_a_source_before_decoding_it(tmp_path, monkeypatch):
     w.stop()
     assert w.join(5)
     assert got == [("/kick/error", [9, "source long.wav is 40.0 s long; at most 30 s"])] * 2
+
+
+def test_worker_runs_every_batch_on_its_thread_count(tmp_path):
+    # Start-up and reloads run torch on one thread (Server.run, ModelLoader). torch applies a thread's count
+    # lazily, at its first op, from a process-wide value that any thread's set_num_threads changes: when the
+    # loader's set_num_threads(1) lands between the worker's own call and its first op (a race the daemon
+    # lost: 8 kicks took 11 s instead of 6 s on 2 cores), the worker ran on one thread for good. Here the
+    # race is made to happen; the worker must still run its batches on its own count.
+    import torch
+
+    before = torch.get_num_threads()
+    seen: list[int] = []
+
+    class Racing(FakeGen):
+        def sample(self, items, steps=None, sampler=None):
+            if not seen:
+                other = threading.Thread(target=torch.set_num_threads, args=(1,))  # what the loader does
+                other.start()
+                other.join()
+            seen.append(torch.get_num_threads())
+            return super().sample(items, steps, sampler)
+
+    w = Worker(Racing(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, threads=3)
+    r = Collect()
+    try:
+        w.start()
+        w.submit(job(1, 1, r))
+        w.submit(job(2, 1, r, steps=3))  # a second batch
+        assert len(r.wait(2)) == 2
+        w.stop()
+        assert w.join(5)
+        assert seen[1:] == [3, 3], seen  # after the warm-up (which lost the race), both batches run on 3
+    finally:
+        torch.set_num_threads(before)
