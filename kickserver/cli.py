@@ -26,7 +26,7 @@ from . import __version__
 from .config import ServerConfig, ServerConfigError, default_config_path, load_config
 
 SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
-                 "read_roots", "max_files", "max_mb", "queue_limit", "max_batch", "max_steps", "threads",
+                 "read_roots", "max_files", "max_mb", "queue_limit", "max_batch", "max_steps", "steps", "threads",
                  "log_level")
 
 
@@ -70,6 +70,8 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
                    help="kicks generated together on the device (default 8)")
     p.add_argument("--max-steps", dest="max_steps", type=int, metavar="N",
                    help="largest steps a request may ask for (default 200; up to 1000 for benchmarks)")
+    p.add_argument("--steps", dest="steps", type=int, metavar="N",
+                   help="sampler steps when a request names none (default 0: the model's; e.g. 10 on a CPU)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -224,6 +226,7 @@ def cmd_send(ns: argparse.Namespace) -> int:
 def cmd_render(ns: argparse.Namespace) -> int:
     overrides = _overrides(ns)
     overrides.pop("out", None)
+    overrides.pop("steps", None)  # render's own --steps (up to the generator's limit), not the server's
     loaded = _load_settings(ns, overrides)
     if loaded is None:
         return 2
@@ -267,7 +270,7 @@ def cmd_render(ns: argparse.Namespace) -> int:
 
     writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
     base = ns.seed if ns.seed is not None else random.randrange(0, 2**31 - ns.n)
-    steps = ns.steps if ns.steps is not None else gen.default_steps
+    steps = ns.steps if ns.steps is not None else (cfg.steps or gen.default_steps)
     sampler = ns.sampler or gen.default_sampler
     t0 = time.perf_counter()
     for start in range(0, ns.n, ns.batch):

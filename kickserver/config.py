@@ -71,6 +71,7 @@ class ServerConfig:
     queue_limit: int = 64  # kicks waiting at most; past that a request is refused with "busy"
     max_batch: int = 8  # kicks generated together on the device
     max_steps: int = 200  # upper bound for a request's steps (raise to 1000 for benchmarking baselines)
+    steps: int = 0  # sampler steps when a request names none; 0: the model's own default
     threads: int = 0  # torch CPU threads; 0: torch's default
     log_level: str = "info"
 
@@ -116,6 +117,8 @@ class ServerConfig:
             raise bad(f"max_batch must be >= 1, got {self.max_batch}")
         if not 1 <= self.max_steps <= HARD_MAX_STEPS:
             raise bad(f"max_steps must be within 1..{HARD_MAX_STEPS}, got {self.max_steps}")
+        if not 0 <= self.steps <= self.max_steps:
+            raise bad(f"steps must be within 0..max_steps ({self.max_steps}), got {self.steps}")
         if self.threads < 0:
             raise bad(f"threads must be >= 0, got {self.threads}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):

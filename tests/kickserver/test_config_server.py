@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from daemon_util import REPO, daemon_env, models_folder
+from daemon_util import REPO, daemon_env, models_folder, start_daemon
 
 from kickserver import reload as reload_mod
 from kickserver.config import ServerConfig, ServerConfigError, load_config
@@ -55,6 +55,7 @@ def test_defaults_and_default_path(tmp_path, monkeypatch):
     ('allow = ["not-a-net"]\n', "not a network"),
     ("max_files = 0\n", "max_files"),
     ("max_steps = 5000\n", "max_steps"),
+    ("steps = 300\n", "steps must be within 0..max_steps (200)"),
     ("port = [\n", "not valid TOML"),
     ("queue_limit = true\n", "expected an integer"),
 ])
@@ -230,3 +231,16 @@ def test_options_before_render_and_send_are_kept():
     assert (ns.command, ns.port, ns.host) == ("send", 9100, None)
     ns = build_parser().parse_args(["send", "--port", "9200", "/kick/ping"])
     assert ns.port == 9200
+
+
+def test_server_steps_fill_in_for_requests_that_name_none(tmp_path, tiny_artifact):
+    # `steps` in the config (or --steps) replaces the model's default, e.g. fewer steps on a CPU-only box
+    import soundfile as sf
+
+    models = models_folder(tmp_path / "models", tiny_artifact)
+    with start_daemon(tmp_path, models, extra_args=["--steps", "3"]) as d:
+        (a1, p1), = d.send("/kick/generate", "seed", 1)
+        (a2, p2), = d.send("/kick/generate", "seed", 1, "steps", 2)
+    assert (a1, a2) == ("/kick/done", "/kick/done"), (p1, p2)
+    assert "steps=3 " in sf.SoundFile(p1[1]).copy_metadata()["comment"]
+    assert "steps=2 " in sf.SoundFile(p2[1]).copy_metadata()["comment"]
