@@ -85,7 +85,9 @@ class SamplingConfig:
     sampler: str = "dpmpp_2m"  # "ddim" | "ddpm" | "dpmpp_2m"
     steps: int = 25
     guidance: float = 1.0  # classifier-free guidance scale for controls (1: plain conditional)
-    time_power: float = 1.0  # sampling times t_i = (i / steps) ** time_power: > 1 spends more steps at low noise
+    # sampling times t_i = (i / steps) ** time_power: < 1 spends more steps at high noise and ends with one
+    # x0 estimate from moderate noise. Bundled model, 10 steps: KID 1.89 at 1.0, 1.40 at 0.35 (docs/model.md)
+    time_power: float = 0.35
     image_reject_db: float = 30.0  # dip the output upsampler's images at k * sample_rate / patch (0: off)
 
 
