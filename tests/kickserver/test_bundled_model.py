@@ -25,7 +25,7 @@ def test_bundled_artifact_is_a_small_real_model():
 
 
 def test_bundled_model_makes_a_kick_shaped_sound():
-    """Not noise: an attack near the start, and a tail far quieter than the attack."""
+    """Not noise: an attack near the start, and a tail that decays to silence."""
     gen = load_generator(BUNDLED, "cpu")
     clips = finish_kick(gen.sample([Item(seed=s) for s in (1, 2)], steps=10), gen.sample_rate)
     sr = gen.sample_rate
@@ -35,7 +35,8 @@ def test_bundled_model_makes_a_kick_shaped_sound():
         assert peak_at < 0.05 * sr  # the transient is at the start
         attack = np.sqrt(np.mean(x[: int(0.05 * sr)] ** 2))
         tail = np.sqrt(np.mean(x[int(0.6 * sr):] ** 2))
-        assert 20 * np.log10(tail / attack + 1e-12) < -20
+        # a silent tail: without the finishing high-pass this model leaves a subsonic floor at about -67 dB
+        assert 20 * np.log10(tail / attack + 1e-12) < -80
 
 
 def test_daemon_serves_the_bundled_model_on_cpu(tmp_path):
