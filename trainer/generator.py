@@ -87,7 +87,9 @@ def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = -1.0, fade
     if highpass_hz > 0 and x.shape[1] > 1:
         import torchaudio.functional as AF
 
-        x = AF.highpass_biquad(torch.from_numpy(x), sample_rate, highpass_hz).numpy()
+        # torchaudio's biquads clamp to [-1, 1]: filter at peak 0.5 (the level is set again below)
+        scale = 2.0 * np.maximum(np.abs(x).max(axis=1, keepdims=True), 1e-12)
+        x = AF.highpass_biquad(torch.from_numpy(x / scale), sample_rate, highpass_hz).numpy() * scale
     n_fade = max(1, int(sample_rate * fade_ms / 1000))
     n_fade = min(n_fade, x.shape[1])
     x[:, -n_fade:] *= 0.5 * (1 + np.cos(np.linspace(0, math.pi, n_fade)))

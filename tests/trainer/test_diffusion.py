@@ -189,5 +189,8 @@ def test_finish_kick_removes_subsonic_drift_and_keeps_the_body():
     early = slice(int(0.02 * sr), int(0.15 * sr))
     assert abs(20 * np.log10(np.std(done[early]) / np.std(raw[early]))) < 1.5
     assert done[-1] == 0.0 and abs(np.abs(done).max() - 10 ** (-1 / 20)) < 1e-4
+    # a loud clip (a model may overshoot 1.0) is filtered, not clipped: torchaudio's biquads clamp to [-1, 1]
+    loud, quiet = finish_kick(3.0 * np.stack([body, body]), sr), finish_kick(body, sr)
+    assert loud.shape == (2, n) and np.abs(loud - quiet).max() < 1e-6
     # finite output from a broken clip; silence stays silence
     assert np.all(finish_kick(np.full(n, np.nan), sr) == 0.0)
