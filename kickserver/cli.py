@@ -103,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS, help="folder (default: the config's out)")
     _add_model_options(r, default=argparse.SUPPRESS)
     r.add_argument("--seed", type=int, help="first seed (default random); kick i gets seed + i")
-    r.add_argument("--steps", type=int, help="sampling steps (default the model's)")
+    r.add_argument("--steps", type=int, default=argparse.SUPPRESS,
+                   help="sampling steps (default: the config's steps, else the model's)")
     r.add_argument("--sampler", help="sampler (default the model's)")
     r.add_argument("--control", action="append", default=[], metavar="NAME=VALUE",
                    help="a control value 0..1, e.g. decay=0.8 (repeatable)")
@@ -270,7 +271,7 @@ def cmd_render(ns: argparse.Namespace) -> int:
 
     writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
     base = ns.seed if ns.seed is not None else random.randrange(0, 2**31 - ns.n)
-    steps = ns.steps if ns.steps is not None else (cfg.steps or gen.default_steps)
+    steps = getattr(ns, "steps", None) or cfg.steps or gen.default_steps
     sampler = ns.sampler or gen.default_sampler
     t0 = time.perf_counter()
     for start in range(0, ns.n, ns.batch):

@@ -121,7 +121,7 @@ class Server:
 
         # The worker thread runs the network on cfg.threads CPU threads (torch's default when 0); start-up,
         # warm-up and reloads run on one, so that only one OpenMP thread team ever exists (measured: with a
-        # second team, a 50-step kick took 4.3 s instead of 1.2 s on 2 cores; docs/daemon.md).
+        # second team, a 50-step kick took 4.1 s instead of 1.4 s on 2 cores; docs/daemon.md).
         worker_threads = cfg.threads or torch.get_num_threads()
         torch.set_num_threads(1)
         try:

@@ -331,7 +331,10 @@ class ModelLoader:
             if nxt is None:
                 return
             path, pending = nxt
-            # load and warm up on one CPU thread: only the worker runs the network on several (Worker._run)
+            # load and warm up on one CPU thread: only the worker runs the network on several (Worker._run).
+            # Reading the count first makes torch's lazy per-thread init happen now, before the worker's next
+            # set_num_threads could change the process-wide value it reads.
+            torch.get_num_threads()
             torch.set_num_threads(1)
             try:
                 self._load(path, pending)

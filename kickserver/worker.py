@@ -232,11 +232,14 @@ class Worker:
             # run on one (a second OpenMP thread team made every step here 2-3x slower). torch applies a
             # thread's count lazily, at its first op, from a process-wide value that the loader's
             # set_num_threads(1) also writes; losing that race left this thread on one CPU for good, so
-            # _generate sets the count again before every batch (tests/kickserver/test_worker.py). Measured on
-            # 2 cores, 50 steps: 1 kick 4.4 -> 1.5 s, 8 kicks 11 -> 6 s (docs/daemon.md).
+            # _generate sets the count again before every batch (tests/kickserver/test_worker.py); reading it
+            # first makes torch's lazy init happen now. Measured on 2 cores: docs/daemon.md.
+            torch.get_num_threads()
             torch.set_num_threads(self.threads)
             try:
                 self.gen.sample([Item(seed=0)], steps=1)  # warm this thread's kernels for the first request
+            except Cancelled:
+                pass  # stopped during the warm-up
             except Exception as e:  # noqa: BLE001 - a failed warm-up shows again, answered, on the first request
                 log.warning("worker warm-up failed: %s: %s", type(e).__name__, e)
         while True:
