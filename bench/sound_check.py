@@ -5,14 +5,15 @@
 
 Nobody can listen on a machine without audio output, so this measures what a listener checks
 first, on the same sets `kicktrain eval` builds (real held-out kicks, n generated kicks per step
-count, the procedural synth), each finished like the daemon's files:
+count, the procedural synth; generated and synth kicks finished like the daemon's files, real kicks as
+`kicktrain prepare` makes them, so their ends are zero padding and their end_jump_db is not comparable):
 
 - attack_ms: time from the onset (first sample at 10 % of the peak) to the peak. A kick has its
   peak within a few milliseconds.
 - pitch_start_hz / pitch_end_hz: the strongest frequency below 250 Hz in 10..50 ms and in
   80..160 ms after the onset (Hann window, zero-padded to 1 Hz bins). pitch_drop is the share of
   clips whose start is at least 5 % above their end: the sweep that makes a kick sound like one.
-- tail_hiss_db: `trainer.evaluate.tail_hiss_db` (energy above 2 kHz, 400..900 ms, re the peak).
+- tail_hiss_db: `trainer.evaluate.tail_hiss_db` (energy above 4 kHz, 400..900 ms, re the peak).
 - end_jump_db: the largest sample-to-sample step in the last 50 ms, dB re the peak (a click at
   the end of the file shows as a step far above the signal's own slope).
 - body_hf_db: energy 1..8 kHz over 30..200 ms after the onset, dB re the clip's total energy in
