@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import struct
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout
+
+from trainer.fsutil import atomic_write_bytes  # noqa: E402
+
 DEFAULT_MAXPAT = HERE / "kickserver.maxpat"
 DEFAULT_AMXD = HERE / "kickserver.amxd"
 
@@ -99,21 +101,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        if hasattr(os, "fchmod"):  # not on Windows before Python 3.13 (where modes hardly matter)
-            os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    atomic_write_bytes(path, data, mode)
 
 
 def main(argv: list[str] | None = None) -> int:
