@@ -184,6 +184,7 @@ def write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
+
 def daemon_reload(system: bool) -> tuple[bool, str]:
     """Run `systemctl [--user] daemon-reload`; (ok, message). Never raises."""
     cmd = ["systemctl"] + ([] if system else ["--user"]) + ["daemon-reload"]

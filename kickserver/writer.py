@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from trainer.artifact import atomic_write_bytes, fsync_dir
+from trainer.fsutil import atomic_write_bytes, fsync_dir
 
 log = logging.getLogger("kickserver.writer")
 

@@ -20,7 +20,7 @@ from safetensors.torch import save as st_save
 
 from . import __version__
 from .config import Config, ConfigError, from_json
-from .fsutil import atomic_write_bytes, fsync_dir  # noqa: F401  (re-exported for callers)
+from .fsutil import atomic_write_bytes
 
 FORMAT_KEY = "kickserver_format"
 FORMAT_VERSION = 1

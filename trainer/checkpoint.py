@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from .artifact import atomic_write_bytes
+from .fsutil import atomic_write_bytes
 
 CHECKPOINT_VERSION = 1
 _NAME = re.compile(r"^step-(\d{8,})\.pt$")
@@ -28,17 +28,6 @@ _NAME = re.compile(r"^step-(\d{8,})\.pt$")
 
 def checkpoint_dir(run_dir: Path) -> Path:
     return Path(run_dir) / "checkpoints"
-
-
-def clean_stale_temp_files(folder: Path, prefix: str = ".") -> list[Path]:
-    """Remove temp files a killed writer left behind (hidden `.*.part`, starting with prefix)."""
-    removed = []
-    if folder.is_dir():
-        for p in folder.iterdir():
-            if p.name.startswith(prefix) and p.name.endswith(".part"):
-                p.unlink(missing_ok=True)
-                removed.append(p)
-    return removed
 
 
 def list_checkpoints(run_dir: Path) -> list[Path]:
@@ -120,6 +109,6 @@ def file_is_complete(path: Path) -> bool:
 
 
 __all__ = [
-    "save_checkpoint", "load_latest", "list_checkpoints", "clean_stale_temp_files", "rng_state", "set_rng_state",
+    "save_checkpoint", "load_latest", "list_checkpoints", "rng_state", "set_rng_state",
     "checkpoint_dir", "file_is_complete",
 ]

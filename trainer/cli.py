@@ -99,7 +99,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     import numpy as np
     import soundfile as sf
 
-    from .artifact import atomic_write_bytes
+    from .fsutil import atomic_write_bytes
     from .generator import Item, finish_kick, load_generator
 
     gen = load_generator(Path(args.artifact), args.device)

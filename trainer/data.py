@@ -31,7 +31,7 @@ import torch
 import torchaudio.functional as AF
 
 from trainer.config import DataConfig
-from trainer.fsutil import atomic_write
+from trainer.fsutil import atomic_write, clean_stale_temp_files
 
 CACHE_VERSION = 1
 AUDIO_FILE = "audio.f32"
@@ -343,11 +343,7 @@ def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
     roots = [Path(p).expanduser() for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    for stale in cache_dir.glob(".*.part"):  # left by a crash mid-write
-        try:
-            stale.unlink()
-        except OSError:
-            pass
+    clean_stale_temp_files(cache_dir)  # left by a crash mid-write
     files = scan_audio(roots)
     if not files:
         raise _no_usable(roots, 0, 0)

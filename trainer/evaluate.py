@@ -690,7 +690,7 @@ def parse_steps(text: str) -> list[int]:
 
 def main(args: argparse.Namespace) -> int:
     """`kicktrain eval`: print the table, write OUT/report.json and the pictures."""
-    from .artifact import atomic_write_bytes
+    from .fsutil import atomic_write_bytes
 
     steps = parse_steps(args.steps)
     out = Path(args.out)

@@ -52,3 +52,18 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object], mode: int = 0o
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     atomic_write(path, lambda f: f.write(data), mode)
+
+
+def clean_stale_temp_files(folder: Path, prefix: str = ".") -> list[Path]:
+    """Remove the temp files a killed writer left in folder (`.*.part`, starting with prefix); the
+    ones removed. A file that cannot be removed is left for the next sweep."""
+    removed = []
+    if Path(folder).is_dir():
+        for p in Path(folder).iterdir():
+            if p.name.startswith(prefix) and p.name.endswith(".part"):
+                try:
+                    p.unlink(missing_ok=True)
+                except OSError:
+                    continue
+                removed.append(p)
+    return removed

@@ -38,10 +38,9 @@ import numpy as np
 import torch
 
 from . import __version__
-from .artifact import atomic_write_bytes, load_artifact, save_artifact
+from .artifact import load_artifact, save_artifact
 from .augment import Augmenter
 from .checkpoint import (
-    clean_stale_temp_files,
     list_checkpoints,
     load_latest,
     rng_state,
@@ -52,6 +51,7 @@ from .config import Config, ConfigError, from_dict
 from .data import prepare
 from .descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
 from .diffusion import Denoiser
+from .fsutil import atomic_write_bytes, clean_stale_temp_files
 from .generator import resolve_device
 from .model import build_network, count_parameters
 
