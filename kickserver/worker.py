@@ -25,6 +25,7 @@ import torch
 from trainer.generator import Item, finish_kick
 
 from . import osc_api
+from .reload import warm_up
 from .writer import KickInfo, KickWriter, WriteError
 
 log = logging.getLogger("kickserver.worker")
@@ -237,7 +238,7 @@ class Worker:
             torch.get_num_threads()
             torch.set_num_threads(self.threads)
             try:
-                self.gen.sample([Item(seed=0)], steps=1)  # warm this thread's kernels for the first request
+                warm_up(self.gen)  # this thread's kernels, for the first request
             except Cancelled:
                 pass  # stopped during the warm-up
             except Exception as e:  # noqa: BLE001 - a failed warm-up shows again, answered, on the first request
