@@ -63,15 +63,12 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def load_latest(run_dir: Path, log: Callable[[str], None] = print) -> tuple[dict[str, Any], Path] | None:
-    """The newest checkpoint that loads, trying the `latest` pointer first, then older ones by step."""
-    folder = checkpoint_dir(run_dir)
+    """The newest checkpoint that loads, by step number.
+
+    Every checkpoint file appears complete (by rename) before `latest` is rewritten to name it, so a
+    kill between the two leaves the pointer one checkpoint behind a complete newer file: the newest
+    file is taken, not the pointer's (the pointer is for people and tools)."""
     candidates = list(reversed(list_checkpoints(run_dir)))
-    pointer = folder / "latest"
-    if pointer.is_file():
-        name = pointer.read_text().strip()
-        if _NAME.match(name) and (folder / name) in candidates:
-            candidates.remove(folder / name)
-            candidates.insert(0, folder / name)
     for path in candidates:
         try:
             return _load(path), path
