@@ -12,7 +12,6 @@ torch.cuda.max_memory_allocated on a GPU. The first step is a warm-up and is not
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -34,30 +33,30 @@ def _vm_hwm_mb() -> float:
     return float("nan")
 
 
-def measure(preset_name: str, mode: str, steps: int, device_spec: str) -> dict:
+def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: str = "waveform_diffusion") -> dict:
     import torch
 
     from trainer.config import preset
-    from trainer.diffusion import Denoiser
+    from trainer.families import get_family
+    from trainer.families.base import FitContext, parameter_count
     from trainer.generator import resolve_device
-    from trainer.model import build_network, count_parameters
-    from trainer.train import _precision
+    from trainer.train import precision, set_grad_checkpointing
 
-    cfg = preset(preset_name)
-    tc = cfg.train
+    cfg = preset(preset_name, family)
     if mode == "naive":
-        tc = dataclasses.replace(tc, micro_batch=tc.batch_size, mixed_precision="off", grad_checkpointing=False)
+        cfg = cfg.replace("train", micro_batch=cfg.train.batch_size, mixed_precision="off", grad_checkpointing=False)
+    tc = cfg.train
     device = resolve_device(device_spec)
     torch.manual_seed(0)
-    net = build_network(cfg).to(device)
-    net.grad_checkpointing = tc.grad_checkpointing
-    den = Denoiser.from_config(net, cfg)
+    objective = get_family(cfg.family).objective(cfg, FitContext(device=device, log=lambda m: None))
+    net = objective.module
+    set_grad_checkpointing(net, tc.grad_checkpointing)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
-    amp_dtype, use_scaler = _precision(tc.mixed_precision, device)
+    amp_dtype, use_scaler = precision(tc.mixed_precision, device)
     scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
     n_micro = tc.batch_size // tc.micro_batch
     g = torch.Generator().manual_seed(0)
-    x = (torch.randn(tc.micro_batch, 1, cfg.data.length, generator=g) * 0.3).to(device)
+    x = (torch.randn(tc.micro_batch, cfg.data.length, generator=g) * 0.3).to(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
@@ -66,10 +65,9 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str) -> dict:
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(n_micro):
-            t = torch.rand(tc.micro_batch, generator=g, dtype=torch.float64).to(device)
             ctx = torch.autocast(device.type, dtype=amp_dtype) if amp_dtype else nullcontext()
             with ctx:
-                loss = den.loss(x, t, torch.randn_like(x), stft_weight=cfg.diffusion.stft_loss_weight).mean()
+                loss, _ = objective.loss(net, x, None, None, g, 0)
             scaler.scale(loss / n_micro).backward()
         scaler.step(opt)
         scaler.update()
@@ -79,7 +77,8 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str) -> dict:
         if i > 0:
             times.append(time.perf_counter() - t0)
     step_s = sorted(times)[len(times) // 2]
-    out = {"preset": preset_name, "mode": mode, "device": str(device), "params": count_parameters(net),
+    out = {"family": family, "preset": preset_name, "mode": mode, "device": str(device),
+           "params": parameter_count({"m": net}),
            "batch": tc.batch_size, "micro_batch": tc.micro_batch, "precision": str(amp_dtype or "fp32"),
            "checkpointing": tc.grad_checkpointing, "median_step_s": step_s,
            "samples_per_s": tc.batch_size / step_s, "threads": torch.get_num_threads()}

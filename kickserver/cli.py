@@ -235,13 +235,13 @@ def cmd_render(ns: argparse.Namespace) -> int:
     log = logging.getLogger("kickserver")
     import random
 
-    import numpy as np
     import torch
 
     from trainer.artifact import ArtifactError
-    from trainer.generator import Item, finish_kick, load_generator, resolve_device
+    from trainer.generator import Item, load_generator, resolve_device
 
     from .reload import ModelNotFound, resolve_model
+    from .worker import settings
     from .writer import KickInfo, KickWriter, WriteError
 
     if cfg.threads:
@@ -270,23 +270,17 @@ def cmd_render(ns: argparse.Namespace) -> int:
     import os
 
     writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
-    base = ns.seed if ns.seed is not None else random.randrange(0, 2**31 - ns.n)
-    steps = getattr(ns, "steps", None) or cfg.steps or gen.default_steps
-    sampler = ns.sampler or gen.default_sampler
+    base = ns.seed if ns.seed is not None else random.randrange(0, 2**24 - ns.n)
+    steps, sampler = settings(gen, getattr(ns, "steps", None) or cfg.steps or None, ns.sampler)
     t0 = time.perf_counter()
     for start in range(0, ns.n, ns.batch):
         seeds = list(range(base + start, base + min(ns.n, start + ns.batch)))
         try:
-            audio = gen.sample([Item(seed=s, controls=controls) for s in seeds], steps=steps, sampler=sampler)
+            audio = gen.render([Item(seed=s, controls=controls) for s in seeds], steps=steps, sampler=sampler,
+                               sample_rate=cfg.sample_rate)
         except ValueError as e:
             log.error("%s", e)
             return 2
-        if gen.sample_rate != cfg.sample_rate:
-            import torchaudio.functional as AF
-
-            audio = AF.resample(torch.from_numpy(np.ascontiguousarray(audio)), gen.sample_rate,
-                                cfg.sample_rate).numpy()
-        audio = finish_kick(audio, cfg.sample_rate)
         for s, a in zip(seeds, audio):
             try:
                 p = writer.write(a, KickInfo(model=name, seed=s, steps=steps, sampler=sampler, controls=controls,

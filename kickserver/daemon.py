@@ -143,9 +143,9 @@ class Server:
             return 2
         self._model_path = path
         warm = warm_up(gen)
-        log.info("loaded model %s from %s in %.2f s (warm-up %.2f s; %d Hz, %d samples, default %d steps %s)",
-                 name, path, time.perf_counter() - t0, warm, gen.sample_rate, gen.length, gen.default_steps,
-                 gen.default_sampler)
+        log.info("loaded model %s (%s) from %s in %.2f s (warm-up %.2f s; %d Hz, %d samples, %s)", name,
+                 gen.family, path, time.perf_counter() - t0, warm, gen.sample_rate, gen.length,
+                 f"default {gen.default_steps} steps {gen.default_sampler}" if gen.samplers else "one pass")
         if self._stop.is_set():
             return 0
         try:
@@ -376,11 +376,12 @@ class Server:
             self._handle_message(msg.address, params, reply)
 
     def _limits(self) -> osc_api.Limits:
-        from trainer.diffusion import SAMPLERS
-
         assert self.worker is not None
-        return osc_api.Limits(controls=tuple(self.worker.gen.controls), samplers=tuple(SAMPLERS),
-                              max_steps=self.cfg.max_steps)
+        gen = self.worker.gen
+        # a one-pass model takes any steps and sampler and ignores them (clients may send them to any model)
+        samplers = tuple(gen.samplers) or None
+        max_steps = min(self.cfg.max_steps, gen.max_steps) if gen.samplers else self.cfg.max_steps
+        return osc_api.Limits(controls=tuple(gen.controls), samplers=samplers, max_steps=max_steps)
 
     def _handle_message(self, address: str, args: list, reply: Callable[[bytes], None]) -> None:
         w = self.worker

@@ -91,7 +91,7 @@ class Limits:
     """What the serving model and the server accept; the receive loop passes the current one."""
 
     controls: tuple[str, ...] = ()
-    samplers: tuple[str, ...] = ("ddim", "ddpm", "dpmpp_2m")
+    samplers: tuple[str, ...] | None = None  # None: a one-pass model, which ignores any sampler named
     max_steps: int = 200
 
 
@@ -203,7 +203,7 @@ def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], li
             req.steps = as_int("steps", v, 1, limits.max_steps, id)
         elif k == "sampler" and k in keys:
             s = as_str("sampler", v, id)
-            if s not in limits.samplers:
+            if limits.samplers is not None and s not in limits.samplers:
                 raise RequestError(f"unknown sampler {clip(s, 40)!r}; choose one of {', '.join(limits.samplers)}", id)
             req.sampler = s
         elif k == "strength" and k in keys and isinstance(req, Variation):

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.artifact import FAMILIES, FORMAT_KEY, FORMAT_VERSION, ArtifactError, read_metadata
+from trainer.artifact import FORMAT_KEY, READABLE_VERSIONS, ArtifactError, read_metadata
+from trainer.families import REGISTRY as FAMILIES
 
 log = logging.getLogger("kickserver.reload")
 
@@ -82,7 +83,7 @@ def looks_valid(path: Path) -> bool:
         ok = head[8:9] == b"{" or not (head[:1] == b"\x80" or head[:2] == b"PK")
         if ok:
             meta = read_metadata(path)
-            ok = meta.get(FORMAT_KEY) == str(FORMAT_VERSION) and meta.get("family") in FAMILIES
+            ok = meta.get(FORMAT_KEY) in READABLE_VERSIONS and meta.get("family") in FAMILIES
     except (ArtifactError, OSError):
         ok = False
     _meta_cache[str(path)] = (key, ok)
@@ -143,7 +144,7 @@ def warm_up(gen: Any) -> float:
     from trainer.generator import Item
 
     t0 = time.perf_counter()
-    gen.sample([Item(seed=0)], steps=min(2, int(gen.default_steps)))
+    gen.render([Item(seed=0)], steps=min(2, int(gen.default_steps)) if gen.samplers else None)
     return time.perf_counter() - t0
 
 

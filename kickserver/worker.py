@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.generator import Item, finish_kick
+from trainer.generator import Cancelled, Item, Variation
 
 from . import osc_api
 from .reload import warm_up
@@ -68,8 +68,17 @@ def check_source(path: Path) -> None:
                                f"at most {MAX_SOURCE_S:g} s")
 
 
-class Cancelled(Exception):
-    """Raised inside the model's forward pass when the worker is told to stop."""
+def settings(gen: Any, steps: int | None, sampler: str | None, max_steps: int | None = None
+             ) -> tuple[int | None, str | None]:
+    """The (steps, sampler) a kick is made with: the request's, else the model's default, the steps
+    capped at the server's max_steps (an artifact's own default is not trusted past it). A one-pass
+    model takes neither: (None, None), whatever was asked."""
+    if not gen.samplers:
+        return None, None
+    steps = int(steps) if steps is not None else int(gen.default_steps)
+    if max_steps:
+        steps = min(steps, int(max_steps))
+    return steps, sampler if sampler is not None else gen.default_sampler
 
 
 @dataclass
@@ -112,8 +121,10 @@ class _Offer:
 
 class Worker:
     def __init__(self, gen: Any, name: str, writer: KickWriter, *, sample_rate: int, queue_limit: int = 64,
-                 max_batch: int = 8, software: str = "kickserver", threads: int = 0) -> None:
+                 max_batch: int = 8, software: str = "kickserver", threads: int = 0,
+                 max_steps: int | None = None) -> None:
         self.gen = gen
+        self.max_steps = max_steps
         self.threads = int(threads)
         self.model_name = name
         self.writer = writer
@@ -129,7 +140,6 @@ class Worker:
         self._offer: _Offer | None = None
         self._stopping = False
         self._cancel = threading.Event()
-        self._hook = self._install_cancel_hook(gen)
         self._thread = threading.Thread(target=self._run, name="kick-worker", daemon=True)
 
     # ------------------------------------------------------------ called from other threads
@@ -179,27 +189,13 @@ class Worker:
         return not self._thread.is_alive()
 
     # ------------------------------------------------------------ the thread
-    def _install_cancel_hook(self, gen: Any) -> Any:
-        module = getattr(gen, "denoiser", None)
-        if not isinstance(module, torch.nn.Module):
-            return None
-
-        def hook(_module: Any, _inputs: Any) -> None:
-            if self._cancel.is_set():
-                raise Cancelled()
-
-        return module.register_forward_pre_hook(hook)
-
     def _swap_if_offered(self) -> None:
         with self._cond:
             offer, self._offer = self._offer, None
         if offer is None:
             return
         old = self.gen
-        if self._hook is not None:
-            self._hook.remove()
         self.gen, self.model_name = offer.gen, offer.name
-        self._hook = self._install_cancel_hook(offer.gen)
         del old
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -211,9 +207,7 @@ class Worker:
         j = u.job
         if j.source is not None:
             return ("variation", id(j))
-        steps = j.steps if j.steps is not None else self.gen.default_steps
-        sampler = j.sampler if j.sampler is not None else self.gen.default_sampler
-        return ("generate", steps, sampler)
+        return ("generate",) + settings(self.gen, j.steps, j.sampler, self.max_steps)
 
     def _take_batch(self) -> list[_Unit]:
         """Up to max_batch queued units sharing the first one's key (caller holds the lock)."""
@@ -272,41 +266,27 @@ class Worker:
 
     # ------------------------------------------------------------ one batch
     def _source(self, job: Job) -> np.ndarray:
+        """The variation's source, decoded once per job and prepared for the serving model."""
         if job._source_audio is None:
-            from trainer.config import DataConfig
-            from trainer.data import load_clip
+            from trainer.data import read_audio
 
-            cfg = getattr(getattr(self.gen, "config", None), "data", None)
-            if cfg is None or cfg.sample_rate != self.gen.sample_rate or cfg.length != self.gen.length:
-                cfg = DataConfig(sample_rate=self.gen.sample_rate, length=self.gen.length)
             check_source(job.source)
-            job._source_audio, _ = load_clip(job.source, cfg)
-        return job._source_audio
-
-    def _to_output(self, audio: np.ndarray) -> np.ndarray:
-        sr = int(self.gen.sample_rate)
-        if sr != self.sample_rate:
-            import torchaudio.functional as AF
-
-            audio = AF.resample(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)), sr,
-                                self.sample_rate).numpy()
-        return finish_kick(audio, self.sample_rate, peak_db=-1.0)
+            job._source_audio = read_audio(job.source)
+        data, sr = job._source_audio
+        return self.gen.prepare_source(data, sr)
 
     def _generate(self, batch: list[_Unit]) -> None:
         gen = self.gen
         job0 = batch[0].job
-        steps = job0.steps if job0.steps is not None else gen.default_steps
-        sampler = job0.sampler if job0.sampler is not None else gen.default_sampler
+        steps, sampler = settings(gen, job0.steps, job0.sampler, self.max_steps)
         items = [Item(seed=u.seed, controls=dict(u.job.controls)) for u in batch]
         if self.threads:
             torch.set_num_threads(self.threads)  # see _run
         t0 = time.perf_counter()
         try:
-            if job0.source is not None:
-                src = self._source(job0)
-                audio = gen.vary(src, job0.strength, items, steps=steps, sampler=sampler)
-            else:
-                audio = gen.sample(items, steps=steps, sampler=sampler)
+            variation = Variation(self._source(job0), job0.strength) if job0.source is not None else None
+            audio = gen.render(items, steps=steps, sampler=sampler, variation=variation,
+                               sample_rate=self.sample_rate, cancel=self._cancel.is_set)
         except Cancelled:
             for u in batch:
                 u.answer(osc_api.error(u.job.id, "shutting down"))
@@ -319,7 +299,6 @@ class Worker:
             for u in batch:
                 u.answer(osc_api.error(u.job.id, reason))
             return
-        audio = self._to_output(np.asarray(audio))
         t_gen = time.perf_counter() - t0
         self.batches += 1
         for i, u in enumerate(batch):
@@ -343,7 +322,7 @@ class Worker:
                 continue
             self.generated += 1
             u.answer(osc_api.done(u.job.id, str(path), u.seed))
-        log.debug("batch of %d (%s, %d steps) in %.3f s", len(batch), sampler, steps, t_gen)
+        log.debug("batch of %d (%s, %s steps) in %.3f s", len(batch), sampler, steps, t_gen)
         try:
             self.writer.prune()
         except Exception as e:  # noqa: BLE001 - every kick is answered by now; retention tries again next batch

@@ -124,15 +124,17 @@ def publish(src: Path, dst: Path) -> bool:
 class KickInfo:
     model: str
     seed: int
-    steps: int
-    sampler: str
+    steps: int | None  # None for a one-pass model (no sampler)
+    sampler: str | None
     controls: Mapping[str, float]
     software: str = "kickserver"
     source: str | None = None
     strength: float | None = None
 
     def comment(self) -> str:
-        parts = [f"model={self.model}", f"seed={self.seed}", f"steps={self.steps}", f"sampler={self.sampler}"]
+        parts = [f"model={self.model}", f"seed={self.seed}"]
+        if self.steps is not None:
+            parts += [f"steps={self.steps}", f"sampler={self.sampler}"]
         parts += [f"{k}={float(v):.4f}" for k, v in sorted(self.controls.items())]
         if self.source is not None:
             parts += [f"source={os.path.basename(self.source)}", f"strength={float(self.strength or 0):.4f}"]

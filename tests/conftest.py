@@ -10,26 +10,41 @@ import torch
 
 torch.set_num_threads(int(os.environ.get("KICK_TEST_THREADS", "1")))
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """kicktrain's shared prepared-data cache goes under the test session's temp folder, not ~/.cache
+    (subprocesses inherit the variable)."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def make_tiny_artifact(path: Path, seed: int = 0) -> Path:
-    """A tiny-preset model with seeded random weights, exported as a real artifact (fast; no training)."""
+def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffusion", cfg=None) -> Path:
+    """A tiny-preset model of `family` with seeded random weights, exported as a real artifact (fast; no training)."""
     from trainer.artifact import save_artifact
     from trainer.config import preset
-    from trainer.model import build_network
+    from trainer.families import get_family
+    from trainer.families.base import FitContext
 
-    cfg = preset("tiny")
+    cfg = cfg or preset("tiny", family)
     torch.manual_seed(seed)
-    net = build_network(cfg)
+    objective = get_family(cfg.family).objective(cfg, FitContext(device=torch.device("cpu")))
+    net = objective.module
     # Zero-initialised output layers would make every sample silent; give them small weights.
     with torch.no_grad():
         for p in net.parameters():
             if p.abs().sum() == 0 and p.ndim > 1:
                 p.normal_(0, 0.02)
-    quantiles = [[float(i) / 32 for i in range(33)] for _ in cfg.model.controls]
-    return save_artifact(path, net.state_dict(), cfg, step=0, control_quantiles=quantiles,
-                         training={"note": "random weights for tests"})
+    quantiles = [[float(i) / 32 for i in range(33)] for _ in cfg.controls]
+    return save_artifact(path, objective.artifact_tensors(net.state_dict()), cfg, step=0, control_quantiles=quantiles,
+                         training={"note": "random weights for tests"}, part_configs=objective.part_configs(cfg))
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """`kicktrain`: prepare data, fit, export, sample and evaluate kick models.
 
     kicktrain prepare DATA_DIR... [--cache DIR]
-    kicktrain fit DATA_DIR... --run-dir RUN [--preset tiny|small|base] [--max-steps N] [--device auto|cpu|cuda]
-                  [--export-dir DIR] [--init ARTIFACT] [--vram-budget GB] [--set section.key=value ...]
+    kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset tiny|small|base] [--max-steps N]
+                  [--device auto|cpu|cuda] [--export-dir DIR] [--init ARTIFACT] [--vram-budget GB]
+                  [--set section.key=value ...]
     kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...]
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
     kicktrain eval ARTIFACT --real DIR [--train DIR] [--out DIR]
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .config import ConfigError, from_dict, preset
+from .config import DEFAULT_FAMILY, ConfigError, from_dict, preset
+from .families import cli_name, family_names
 
 
 def _parse_value(text: str) -> Any:
@@ -38,7 +40,8 @@ def apply_overrides(cfg, items: list[str]):
             raise ConfigError(f"--set {item!r}: expected section.key=value")
         section, name = key.split(".", 1)
         if section not in d or not isinstance(d[section], dict):
-            raise ConfigError(f"--set {item!r}: unknown section {section!r}")
+            raise ConfigError(f"--set {item!r}: unknown section {section!r} (family {cli_name(cfg.family)} has "
+                              f"{', '.join(k for k, v in d.items() if isinstance(v, dict))})")
         if name not in d[section]:
             raise ConfigError(f"--set {item!r}: unknown key {name!r} in {section}")
         d[section][name] = _parse_value(value)
@@ -47,25 +50,32 @@ def apply_overrides(cfg, items: list[str]):
     return from_dict(d)
 
 
-def _cmd_prepare(args: argparse.Namespace) -> int:
-    from .data import prepare
+def _family(text: str) -> str:
+    return text.replace("-", "_")
 
-    cfg = preset(args.preset).data
-    cache = Path(args.cache) if args.cache else Path(".cache/kicktrain") / args.preset
+
+def _cmd_prepare(args: argparse.Namespace) -> int:
+    from .data import default_cache_dir, prepare
+
+    cfg = apply_overrides(preset(args.preset, _family(args.family)), args.set or []).data
+    cache = Path(args.cache) if args.cache else default_cache_dir(args.data, cfg)
     ds = prepare(args.data, cfg, cache)
-    print(f"{len(ds)} clips of {cfg.length} samples at {cfg.sample_rate} Hz in {cache}")
+    print(f"{len(ds)} clips of {cfg.length} samples at {cfg.sample_rate} Hz in {cache} "
+          "(kicktrain fit with the same folders and data settings uses this cache)")
     return 0
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     from .train import FitOptions, fit
 
-    cfg = apply_overrides(preset(args.preset), args.set or [])
+    cfg = apply_overrides(preset(args.preset, _family(args.family)), args.set or [])
+    family_options = {"vae": Path(args.vae)} if getattr(args, "vae", None) else {}
     opts = FitOptions(data=args.data, run_dir=Path(args.run_dir), cfg=cfg, device=args.device,
                       max_steps=args.max_steps, export_dir=Path(args.export_dir) if args.export_dir else None,
                       export_name=args.export_name, init=Path(args.init) if args.init else None,
                       vram_budget_gb=args.vram_budget, progress=not args.no_progress,
-                      tensorboard=not args.no_tensorboard)
+                      tensorboard=not args.no_tensorboard, family_options=family_options,
+                      cache_dir=Path(args.cache) if args.cache else None)
     summary = fit(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
     print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
     return 0
@@ -80,7 +90,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         if not sep or not key.startswith("sampling."):
             raise ConfigError(f"--set {item!r}: export takes sampling.KEY=VALUE only")
         sampling[key.removeprefix("sampling.")] = _parse_value(value)
-    path = export_run(Path(args.run), Path(args.out), sampling)
+    path = export_run(Path(args.run), Path(args.out), sampling, log=lambda m: print(m, file=sys.stderr))
     print(f"exported {path}")
     return 0
 
@@ -100,13 +110,13 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     import soundfile as sf
 
     from .fsutil import atomic_write_bytes
-    from .generator import Item, finish_kick, load_generator
+    from .generator import Item, load_generator
 
     gen = load_generator(Path(args.artifact), args.device)
     controls = _parse_controls(args.control or [])
-    seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(0, 2**31 - 1))
+    seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(0, 2**24 - 16))
     items = [Item(seed=seed + i, controls=controls) for i in range(args.n)]
-    clips = finish_kick(gen.sample(items, steps=args.steps, sampler=args.sampler), gen.sample_rate)
+    clips = gen.render(items, steps=args.steps, sampler=args.sampler)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     import io
@@ -132,15 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kicktrain {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    sp = sub.add_parser("prepare", help="scan, decode and cache a folder of kicks")
+    families = ", ".join(cli_name(n) for n in family_names())
+
+    sp = sub.add_parser("prepare", help="scan, decode and cache a folder of kicks (fit reuses the cache)")
     sp.add_argument("data", nargs="+")
+    sp.add_argument("--family", default=cli_name(DEFAULT_FAMILY), help=f"model family: {families}")
     sp.add_argument("--preset", default="small")
-    sp.add_argument("--cache", help="cache folder (default .cache/kicktrain/PRESET)")
+    sp.add_argument("--set", action="append", metavar="data.KEY=VALUE", help="override a data setting")
+    sp.add_argument("--cache", help="cache folder (default: the shared cache under ~/.cache/kicktrain)")
     sp.set_defaults(func=_cmd_prepare)
 
     sp = sub.add_parser("fit", help="train a model (resumes automatically from RUN)")
     sp.add_argument("data", nargs="+")
     sp.add_argument("--run-dir", required=True)
+    sp.add_argument("--family", default=cli_name(DEFAULT_FAMILY),
+                    help=f"model family: {families} (default {cli_name(DEFAULT_FAMILY)})")
     sp.add_argument("--preset", default="small", help="tiny | small | base (default small)")
     sp.add_argument("--max-steps", type=int)
     sp.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
@@ -149,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--init", help="fine-tune from this artifact (uses train.finetune_lr)")
     sp.add_argument("--vram-budget", type=float, help="GB of GPU memory to fit in: picks the micro-batch")
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
+    sp.add_argument("--vae", help="latent-diffusion: the VAE artifact (mel-vae) whose latent space it learns")
+    sp.add_argument("--cache", help="prepared-data cache folder (default: the shared cache kicktrain prepare uses)")
     sp.add_argument("--no-progress", action="store_true")
     sp.add_argument("--no-tensorboard", action="store_true")
     sp.set_defaults(func=_cmd_fit)

@@ -1,8 +1,14 @@
-"""Typed configuration for data, model, diffusion and training, with named presets.
+"""Typed configuration: the sections every family shares, plus the sections its family declares.
 
-A config is a tree of dataclasses. `from_dict` rebuilds one from plain JSON types and rejects
-unknown keys and wrong types, so a typo in a saved run or an artifact's metadata is an error,
-not a silently ignored setting. Presets are named instances (`PRESETS`), not copies of dicts.
+A config is a tree of frozen dataclasses. Every family shares `data`, `augment`, `conditioning`
+and `train`; the family named by `family` adds its own sections (the waveform U-Net adds `model`,
+`diffusion` and `sampling`; see trainer/families/). `from_dict` rebuilds a config from plain JSON
+types and rejects unknown keys, unknown sections and wrong types, so a typo in a saved run or an
+artifact's metadata is an error, not a silently ignored setting. Presets are named instances that
+each family defines (`preset(name, family)`), not copies of dicts.
+
+Version 1 configs (artifacts and runs before families were plug-ins: `model.family`,
+`model.controls`, `diffusion.cond_drop`) are converted on load.
 """
 
 from __future__ import annotations
@@ -11,10 +17,13 @@ import dataclasses
 import json
 import types
 import typing
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
+DEFAULT_FAMILY = "waveform_diffusion"
+SHARED_SECTIONS = ("data", "augment", "conditioning", "train")
 
 
 @dataclass(frozen=True)
@@ -51,44 +60,14 @@ class AugmentConfig:
 
 
 @dataclass(frozen=True)
-class ModelConfig:
-    """A compact 1-D U-Net over the waveform (family "waveform_diffusion")."""
+class ConditioningConfig:
+    """Named controls (trainer/descriptors.py), measured on every augmented batch and given to the
+    network as values 0..1 with a presence mask, so one network serves free and conditioned
+    generation (and classifier-free guidance)."""
 
-    family: str = "waveform_diffusion"
-    patch: int = 16  # stride of the overlapping learned down/up-sampling at the input/output
-    patch_kernel: int = 32  # kernel of that layer (> patch: overlapping, no patch-boundary tones)
-    widths: tuple[int, ...] = (32, 48, 64, 96, 128)  # channels per level; each level after the first halves time
-    blocks_per_level: int = 1
-    dilations: tuple[int, ...] = (1, 3)  # dilated convolutions inside each residual block
-    attention: bool = True  # self-attention at the lowest resolution only
-    heads: int = 4
-    emb_dim: int = 128  # noise-level (and conditioning) embedding width
-    out_smoothing: int = 9  # kernel of a full-rate conv after the output upsampling (0: none)
-    controls: tuple[str, ...] = ()  # named conditioning inputs, each a float 0..1
-    dropout: float = 0.0
-
-
-@dataclass(frozen=True)
-class DiffusionConfig:
-    schedule: str = "cosine"  # "cosine" | "linear"
-    prediction: str = "x0"  # "x0" | "v" | "eps" (x0: see docs/model.md)
-    timesteps: int = 1000  # discrete DDPM steps for training; 0 = continuous time
-    stft_loss_weight: float = 0.5  # multi-resolution STFT term on the predicted clean signal (low noise)
-    data_scale: float = 3.0  # the network sees x0 * data_scale (kicks are quiet on average: RMS ~0.1)
-    low_noise_bias: float = 0.0  # > 0 samples low-noise t more often (t = u ** (1 + bias))
-    curriculum_steps: int = 0  # > 0: train high-noise levels first, widening to all t by this step
-    cond_drop: float = 0.1  # probability of dropping each control during training (for guidance)
-
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    sampler: str = "dpmpp_2m"  # "ddim" | "ddpm" | "dpmpp_2m"
-    steps: int = 25
-    guidance: float = 1.0  # classifier-free guidance scale for controls (1: plain conditional)
-    # sampling times t_i = (i / steps) ** time_power: < 1 spends more steps at high noise and ends with one
-    # x0 estimate from moderate noise. Bundled model, 10 steps: KID 1.89 at 1.0, 1.40 at 0.35 (docs/model.md)
-    time_power: float = 0.35
-    image_reject_db: float = 30.0  # dip the output upsampler's images at k * sample_rate / patch (0: off)
+    controls: tuple[str, ...] = ()
+    drop_all: float = 0.1  # probability of dropping every control of an example
+    drop_each: float = 0.3  # probability of dropping each control on its own
 
 
 @dataclass(frozen=True)
@@ -117,29 +96,79 @@ class TrainConfig:
     seed: int = 0
 
 
+class ConfigError(ValueError):
+    """A config that names an unknown key, has a wrong type or an impossible value."""
+
+
 @dataclass(frozen=True)
 class Config:
+    """The shared sections plus `parts`: the family's own sections by name (read them as
+    attributes: `cfg.model`, `cfg.sampling`). Build one with `make_config` or `from_dict`."""
+
+    family: str = DEFAULT_FAMILY
     data: DataConfig = field(default_factory=DataConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    diffusion: DiffusionConfig = field(default_factory=DiffusionConfig)
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    conditioning: ConditioningConfig = field(default_factory=ConditioningConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    parts: Mapping[str, Any] = field(default_factory=dict)
     preset: str = "custom"
     version: int = CONFIG_VERSION
 
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names that are not fields: the family's sections
+        parts = self.__dict__.get("parts")
+        if parts is not None and name in parts:
+            return parts[name]
+        raise AttributeError(f"config of family {self.__dict__.get('family')!r} has no section {name!r}")
+
+    @property
+    def controls(self) -> tuple[str, ...]:
+        return tuple(self.conditioning.controls)
+
+    def section_names(self) -> tuple[str, ...]:
+        return SHARED_SECTIONS + tuple(self.parts)
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d: dict[str, Any] = {"version": self.version, "preset": self.preset, "family": self.family}
+        for name in SHARED_SECTIONS:
+            d[name] = dataclasses.asdict(getattr(self, name))
+        for name, sec in self.parts.items():
+            d[name] = dataclasses.asdict(sec)
+        return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
-    def total_stride(self) -> int:
-        return self.model.patch * 2 ** (len(self.model.widths) - 1)
+    def replace(self, section: str | None = None, **changes: Any) -> Config:
+        """A validated copy: `cfg.replace("train", lr=1e-4)` changes fields of one section;
+        `cfg.replace(preset="x")` (no section) changes top-level fields."""
+        if section is None:
+            new = dataclasses.replace(self, **changes)
+        elif section in SHARED_SECTIONS:
+            new = dataclasses.replace(self, **{section: dataclasses.replace(getattr(self, section), **changes)})
+        elif section in self.parts:
+            parts = dict(self.parts)
+            parts[section] = dataclasses.replace(parts[section], **changes)
+            new = dataclasses.replace(self, parts=parts)
+        else:
+            raise ConfigError(f"unknown section {section!r} (this config has {', '.join(self.section_names())})")
+        validate(new)
+        return new
+
+    def with_section(self, section: str, value: Any) -> Config:
+        """A validated copy with one whole section replaced by another instance of its class."""
+        if section in SHARED_SECTIONS:
+            new = dataclasses.replace(self, **{section: value})
+        elif section in self.parts:
+            new = dataclasses.replace(self, parts={**self.parts, section: value})
+        else:
+            raise ConfigError(f"unknown section {section!r}")
+        validate(new)
+        return new
 
 
-class ConfigError(ValueError):
-    """A config that names an unknown key, has a wrong type or an impossible value."""
+# ----------------------------------------------------------------------------------------------
+# plain types <-> dataclasses
 
 
 def _convert(tp: Any, value: Any, where: str) -> Any:
@@ -152,6 +181,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         args = typing.get_args(tp)
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+        if len(value) > 64:
+            raise ConfigError(f"{where}: a list of {len(value)} items is too long (at most 64)")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_convert(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
         if len(args) != len(value):
@@ -176,14 +207,21 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        if abs(value) > 2**53:
+            raise ConfigError(f"{where}: {value} is out of range")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected a number, got {value!r}")
-        return float(value)
+        value = float(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+        return value
     if tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{where}: expected a string, got {value!r}")
+        if len(value) > 256:
+            raise ConfigError(f"{where}: a string of {len(value)} characters is too long")
         return value
     raise ConfigError(f"{where}: unsupported type {tp}")
 
@@ -198,81 +236,136 @@ def _from_dict(cls: Any, data: dict[str, Any], where: str) -> Any:
     return cls(**kwargs)
 
 
+def _upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """A version 1 config (one family, controls in `model`, cond_drop in `diffusion`) as version 2."""
+    d = json.loads(json.dumps(d))
+    model = d.get("model") if isinstance(d.get("model"), dict) else {}
+    diffusion = d.get("diffusion") if isinstance(d.get("diffusion"), dict) else {}
+    d["family"] = model.pop("family", DEFAULT_FAMILY)
+    cond: dict[str, Any] = {}
+    if "controls" in model:
+        cond["controls"] = model.pop("controls")
+    if "cond_drop" in diffusion:
+        cond["drop_all"] = diffusion.pop("cond_drop")
+    d["conditioning"] = cond
+    d["version"] = CONFIG_VERSION
+    return d
+
+
 def from_dict(data: dict[str, Any]) -> Config:
     """Rebuild a Config from plain types; missing keys take defaults, unknown keys are an error."""
-    cfg = _from_dict(Config, data, "")
+    from .families import get_family
+
+    if not isinstance(data, dict):
+        raise ConfigError(f"config: expected a table, got {type(data).__name__}")
+    version = data.get("version", CONFIG_VERSION)
+    if version == 1:
+        data = _upgrade_v1(data)
+    elif version != CONFIG_VERSION:
+        raise ConfigError(f"config version {version!r} is not supported (this kicktrain reads 1 and {CONFIG_VERSION})")
+    family_name = data.get("family", DEFAULT_FAMILY)
+    if not isinstance(family_name, str):
+        raise ConfigError(f"family: expected a string, got {family_name!r}")
+    family = get_family(family_name)  # raises ConfigError naming the known families
+    allowed = {"version", "preset", "family", *SHARED_SECTIONS, *family.sections}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ConfigError(f"config: unknown section(s) {', '.join(unknown)} for family {family.name}")
+    kwargs: dict[str, Any] = {"family": family.name, "version": CONFIG_VERSION}
+    if "preset" in data:
+        kwargs["preset"] = _convert(str, data["preset"], "preset")
+    hints = typing.get_type_hints(Config)
+    for name in SHARED_SECTIONS:
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], name)
+    kwargs["parts"] = {name: _convert(cls, data.get(name, {}), name) for name, cls in family.sections.items()}
+    cfg = Config(**kwargs)
     validate(cfg)
     return cfg
 
 
 def from_json(text: str) -> Config:
-    return from_dict(json.loads(text))
+    try:
+        return from_dict(json.loads(text))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"config is not JSON ({e})") from None
+
+
+def make_config(family: str = DEFAULT_FAMILY, preset: str = "custom", **sections: Any) -> Config:
+    """A validated config of `family`: sections not given take their defaults."""
+    from .families import get_family
+
+    fam = get_family(family)
+    unknown = sorted(set(sections) - set(SHARED_SECTIONS) - set(fam.sections))
+    if unknown:
+        raise ConfigError(f"unknown section(s) {', '.join(unknown)} for family {fam.name}")
+    shared = {k: v for k, v in sections.items() if k in SHARED_SECTIONS}
+    parts = {name: sections.get(name, cls()) for name, cls in fam.sections.items()}
+    cfg = Config(family=fam.name, preset=preset, parts=parts, **shared)
+    validate(cfg)
+    return cfg
+
+
+# ----------------------------------------------------------------------------------------------
+# checks
 
 
 def validate(cfg: Config) -> None:
-    m, d, t, s = cfg.model, cfg.diffusion, cfg.train, cfg.sampling
+    """The shared checks, then the family's own (`Family.check_config`)."""
+    from .descriptors import CONTROL_NAMES
+    from .families import get_family
+
+    t, c = cfg.train, cfg.conditioning
     checks = [
         (cfg.version == CONFIG_VERSION, f"version {cfg.version} is not {CONFIG_VERSION}"),
-        (m.family == "waveform_diffusion", f"model.family {m.family!r} is not known"),
-        (len(m.widths) >= 1 and all(w > 0 and w % m.heads == 0 for w in m.widths),
-         "model.widths must be positive multiples of model.heads"),
-        (m.patch_kernel >= m.patch and (m.patch_kernel - m.patch) % 2 == 0,
-         "model.patch_kernel must be >= model.patch and differ from it by an even number"),
-        (cfg.data.length % cfg.total_stride() == 0,
-         f"data.length {cfg.data.length} must be a multiple of the model's total stride {cfg.total_stride()}"),
-        (len(set(m.controls)) == len(m.controls), "model.controls has duplicates"),
-        (d.schedule in ("cosine", "linear"), f"diffusion.schedule {d.schedule!r} is not cosine or linear"),
-        (d.prediction in ("v", "eps", "x0"), f"diffusion.prediction {d.prediction!r} is not v, eps or x0"),
-        (d.timesteps >= 0, "diffusion.timesteps must be >= 0"),
-        (s.sampler in ("ddim", "ddpm", "dpmpp_2m"), f"sampling.sampler {s.sampler!r} is not known"),
-        (1 <= s.steps <= 1000, "sampling.steps must be 1..1000"),
-        (s.time_power > 0, "sampling.time_power must be > 0"),
-        (d.data_scale > 0, "diffusion.data_scale must be > 0"),
+        (len(set(c.controls)) == len(c.controls), "conditioning.controls has duplicates"),
+        (all(n in CONTROL_NAMES for n in c.controls),
+         f"conditioning.controls must be among {', '.join(CONTROL_NAMES)}"),
+        (0.0 <= c.drop_all <= 1.0 and 0.0 <= c.drop_each <= 1.0, "conditioning drop rates must be within 0..1"),
         (t.batch_size >= 1 and t.micro_batch >= 1 and t.batch_size % t.micro_batch == 0,
          "train.batch_size must be a positive multiple of train.micro_batch"),
         (t.mixed_precision in ("auto", "bf16", "fp16", "off"),
          f"train.mixed_precision {t.mixed_precision!r} is not auto, bf16, fp16 or off"),
         (cfg.data.sample_rate in (22050, 32000, 44100, 48000), "data.sample_rate must be 22050, 32000, 44100 or 48000"),
+        (1024 <= cfg.data.length <= 4 * 48000, "data.length must be within 1024..192000 samples"),
+        (0.0 <= cfg.data.val_fraction < 1.0, "data.val_fraction must be within 0..1"),
     ]
     for ok, msg in checks:
         if not ok:
             raise ConfigError(msg)
+    family = get_family(cfg.family)
+    if set(cfg.parts) != set(family.sections):
+        raise ConfigError(f"family {family.name} has sections {', '.join(family.sections)}, "
+                          f"the config has {', '.join(cfg.parts) or 'none'}")
+    for name, cls in family.sections.items():
+        if not isinstance(cfg.parts[name], cls):
+            raise ConfigError(f"section {name} must be a {cls.__name__}")
+    family.check_config(cfg)
 
 
-_TINY = Config(
-    preset="tiny",
-    data=DataConfig(length=4096),
-    model=ModelConfig(patch=8, patch_kernel=16, widths=(16, 32), heads=2, emb_dim=32, out_smoothing=5,
-                      dilations=(1,), controls=("decay", "pitch", "click")),
-    train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5, val_every=10,
-                      ckpt_every=10, sample_every=0, ema_decay=0.9),
-    sampling=SamplingConfig(steps=10),
-)
-_SMALL = Config(
-    preset="small",
-    model=ModelConfig(widths=(32, 48, 64, 96, 128), controls=("decay", "pitch", "click")),
-    diffusion=DiffusionConfig(low_noise_bias=0.5),
-    train=TrainConfig(batch_size=16, micro_batch=16, max_steps=3000, sample_every=500),
-)
-_BASE = Config(
-    preset="base",
-    model=ModelConfig(widths=(64, 96, 128, 192, 256), blocks_per_level=2, dilations=(1, 3, 9),
-                      controls=("decay", "pitch", "click")),
-    train=TrainConfig(batch_size=32, micro_batch=16, max_steps=30000, mixed_precision="auto",
-                      grad_checkpointing=True, lr=2e-4),
-)
-PRESETS: dict[str, Config] = {"tiny": _TINY, "small": _SMALL, "base": _BASE}
+def preset(name: str, family: str = DEFAULT_FAMILY) -> Config:
+    """The family's named preset (tiny, small, base)."""
+    from .families import get_family
 
-
-def preset(name: str) -> Config:
+    fam = get_family(family)
+    presets = fam.presets()
     try:
-        return PRESETS[name]
+        return presets[name]
     except KeyError:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+        raise ConfigError(f"unknown preset {name!r} for family {fam.cli_name}; "
+                          f"choose one of {', '.join(presets)}") from None
 
 
-def override(cfg: Config, section: str, **changes: Any) -> Config:
-    """Return cfg with fields of one section replaced (validated)."""
-    new = replace(cfg, **{section: replace(getattr(cfg, section), **changes)})
-    validate(new)
-    return new
+def differences(saved: Config, asked: Config, ignore: tuple[str, ...] = ("train.max_steps",)) -> list[str]:
+    """Dotted keys whose values differ between two configs (e.g. a run's saved one and the command line's)."""
+    out = []
+    a, b = saved.to_dict(), asked.to_dict()
+    for section, values in a.items():
+        if isinstance(values, dict):
+            other = b.get(section) if isinstance(b.get(section), dict) else {}
+            for k, v in values.items():
+                if f"{section}.{k}" not in ignore and other.get(k) != v:
+                    out.append(f"{section}.{k} (run: {v!r}, asked: {other.get(k)!r})")
+        elif section not in ("preset", "version") and b.get(section) != values:
+            out.append(f"{section} (run: {values!r}, asked: {b.get(section)!r})")
+    return out

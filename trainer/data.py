@@ -109,7 +109,8 @@ def scan_audio(paths: Iterable[str | Path]) -> list[Path]:
 # decoding one clip
 
 
-def _read(path: Path) -> tuple[np.ndarray, int]:
+def read_audio(path: Path) -> tuple[np.ndarray, int]:
+    """(float32 [frames, channels], sample rate) of a sound file; BadAudio with the reason if unreadable."""
     try:
         size = path.stat().st_size
     except OSError as e:
@@ -140,16 +141,30 @@ def _raised_cosine(n: int) -> np.ndarray:
 
 
 def load_clip(path: Path, cfg: DataConfig) -> tuple[np.ndarray, float]:
-    """Decode one file into (float32 mono clip of exactly cfg.length samples, original duration in s).
+    """Decode one file into (float32 mono clip of exactly cfg.length samples, original duration in s);
+    see prepare_audio. Raises BadAudio with the reason."""
+    data, sr = read_audio(Path(path))
+    return prepare_audio(data, sr, cfg)
 
-    Read (soundfile) -> mix to mono -> reject NaN/inf and too short -> resample to cfg.sample_rate
-    (torchaudio) -> subtract the mean -> reject silent -> start PRE_ONSET_MS before the first sample
-    above peak * 10**(onset_threshold_db/20) -> 10 Hz high-pass -> crop (with a cfg.fade_ms raised-
-    cosine fade-out when cropped) or zero-pad (with a 2 ms fade at the natural end) -> peak to
-    cfg.peak_db. Raises BadAudio with the reason.
+
+def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig) -> tuple[np.ndarray, float]:
+    """Decoded audio ([frames] or [frames, channels] at sr) as a training clip: (float32 mono clip of
+    exactly cfg.length samples, original duration in s).
+
+    Mix to mono -> reject NaN/inf and too short -> resample to cfg.sample_rate (torchaudio) ->
+    subtract the mean -> reject silent -> start PRE_ONSET_MS before the first sample above
+    peak * 10**(onset_threshold_db/20) -> 10 Hz high-pass -> crop (with a cfg.fade_ms raised-cosine
+    fade-out when cropped) or zero-pad (with a 2 ms fade at the natural end) -> peak to cfg.peak_db.
+    Raises BadAudio with the reason.
     """
-    path = Path(path)
-    data, sr = _read(path)
+    data = np.asarray(data, dtype=np.float32)
+    if data.ndim == 1:
+        data = data[:, None]
+    if data.ndim != 2 or data.shape[0] == 0:
+        raise BadAudio("empty file" if data.size == 0 else f"unexpected audio shape {data.shape}")
+    sr = int(sr)
+    if sr <= 0:
+        raise BadAudio(f"bad sample rate {sr}")
     duration = data.shape[0] / sr
     if not np.isfinite(data).all():
         raise BadAudio("contains NaN" if np.isnan(data).any() else "contains inf")
@@ -264,6 +279,16 @@ class PreparedSet:
         val_set = set(val)
         train = np.array([i for i in range(n) if i not in val_set], dtype=np.int64)
         return train, np.array(sorted(val), dtype=np.int64)
+
+
+def default_cache_dir(paths: list[str | Path] | str | Path, cfg: DataConfig) -> Path:
+    """The prepared-data cache `kicktrain prepare` and `kicktrain fit` share for these folders and clip
+    settings: $XDG_CACHE_HOME/kicktrain/prepared/<key> (~/.cache when unset). The cache itself checks
+    every file's fingerprint, so a changed folder is rebuilt, not trusted."""
+    roots = [Path(p).expanduser().resolve() for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
+    key = json.dumps({"roots": sorted(str(r) for r in roots), "config": _cache_key_config(cfg)}, sort_keys=True)
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "kicktrain" / "prepared" / hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def sha256_file(path: Path) -> str:

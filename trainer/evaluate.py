@@ -350,16 +350,16 @@ def _heldout_split(clips: np.ndarray, sources: list[str], shas: list[str], cfg) 
 def generate(gen, n: int, steps: int, sampler: str | None, seed: int,
              batch: int = EVAL_BATCH) -> tuple[np.ndarray, float]:
     """(n finished kicks from seeds seed..seed+n-1 with no controls set, seconds per kick)."""
-    from .generator import Item, finish_kick
+    from .generator import Item
 
-    gen.sample([Item(seed=seed)], steps=1, sampler=sampler)  # warm-up, not timed
+    gen.render([Item(seed=seed)], steps=1 if gen.samplers else None, sampler=sampler)  # warm-up, not timed
     out = []
     t0 = time.perf_counter()
     for s in range(0, n, batch):
         items = [Item(seed=seed + i) for i in range(s, min(n, s + batch))]
-        out.append(gen.sample(items, steps=steps, sampler=sampler))
+        out.append(gen.render(items, steps=steps, sampler=sampler))
     elapsed = time.perf_counter() - t0
-    return finish_kick(np.concatenate(out), gen.sample_rate), elapsed / n
+    return np.concatenate(out), elapsed / n
 
 
 def collect(artifact: str | Path, real: Sequence[str | Path], train: Sequence[str | Path] | None = None, *,
@@ -373,6 +373,8 @@ def collect(artifact: str | Path, real: Sequence[str | Path], train: Sequence[st
     gen = load_generator(Path(artifact), device)
     cfg_all = getattr(gen, "config", None)
     cfg = cfg_all.data if cfg_all is not None else DataConfig(sample_rate=gen.sample_rate, length=gen.length)
+    if not gen.samplers:  # a one-pass family: one row, whatever steps were asked for
+        steps = list(steps)[:1]
     notes: list[str] = []
 
     from .data import scan_audio

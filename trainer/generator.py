@@ -1,12 +1,15 @@
-"""The one small interface through which the daemon (and evaluation) talk to a model.
+"""The one interface through which the daemon (and evaluation) talk to a model, whatever its family.
 
     gen = load_generator(path, device)        # any family; refuses bad artifacts with ArtifactError
     gen.controls                               # ("decay", "pitch", "click"): dials, each 0..1
-    gen.sample([Item(seed=7, controls={"decay": 0.8})], steps=25, sampler="dpmpp_2m") -> [n, length]
-    gen.vary(source, strength=0.5, items=[...]) -> [n, length]
+    gen.samplers, gen.max_steps                # what it takes: () and 0 for a one-pass family
+    gen.render([Item(seed=7, controls={"decay": 0.8})], steps=10, sample_rate=48000, cancel=flag.is_set)
+        -> [n, samples] float32: finished kicks (DC-free, high-passed, faded, peak -1 dBFS) at sample_rate
+    gen.render(items, variation=Variation(gen.prepare_source(audio, sr), strength=0.3))
 
-A later family (a mel VAE, latent diffusion) implements the same three things and registers in
-FAMILY_LOADERS; the daemon does not change.
+`render` is the daemon's whole contract. Families implement `sample` (new kicks) and `vary`
+(variations of a prepared source) returning raw audio at the model's own rate; GeneratorBase turns
+that into finished files and checks `cancel` between network calls (raising Cancelled).
 """
 
 from __future__ import annotations
@@ -15,16 +18,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from .artifact import Artifact, ArtifactError, load_artifact
-from .diffusion import SAMPLERS, Denoiser, run_sampler
-from .model import build_network
+from .artifact import Artifact, load_artifact
 
-MAX_STEPS = 1000
+HIGHPASS_HZ = 20.0  # subsonic filter: kick fundamentals sit at 40..100 Hz, below 20 Hz is drift and rumble
+OUTPUT_PEAK_DB = -1.0
 
 
 @dataclass
@@ -35,21 +37,37 @@ class Item:
     controls: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass
+class Variation:
+    """Make variations of `source` (a clip prepared by `prepare_source`): 0 returns it, 1 is a fresh kick."""
+
+    source: np.ndarray
+    strength: float = 0.5
+
+
+class Cancelled(Exception):
+    """Raised between network calls when the caller's cancel() says stop."""
+
+
 class KickGenerator(Protocol):
     name: str
     family: str
-    sample_rate: int
-    length: int
+    sample_rate: int  # the model's own rate
+    length: int  # samples per kick at that rate
     controls: tuple[str, ...]
-    default_steps: int
-    default_sampler: str
+    samplers: tuple[str, ...]  # () for a one-pass family: steps and sampler do not apply
+    max_steps: int  # 0 for a one-pass family
+    default_steps: int | None
+    default_sampler: str | None
     device: torch.device
 
-    def sample(self, items: Sequence[Item], steps: int | None = None,
-               sampler: str | None = None) -> np.ndarray: ...
+    def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
+               variation: Variation | None = None, sample_rate: int | None = None,
+               cancel: Callable[[], bool] | None = None) -> np.ndarray: ...
 
-    def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
-             sampler: str | None = None) -> np.ndarray: ...
+    def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray: ...
+
+    def describe(self) -> dict: ...
 
 
 def resolve_device(spec: str = "auto") -> torch.device:
@@ -67,10 +85,7 @@ def resolve_device(spec: str = "auto") -> torch.device:
     return dev
 
 
-HIGHPASS_HZ = 20.0  # subsonic filter: kick fundamentals sit at 40..100 Hz, below 20 Hz is drift and rumble
-
-
-def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = -1.0, fade_ms: float = 20.0,
+def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = OUTPUT_PEAK_DB, fade_ms: float = 20.0,
                 highpass_hz: float = HIGHPASS_HZ) -> np.ndarray:
     """Make a generated clip ready to drop into a DAW: finite, DC removed, a 2nd-order subsonic
     high-pass at highpass_hz (0: off), a short raised-cosine fade at the end (so the last sample is
@@ -100,64 +115,62 @@ def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = -1.0, fade
     return out[0] if squeeze else out
 
 
-def reject_images(audio: np.ndarray, sample_rate: int, period: int, depth_db: float = 30.0,
-                  width_hz: float = 200.0) -> np.ndarray:
-    """Attenuate bands around multiples of sample_rate / period (zero phase, FFT domain).
+def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """[n, L] float32 from one rate to another (torchaudio's windowed sinc); unchanged when equal."""
+    if int(from_rate) == int(to_rate):
+        return audio
+    import torchaudio.functional as AF
 
-    A network whose output layer upsamples frames of `period` samples leaves images of the signal
-    around those frequencies (for the 16-sample frames of the waveform U-Net: 2756, 5512, 8269 Hz,
-    ...: the body's frequency as sidebands of each). Each band gets a Gaussian dip of depth_db at
-    its centre and width_hz standard deviation; the rest of the spectrum is untouched."""
-    x = np.atleast_2d(np.asarray(audio, dtype=np.float64))
-    n = x.shape[1]
-    pad = n + 8192  # no wrap-around of the filter's short ring
-    freqs = np.fft.rfftfreq(pad, 1.0 / sample_rate)
-    f0 = sample_rate / period
-    gain = np.ones_like(freqs)
-    depth = 1.0 - 10 ** (-depth_db / 20)
-    k = 1
-    while k * f0 < sample_rate / 2:
-        gain *= 1.0 - depth * np.exp(-0.5 * ((freqs - k * f0) / width_hz) ** 2)
-        k += 1
-    y = np.fft.irfft(np.fft.rfft(x, pad, axis=1) * gain, pad, axis=1)[:, :n]
-    out = y.astype(np.float32)
-    return out[0] if np.ndim(audio) == 1 else out
+    return AF.resample(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)), int(from_rate),
+                       int(to_rate)).numpy()
 
 
-class WaveformDiffusionGenerator:
-    """Family "waveform_diffusion": a U-Net denoiser over the raw waveform."""
+class GeneratorBase:
+    """What every family's generator shares: controls, settings checks, cancel, finishing, sources.
 
-    family = "waveform_diffusion"
+    A subclass sets `family`, `samplers`, `max_steps`, `default_steps`, `default_sampler` and
+    implements `sample(items, steps, sampler)` and `vary(source, strength, items, steps, sampler)`
+    returning raw [n, length] audio at self.sample_rate, calling `self.check_cancel()` between
+    network calls."""
+
+    family = ""
+    samplers: tuple[str, ...] = ()
+    max_steps = 0
+    default_steps: int | None = None
+    default_sampler: str | None = None
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config
         self.artifact = artifact
         self.config = cfg
         self.name = artifact.name
-        self.sample_rate = cfg.data.sample_rate
-        self.length = cfg.data.length
-        self.controls = tuple(cfg.model.controls)
+        self.sample_rate = int(cfg.data.sample_rate)
+        self.length = int(cfg.data.length)
+        self.controls = tuple(cfg.controls)
         self.control_quantiles = artifact.control_quantiles
-        self.default_steps = cfg.sampling.steps
-        self.default_sampler = cfg.sampling.sampler
-        self.guidance = cfg.sampling.guidance
         self.device = device
-        net = build_network(cfg)
-        try:
-            net.load_state_dict(artifact.tensors, strict=True)
-        except RuntimeError as e:
-            first = str(e).strip().splitlines()
-            reason = first[0] if first else e
-            raise ArtifactError(f"{artifact.path}: weights do not fit its config ({reason})") from None
-        net.eval().requires_grad_(False)
-        self.denoiser = Denoiser.from_config(net, cfg).to(device)
-        self.schedule = self.denoiser.schedule
-        self.scale = cfg.diffusion.data_scale
-        self.time_power = cfg.sampling.time_power
-        self.image_reject_db = cfg.sampling.image_reject_db
+        self._cancel: Callable[[], bool] | None = None
 
-    # ----------------------------------------------------------- helpers
-    def _cond(self, items: Sequence[Item]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    # ----------------------------------------------------------- for subclasses
+    def check_cancel(self) -> None:
+        if self._cancel is not None and self._cancel():
+            raise Cancelled()
+
+    def check_settings(self, steps: int | None, sampler: str | None) -> tuple[int | None, str | None]:
+        """(steps, sampler) with defaults filled in and checked; (None, None) for a one-pass family,
+        which ignores both (a client may send them to any model)."""
+        if not self.samplers:
+            return None, None
+        steps = self.default_steps if steps is None else int(steps)
+        sampler = self.default_sampler if sampler is None else sampler
+        if not 1 <= steps <= self.max_steps:
+            raise ValueError(f"steps must be within 1..{self.max_steps}, got {steps}")
+        if sampler not in self.samplers:
+            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(self.samplers)}")
+        return steps, sampler
+
+    def conditioning(self, items: Sequence[Item]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """(values, presence mask) [n, controls] on the device, or (None, None) for a model without controls."""
         if not self.controls:
             for it in items:
                 if it.controls:
@@ -178,96 +191,62 @@ class WaveformDiffusionGenerator:
                     vals[i, j], mask[i, j] = v, 1.0
         return vals.to(self.device), mask.to(self.device)
 
-    def _denoise_fn(self, cond: torch.Tensor | None, mask: torch.Tensor | None) -> Callable:
-        den = self.denoiser
-        if cond is None or self.guidance == 1.0 or not bool(mask.any()):
-            return lambda x, t: den(x, t, cond, mask)
-        w = self.guidance
-
-        def guided(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-            n = x.shape[0]
-            both = den(torch.cat([x, x]), torch.cat([t, t]), torch.cat([cond, cond]),
-                       torch.cat([mask, torch.zeros_like(mask)]))
-            c, u = both[:n], both[n:]
-            return (u + w * (c - u)).clamp(-self.scale, self.scale)
-
-        return guided
-
-    def _noise(self, items: Sequence[Item], offset: int = 0) -> tuple[torch.Tensor, list[torch.Generator]]:
-        gens = []
-        noise = []
-        for it in items:
-            g = torch.Generator().manual_seed(int(it.seed) + offset)
-            noise.append(torch.randn(1, self.length, generator=g))
-            gens.append(g)
-        return torch.stack(noise).to(self.device), gens
-
-    def _timegrid(self, steps: int, t_start: float) -> torch.Tensor:
-        return t_start * self.schedule.timegrid(steps, 1.0) ** self.time_power
-
-    def _check(self, steps: int | None, sampler: str | None) -> tuple[int, str]:
-        steps = self.default_steps if steps is None else int(steps)
-        sampler = self.default_sampler if sampler is None else sampler
-        if not 1 <= steps <= MAX_STEPS:
-            raise ValueError(f"steps must be within 1..{MAX_STEPS}, got {steps}")
-        if sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        return steps, sampler
-
-    # ----------------------------------------------------------- the interface
-    @torch.inference_mode()
     def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:
-        """New kicks, one per item, [n, length] float32 at self.sample_rate (raw: see finish_kick)."""
-        steps, sampler = self._check(steps, sampler)
-        cond, mask = self._cond(items)
-        x, gens = self._noise(items)
-        ts = self._timegrid(steps, 1.0)
-        x = x * float(self.schedule.alpha_sigma(ts[0])[1])
-        out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return self._output(out)
+        raise NotImplementedError
 
-    def _output(self, out: torch.Tensor) -> np.ndarray:
-        audio = (out[:, 0] / self.scale).float().cpu().numpy()
-        if self.image_reject_db > 0:
-            audio = reject_images(audio, self.sample_rate, self.config.model.patch, self.image_reject_db)
-        return audio
-
-    @torch.inference_mode()
     def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
              sampler: str | None = None) -> np.ndarray:
-        """Variations of source ([length] at self.sample_rate) by SDEdit: noise it to t = strength,
-        then denoise. strength 0 returns the source; 1 is a fresh kick."""
-        steps, sampler = self._check(steps, sampler)
-        if not 0.0 <= strength <= 1.0:
-            raise ValueError(f"strength must be within 0..1, got {strength}")
-        src = torch.as_tensor(np.asarray(source, dtype=np.float32)).reshape(1, 1, -1)
+        raise NotImplementedError
+
+    def _source_tensor(self, source: np.ndarray, n: int) -> torch.Tensor:
+        src = torch.as_tensor(np.asarray(source, dtype=np.float32)).reshape(1, -1)
         if src.shape[-1] != self.length:
             raise ValueError(f"source has {src.shape[-1]} samples, the model makes {self.length}")
-        src = src.to(self.device).expand(len(items), 1, self.length)
-        if strength == 0.0:
-            return src[:, 0].float().cpu().numpy().copy()
-        cond, mask = self._cond(items)
-        noise, gens = self._noise(items)
-        n_steps = max(1, math.ceil(steps * strength))
-        ts = self._timegrid(n_steps, strength)
-        a, s = self.schedule.alpha_sigma(ts[0])
-        x = float(a) * src * self.scale + float(s) * noise
-        out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return self._output(out)
+        return src.to(self.device).expand(n, self.length)
+
+    # ----------------------------------------------------------- the interface
+    def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """A decoded file ([frames] or [frames, channels] at sample_rate) made into a clip this model can
+        vary: mono, resampled, onset-aligned, cropped or padded, peak-normalised exactly as training
+        clips are (trainer.data.prepare_audio). Raises trainer.data.BadAudio with the reason."""
+        from .config import DataConfig
+        from .data import prepare_audio
+
+        cfg = self.config.data
+        if cfg.sample_rate != self.sample_rate or cfg.length != self.length:  # pragma: no cover - config-checked
+            cfg = DataConfig(sample_rate=self.sample_rate, length=self.length)
+        clip, _ = prepare_audio(audio, sample_rate, cfg)
+        return clip
+
+    def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
+               variation: Variation | None = None, sample_rate: int | None = None,
+               cancel: Callable[[], bool] | None = None) -> np.ndarray:
+        """Finished kicks [n, samples] at sample_rate (default: the model's), one per item."""
+        steps, sampler = self.check_settings(steps, sampler)
+        self._cancel = cancel
+        try:
+            if variation is not None:
+                if not 0.0 <= float(variation.strength) <= 1.0:
+                    raise ValueError(f"strength must be within 0..1, got {variation.strength}")
+                raw = self.vary(variation.source, float(variation.strength), items, steps=steps, sampler=sampler)
+            else:
+                raw = self.sample(items, steps=steps, sampler=sampler)
+        finally:
+            self._cancel = None
+        out_rate = int(sample_rate or self.sample_rate)
+        return finish_kick(resample(np.asarray(raw, dtype=np.float32), self.sample_rate, out_rate), out_rate)
 
     def describe(self) -> dict:
         return {"name": self.name, "family": self.family, "sample_rate": self.sample_rate, "length": self.length,
-                "controls": list(self.controls), "steps": self.default_steps, "sampler": self.default_sampler,
-                "device": str(self.device), "step": self.artifact.step}
+                "controls": list(self.controls), "samplers": list(self.samplers), "max_steps": self.max_steps,
+                "steps": self.default_steps, "sampler": self.default_sampler, "device": str(self.device),
+                "step": self.artifact.step}
 
 
-FAMILY_LOADERS: dict[str, Callable[[Artifact, torch.device], KickGenerator]] = {
-    "waveform_diffusion": WaveformDiffusionGenerator,
-}
-
-
-def load_generator(path: Path | str, device: torch.device | str = "cpu") -> KickGenerator:
+def load_generator(path: Path | str, device: torch.device | str = "cpu", *, max_bytes: int | None = None) -> Any:
     """Load any artifact as a generator on device. Raises ArtifactError with a reason."""
-    art = load_artifact(Path(path))
+    from .families import get_family
+
+    art = load_artifact(Path(path), max_bytes=max_bytes)
     dev = resolve_device(device) if isinstance(device, str) else device
-    return FAMILY_LOADERS[art.family](art, dev)
+    return get_family(art.family).load_generator(art, dev)

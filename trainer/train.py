@@ -1,22 +1,29 @@
-"""The training loop: one explicit loop you can read in one sitting.
+"""The training loop: set-up, one step function, and hooks around a loop you can read in one sitting.
 
-    kicktrain fit DATA_DIR... --run-dir RUN [--preset small] [--max-steps N] [--device auto] [--export-dir DIR]
+    kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset small] [--max-steps N]
+                  [--device auto] [--export-dir DIR]
 
-Why it looks the way it does:
-- All randomness of step k (which clips, how they are augmented, noise levels, noise) comes from
-  generators seeded by (seed, k). A resumed run therefore continues exactly where the killed one
-  would have gone: weights after N straight steps equal weights after k steps, kill, resume.
+    trainer = Trainer(opts, log)        # set-up: config, data, the family's objective, optimiser, resume
+    while trainer.step < trainer.total:
+        metrics = trainer.train_step()  # one optimiser step over batch_size clips
+        for hook in trainer.hooks:      # log, validate, sample, checkpoint (+ profiler, when asked)
+            hook(trainer, metrics)
+
+The loop knows nothing of any family: `trainer.families.<name>.objective()` gives the module to train
+and its loss. Why it looks the way it does:
+- All randomness of step k (which clips, how they are augmented, which controls are dropped, noise
+  levels, noise) comes from generators seeded by (seed, k). A resumed run therefore continues exactly
+  where the killed one would have gone: weights after N straight steps equal weights after k steps,
+  kill, resume.
 - The state is saved at checkpoint steps and when SIGINT/SIGTERM arrive (at the next step
   boundary, then exit 0). Checkpoints are atomic; see checkpoint.py.
 - Low-VRAM switches: mixed precision (bf16 autocast where supported, else fp16 with a gradient
-  scaler), gradient accumulation (batch_size = micro_batch x accumulation), gradient checkpointing
-  of every residual block, pinned host memory, cudnn.benchmark. `vram_budget_gb` probes peak
-  memory on the GPU and takes the largest micro-batch that fits.
+  scaler), gradient accumulation (batch_size = micro_batch x accumulation), gradient checkpointing,
+  pinned host memory, cudnn.benchmark. `vram_budget_gb` probes peak memory on the GPU and takes the
+  largest micro-batch that fits.
 - Controls (decay, pitch, click) are measured on each augmented batch, mapped to 0..1 by the
   training set's quantiles, and randomly dropped (wholly or per control) so the same network
-  serves unconditional sampling and classifier-free guidance.
-
-Multi-GPU (torchrun + DDP) is a later issue: only rank 0 writes, and `RANK` is read for that.
+  serves free generation and classifier-free guidance.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import io
 import json
 import math
 import os
+import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -38,24 +46,19 @@ import numpy as np
 import torch
 
 from . import __version__
-from .artifact import load_artifact, save_artifact
+from .artifact import Artifact, load_artifact, save_artifact
 from .augment import Augmenter
-from .checkpoint import (
-    list_checkpoints,
-    load_latest,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
-)
-from .config import Config, ConfigError, from_dict
-from .data import prepare
+from .checkpoint import list_checkpoints, load_latest, rng_state, save_checkpoint, set_rng_state
+from .config import Config, ConfigError, differences, from_dict
+from .data import default_cache_dir, prepare
 from .descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
-from .diffusion import Denoiser
+from .families import get_family
+from .families.base import FitContext, Objective, parameter_count
 from .fsutil import atomic_write_bytes, clean_stale_temp_files
 from .generator import resolve_device
-from .model import build_network, count_parameters
 
 Log = Callable[[str], None]
+Hook = Callable[["Trainer", dict], None]
 
 
 class TrainingError(RuntimeError):
@@ -73,9 +76,10 @@ class FitOptions:
     export_name: str | None = None
     init: Path | None = None
     vram_budget_gb: float | None = None
-    cache_dir: Path | None = None
+    cache_dir: Path | None = None  # default: the shared prepared-data cache (data.default_cache_dir)
     progress: bool = True
     tensorboard: bool = True
+    family_options: dict[str, Any] = dataclasses.field(default_factory=dict)  # e.g. {"vae": path}
 
 
 class _StopFlag:
@@ -101,11 +105,11 @@ class _StopFlag:
             signal.signal(sig, old)
 
 
-def _step_generator(seed: int, step: int, stream: int) -> torch.Generator:
+def step_generator(seed: int, step: int, stream: int) -> torch.Generator:
     return torch.Generator().manual_seed((seed * 1_000_003 + step * 7919 + stream) % (2**63 - 1))
 
 
-def _batch_indices(train_idx: np.ndarray, seed: int, step: int, micro: int, n_micro: int) -> list[np.ndarray]:
+def batch_indices(train_idx: np.ndarray, seed: int, step: int, micro: int, n_micro: int) -> list[np.ndarray]:
     """Clips for each micro-batch of `step`: epochs are seeded permutations, so position is a function of step."""
     per_step = micro * n_micro
     n = len(train_idx)
@@ -147,7 +151,7 @@ class EMA:
         self.updates = int(state["updates"])
 
 
-def _precision(mode: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
+def precision(mode: str, device: torch.device) -> tuple[torch.dtype | None, bool]:
     """(autocast dtype or None, use grad scaler)."""
     if mode == "off" or (mode == "auto" and device.type != "cuda"):
         return None, False
@@ -156,10 +160,17 @@ def _precision(mode: str, device: torch.device) -> tuple[torch.dtype | None, boo
     return torch.float16, device.type == "cuda"
 
 
-def _lr_at(step: int, base: float, warmup: int) -> float:
+def lr_at(step: int, base: float, warmup: int) -> float:
     """Linear warm-up, then constant (the EMA does the averaging). Not tied to max_steps, so a run
     that is resumed with a larger --max-steps continues on the same curve."""
     return base * min(1.0, (step + 1) / max(1, warmup))
+
+
+def set_grad_checkpointing(module: torch.nn.Module, on: bool) -> None:
+    """Every submodule that offers gradient checkpointing (a `grad_checkpointing` flag) gets `on`."""
+    for m in module.modules():
+        if hasattr(m, "grad_checkpointing"):
+            m.grad_checkpointing = on
 
 
 def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: Log) -> int:
@@ -168,22 +179,22 @@ def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: 
         log(f"--vram-budget {budget_gb} GB ignored: training on {device.type}, not a GPU")
         return cfg.train.micro_batch
     budget = budget_gb * 1024**3
-    amp_dtype, _ = _precision(cfg.train.mixed_precision, device)
+    amp_dtype, _ = precision(cfg.train.mixed_precision, device)
     candidates = [m for m in range(cfg.train.batch_size, 0, -1) if cfg.train.batch_size % m == 0]
-    net = build_network(cfg).to(device)
-    net.grad_checkpointing = cfg.train.grad_checkpointing
-    den = Denoiser.from_config(net, cfg)
+    objective = get_family(cfg.family).objective(cfg, FitContext(device=device, log=log))
+    net = objective.module
+    set_grad_checkpointing(net, cfg.train.grad_checkpointing)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-6)
     chosen = None
+    g = torch.Generator().manual_seed(0)
     for m in candidates:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
         try:
-            x = torch.zeros(m, 1, cfg.data.length, device=device)
-            t = torch.full((m,), 0.5, device=device, dtype=torch.float64)
+            x = torch.randn(m, cfg.data.length, generator=g).mul_(0.1).to(device)
             ctx = torch.autocast("cuda", dtype=amp_dtype) if amp_dtype else nullcontext()
             with ctx:
-                loss = den.loss(x, t, torch.randn_like(x), stft_weight=cfg.diffusion.stft_loss_weight).mean()
+                loss, _ = objective.loss(net, x, None, None, g, 0)
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -194,7 +205,7 @@ def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: 
         if peak <= 0.9 * budget:
             chosen = m
             break
-    del net, den, opt
+    del net, objective, opt
     torch.cuda.empty_cache()
     if chosen is None:
         raise TrainingError(f"no micro-batch fits in {budget_gb} GB of VRAM; try a smaller preset")
@@ -202,327 +213,420 @@ def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: 
 
 
 def _write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode())
 
 
-def _config_differences(saved: Config, asked: Config) -> list[str]:
-    """Dotted keys whose values differ (max_steps and the preset name aside)."""
-    out = []
-    a, b = saved.to_dict(), asked.to_dict()
-    for section, values in a.items():
-        if isinstance(values, dict):
-            for k, v in values.items():
-                if k != "max_steps" and b[section].get(k) != v:
-                    out.append(f"{section}.{k} (run: {v!r}, asked: {b[section].get(k)!r})")
-    return out
+def _finite_or_none(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
 
 
-def _resolve_config(opts: FitOptions, log: Log) -> Config:
-    """A run folder remembers its config; a resumed run keeps it (max_steps may grow)."""
-    saved = opts.run_dir / "config.json"
-    cfg = opts.cfg
-    if saved.is_file():
+class Trainer:
+    """A run, set up and (where a checkpoint exists) resumed. See the module docstring for the loop."""
+
+    def __init__(self, opts: FitOptions, log: Log = print) -> None:
+        self.opts = opts
+        self.log = log
+        self.run_dir = Path(opts.run_dir)
+        self.is_main = int(os.environ.get("RANK", "0")) == 0
+        self._created_run_dir = not self.run_dir.exists()
         try:
-            old = from_dict(json.loads(saved.read_text()))
-        except (ValueError, ConfigError) as e:
-            raise TrainingError(f"{saved}: cannot read the run's config ({e})") from None
-        if old.preset != cfg.preset and cfg.preset != "custom":
-            raise TrainingError(f"{opts.run_dir} was trained with preset {old.preset!r}, not {cfg.preset!r}; "
-                                "use a new --run-dir")
-        differ = _config_differences(old, cfg)
-        if differ:
-            log(f"resuming keeps the run's saved config; the command line asked otherwise for: {', '.join(differ)}")
-        cfg = old
-    elif opts.init is not None:
-        art = load_artifact(opts.init)
-        if (art.config.model, art.config.diffusion) != (cfg.model, cfg.diffusion):
-            log(f"fine-tuning: taking the model and diffusion settings of {opts.init.name}")
-        # the weights only make sense with the network, process and clip they were trained for
-        cfg = dataclasses.replace(cfg, model=art.config.model, diffusion=art.config.diffusion,
-                                  data=dataclasses.replace(cfg.data, sample_rate=art.config.data.sample_rate,
-                                                           length=art.config.data.length))
-    if opts.max_steps is not None:
-        cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=opts.max_steps))
-    return cfg
+            self._setup()
+        except BaseException:
+            self._remove_if_unused()
+            raise
+
+    # ------------------------------------------------------------------ set-up
+    def _remove_if_unused(self) -> None:
+        """A run that failed before its first checkpoint leaves no folder behind (if this call made it)."""
+        if self._created_run_dir and self.run_dir.is_dir() and not list_checkpoints(self.run_dir):
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def _resolve_config(self, init: Artifact | None, ctx: FitContext) -> Config:
+        """A run folder remembers its config; a resumed run keeps it (max_steps may grow)."""
+        opts, log = self.opts, self.log
+        saved = self.run_dir / "config.json"
+        cfg = opts.cfg
+        if saved.is_file():
+            try:
+                old = from_dict(json.loads(saved.read_text()))
+            except (ValueError, ConfigError) as e:
+                raise TrainingError(f"{saved}: cannot read the run's config ({e})") from None
+            if old.family != cfg.family:
+                raise TrainingError(f"{self.run_dir} trains family {old.family}, not {cfg.family}; "
+                                    "use a new --run-dir")
+            if old.preset != cfg.preset and cfg.preset != "custom":
+                raise TrainingError(f"{self.run_dir} was trained with preset {old.preset!r}, not {cfg.preset!r}; "
+                                    "use a new --run-dir")
+            differ = differences(old, cfg)
+            if differ:
+                log(f"resuming keeps the run's saved config; the command line asked otherwise for: {', '.join(differ)}")
+            cfg = old
+        else:
+            if init is not None and init.family != cfg.family:
+                raise TrainingError(f"--init {init.path.name} is a {init.family} model; this run trains {cfg.family}")
+            cfg = get_family(cfg.family).fit_config(cfg, ctx)
+        if opts.max_steps is not None:
+            cfg = cfg.replace("train", max_steps=opts.max_steps)
+        return cfg
+
+    def _setup(self) -> None:
+        opts, log = self.opts, self.log
+        run_dir = self.run_dir
+        if run_dir.exists() and not run_dir.is_dir():
+            raise TrainingError(f"--run-dir {run_dir} is a file, not a folder")
+        if run_dir.is_dir():
+            for stale in [p for d in (run_dir / "checkpoints", run_dir, run_dir / "samples")
+                          for p in clean_stale_temp_files(d)]:
+                log(f"removed stale temp file {stale}")
+        self.device = device = resolve_device(opts.device)
+        resuming = bool(list_checkpoints(run_dir))
+        init = None
+        if opts.init is not None and resuming:
+            log(f"--init {opts.init} ignored: resuming the run, whose weights already started from an artifact")
+        elif opts.init is not None:
+            init = load_artifact(opts.init)
+        ctx = FitContext(device=device, log=log, init=init, options=dict(opts.family_options), run_dir=run_dir)
+        cfg = self._resolve_config(init, ctx)
+        tc = cfg.train
+        if tc.num_threads:
+            torch.set_num_threads(tc.num_threads)
+        if device.type == "cuda":
+            torch.backends.cudnn.benchmark = tc.cudnn_benchmark
+        family = get_family(cfg.family)
+        log(f"kicktrain {__version__}: family {family.cli_name}, preset {cfg.preset}, device {device}, run {run_dir}")
+
+        cache = Path(opts.cache_dir) if opts.cache_dir else default_cache_dir(opts.data, cfg.data)
+        self.data = data = prepare(opts.data, cfg.data, cache, log=log)
+        self.train_idx, self.val_idx = data.split(cfg.data.val_fraction)
+        if len(self.train_idx) == 0:
+            raise TrainingError("no training clips left after the validation split")
+        log(f"data: {len(self.train_idx)} training clips, {len(self.val_idx)} validation clips")
+        self.audio = torch.from_numpy(np.array(data.audio))  # a writable copy in RAM: kick sets are small
+
+        self.controls = tuple(cfg.controls)
+        self.ctrl_cols = [CONTROL_NAMES.index(c) for c in self.controls]
+        self.quantiles: list[list[float]] = []
+        if self.controls:
+            raw = measure(self.audio[torch.from_numpy(self.train_idx)], cfg.data.sample_rate)[:, self.ctrl_cols]
+            self.quantiles = fit_quantiles(raw)
+
+        micro = tc.micro_batch
+        if opts.vram_budget_gb:
+            micro = probe_micro_batch(cfg, device, opts.vram_budget_gb, log)
+            cfg = cfg.replace("train", micro_batch=micro)
+            tc = cfg.train
+        self.cfg = cfg
+        self.n_micro = tc.batch_size // micro
+        if self.is_main:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            _write_json(run_dir / "config.json", cfg.to_dict())
+
+        torch.manual_seed(tc.seed)
+        self.objective: Objective = family.objective(cfg, ctx)
+        self.module = self.objective.module
+        set_grad_checkpointing(self.module, tc.grad_checkpointing)
+        self.base_lr = tc.lr
+        self.init_from: str | None = None
+        if init is not None:
+            self.objective.load_init(init)
+            self.init_from = str(opts.init)
+            self.base_lr = tc.finetune_lr
+            log(f"fine-tuning from {opts.init} (step {init.step}) at lr {self.base_lr}")
+        self.ema = EMA(self.module, tc.ema_decay, tc.ema_warmup)
+        self.opt = torch.optim.AdamW(self.module.parameters(), lr=self.base_lr, weight_decay=tc.weight_decay)
+        self.amp_dtype, self.use_scaler = precision(tc.mixed_precision, device)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_scaler)
+        self.augmenter = Augmenter(cfg.augment, cfg.data.sample_rate, peak_db=cfg.data.peak_db)
+        log(f"model: {parameter_count({'m': self.module}) / 1e6:.2f} M parameters; batch {tc.batch_size} = "
+            f"{self.n_micro} x {micro}; precision {self.amp_dtype or 'fp32'}; checkpointing "
+            f"{'on' if tc.grad_checkpointing else 'off'}")
+
+        self.step = 0
+        self.best_val = float("inf")
+        self.bad_rounds = 0
+        self.resumed_from: int | None = None
+        found = load_latest(run_dir, log=log) if resuming else None
+        if found is not None:
+            self._resume(*found)
+        self.total = tc.max_steps
+        self.stop_reason: str | None = None
+        self.smoothed: float | None = None
+        self.metrics_path = run_dir / "metrics.jsonl"
+        if self.resumed_from is not None and self.is_main:
+            self._trim_metrics(self.resumed_from)
+        self.tb = None
+        if opts.tensorboard and self.is_main:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self.tb = SummaryWriter(str(run_dir / "tb"))
+            except ImportError:  # tensorboard missing: keep training, say so once
+                log("tensorboard not installed: no TensorBoard logs")
+        self._last_log = (time.time(), self.step)
+        self.hooks: list[Hook] = [log_hook, validate_hook, sample_hook, checkpoint_hook]
+
+    def _resume(self, state: dict[str, Any], path: Path) -> None:
+        self.module.load_state_dict(state["model"])
+        self.ema.load_state_dict(state["ema"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+        set_rng_state(state["rng"])
+        self.step = int(state["step"])
+        self.best_val = float(state.get("best_val", float("inf")))
+        self.bad_rounds = int(state.get("bad_rounds", 0))
+        self.quantiles = state.get("control_quantiles", self.quantiles)
+        self.base_lr = float(state.get("base_lr", self.base_lr))  # a fine-tune keeps its own rate without --init
+        self.init_from = state.get("init_from")
+        self.resumed_from = self.step
+        self.log(f"resumed from step {self.step} ({path.name})"
+                 + (f", fine-tuning from {self.init_from}" if self.init_from else ""))
+
+    def _trim_metrics(self, step: int) -> None:
+        """Lines logged after the checkpoint a resume starts from are dropped (they are logged again)."""
+        if not self.metrics_path.is_file():
+            return
+        kept = []
+        for line in self.metrics_path.read_text().splitlines():
+            try:
+                if int(json.loads(line).get("step", 0)) <= step:
+                    kept.append(line)
+            except (ValueError, AttributeError, TypeError):
+                continue
+        atomic_write_bytes(self.metrics_path, "".join(k + "\n" for k in kept).encode())
+
+    # ------------------------------------------------------------------ one step
+    def conditioning(self, x: torch.Tensor, g: torch.Generator) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Measured controls of clean clips x [B, L] as 0..1 values and a presence mask, some dropped."""
+        if not self.controls:
+            return None, None
+        cc = self.cfg.conditioning
+        raw = measure(x, self.cfg.data.sample_rate)[:, self.ctrl_cols]
+        c = to_unit(raw, self.quantiles)
+        mask = (torch.rand(c.shape, generator=g) > cc.drop_each).float()
+        drop_all = torch.rand(c.shape[0], generator=g) < cc.drop_all
+        mask[drop_all] = 0.0
+        return c.to(self.device), mask.to(self.device)
+
+    def train_step(self) -> dict[str, Any]:
+        """One optimiser step over batch_size augmented clips (n_micro micro-batches, accumulated)."""
+        tc, device = self.cfg.train, self.device
+        self.module.train()
+        lr = lr_at(self.step, self.base_lr, tc.warmup_steps)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        g_aug = step_generator(tc.seed, self.step, 1)
+        g_noise = step_generator(tc.seed, self.step, 2)
+        loss_sum = 0.0
+        extra: dict[str, float] = {}
+        for idx in batch_indices(self.train_idx, tc.seed, self.step, tc.micro_batch, self.n_micro):
+            x = self.augmenter(self.audio[torch.from_numpy(idx)], g_aug)
+            c, m = self.conditioning(x, g_noise)
+            if device.type == "cuda" and tc.pin_memory:
+                x = x.pin_memory()
+            x = x.to(device, non_blocking=True)
+            ctx = torch.autocast(device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
+            with ctx:
+                loss, figures = self.objective.loss(self.module, x, c, m, g_noise, self.step)
+            self.scaler.scale(loss / self.n_micro).backward()
+            loss_sum += loss.item() / self.n_micro
+            for k, v in figures.items():
+                extra[k] = extra.get(k, 0.0) + float(v) / self.n_micro
+        if not math.isfinite(loss_sum) and not self.use_scaler:  # fp16's scaler skips such steps itself
+            raise TrainingError(f"loss became {loss_sum} at step {self.step}; lower the learning rate or "
+                                "turn mixed precision off")
+        self.scaler.unscale_(self.opt)
+        torch.nn.utils.clip_grad_norm_(self.module.parameters(), tc.grad_clip)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        self.opt.zero_grad(set_to_none=True)
+        self.ema.update(self.module)
+        self.step += 1
+        self.smoothed = loss_sum if self.smoothed is None else 0.95 * self.smoothed + 0.05 * loss_sum
+        return {"loss": loss_sum, "lr": lr, **extra}
+
+    # ------------------------------------------------------------------ what hooks call
+    @torch.no_grad()
+    def validate(self) -> dict[str, float] | None:
+        if len(self.val_idx) == 0:
+            return None
+        g = torch.Generator().manual_seed(12345)
+        x = self.audio[torch.from_numpy(self.val_idx)]
+        c, m = self.conditioning(x, g)
+        return self.objective.val_loss(self.ema.model, x.to(self.device), c, m, g)
+
+    def training_summary(self) -> dict[str, Any]:
+        data = self.data
+        summary = {"family": self.cfg.family, "clips": len(data), "train_clips": len(self.train_idx),
+                   "val_clips": len(self.val_idx), "skipped": len(data.skipped),
+                   "sources": sorted({str(Path(m["source"]).parent) for m in data.manifest}),
+                   "preset": self.cfg.preset, "steps": self.step, "best_val_loss": _finite_or_none(self.best_val)}
+        describe = getattr(data, "describe_split", None)
+        if describe is not None:
+            summary["split"] = describe(self.train_idx, self.val_idx)
+        return summary
+
+    def training_state(self) -> dict[str, Any]:
+        return {"model": self.module.state_dict(), "ema": self.ema.state_dict(), "optimizer": self.opt.state_dict(),
+                "scaler": self.scaler.state_dict(), "rng": rng_state(), "config": self.cfg.to_dict(),
+                "best_val": self.best_val, "bad_rounds": self.bad_rounds, "control_quantiles": self.quantiles,
+                "data_position": {"step": self.step, "clips_seen": self.step * self.cfg.train.batch_size},
+                "base_lr": self.base_lr, "init_from": self.init_from, "training_summary": self.training_summary(),
+                "code_version": __version__, **self.objective.state_for_checkpoint()}
+
+    def export(self, path: Path) -> Path:
+        """The EMA weights as a served artifact at path (atomic)."""
+        return save_artifact(path, self.objective.artifact_tensors(self.ema.model.state_dict()), self.cfg,
+                             step=self.step, control_quantiles=self.quantiles or None,
+                             training=self.training_summary(), part_configs=self.objective.part_configs(self.cfg))
+
+    def checkpoint(self) -> None:
+        if not self.is_main:
+            return
+        path = save_checkpoint(self.run_dir, self.training_state(), self.step, keep=self.cfg.train.keep_checkpoints)
+        if self.opts.export_dir is not None:
+            name = self.opts.export_name or self.run_dir.name
+            folder = Path(self.opts.export_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            clean_stale_temp_files(folder, prefix=f".{name}.safetensors.")
+            self.export(folder / f"{name}.safetensors")
+        self.log(f"checkpoint {path.name}")
+
+    def preview_generator(self) -> Any:
+        """A generator of the current EMA weights, without writing an artifact."""
+        parts = {p: from_dict(c) for p, c in self.objective.part_configs(self.cfg).items()}
+        art = Artifact.in_memory(f"step-{self.step:08d}", self.objective.artifact_tensors(self.ema.model.state_dict()),
+                                 self.cfg, step=self.step, control_quantiles=self.quantiles, part_configs=parts)
+        return get_family(self.cfg.family).load_generator(art, self.device)
+
+    def write_metrics(self, record: dict[str, Any]) -> None:
+        if self.is_main:
+            with open(self.metrics_path, "a") as f:
+                f.write(json.dumps(record, allow_nan=False) + "\n")
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> dict[str, Any]:
+        if self.step >= self.total:
+            self.log(f"nothing to do: step {self.step} >= max_steps {self.total}")
+        self.progress = None
+        if self.opts.progress and self.is_main:
+            from tqdm import tqdm
+
+            self.progress = tqdm(total=self.total, initial=self.step, unit="step", dynamic_ncols=True,
+                                 mininterval=2.0)
+        t_start = time.time()
+        with _StopFlag() as stop:
+            while self.step < self.total:
+                metrics = self.train_step()
+                if stop.signal is not None:
+                    self.stop_reason = f"signal {signal.Signals(stop.signal).name}"
+                for hook in self.hooks:
+                    hook(self, metrics)
+                if self.stop_reason is not None:
+                    break
+        if self.progress is not None:
+            self.progress.close()
+        if self.resumed_from is None and self.step == 0:
+            self.checkpoint()
+        if self.tb is not None:
+            self.tb.close()
+        wall = time.time() - t_start
+        reason = self.stop_reason or "max_steps"
+        self.log(f"stopped at step {self.step} ({reason}); {wall:.0f} s this session")
+        return {"step": self.step, "stop_reason": reason, "loss": self.smoothed,
+                "best_val_loss": _finite_or_none(self.best_val), "seconds": wall,
+                "resumed_from": self.resumed_from, "config": self.cfg.to_dict()}
+
+
+# ---------------------------------------------------------------------- the hooks
+
+
+def _due(tr: Trainer, every: int) -> bool:
+    return bool(every) and tr.step % every == 0
+
+
+def log_hook(tr: Trainer, metrics: dict) -> None:
+    tc = tr.cfg.train
+    if tr.progress is not None:
+        tr.progress.update(1)
+    if not (_due(tr, tc.log_every) or tr.step == tr.total):
+        return
+    now = time.time()
+    t0, s0 = tr._last_log
+    sps = (tr.step - s0) * tc.batch_size / max(now - t0, 1e-9)
+    tr._last_log = (now, tr.step)
+    if tr.progress is not None:
+        tr.progress.set_postfix(loss=f"{tr.smoothed:.4f}", samples_s=f"{sps:.1f}")
+    extra = {k: v for k, v in metrics.items() if k not in ("loss", "lr")}
+    tr.write_metrics({"step": tr.step, "loss": tr.smoothed, "lr": metrics["lr"], "samples_per_s": sps, **extra})
+    if tr.tb is not None:
+        tr.tb.add_scalar("train/loss", tr.smoothed, tr.step)
+        tr.tb.add_scalar("train/lr", metrics["lr"], tr.step)
+        tr.tb.add_scalar("train/samples_per_s", sps, tr.step)
+        for k, v in extra.items():
+            tr.tb.add_scalar(f"train/{k}", v, tr.step)
+
+
+def validate_hook(tr: Trainer, metrics: dict) -> None:
+    tc = tr.cfg.train
+    if not _due(tr, tc.val_every):
+        return
+    figures = tr.validate()
+    if figures is None:
+        return
+    v = figures["loss"]
+    tr.write_metrics({"step": tr.step, **{f"val_{k}": x for k, x in figures.items()}})
+    if tr.tb is not None:
+        for k, x in figures.items():
+            tr.tb.add_scalar(f"val/{k}", x, tr.step)
+    if v < tr.best_val - 1e-4:
+        tr.best_val, tr.bad_rounds = v, 0
+    else:
+        tr.bad_rounds += 1
+    tr.log(f"step {tr.step}: validation loss {v:.4f} (best {tr.best_val:.4f})")
+    if tc.early_stop_patience and tr.bad_rounds >= tc.early_stop_patience:
+        tr.stop_reason = "early_stop"
+
+
+def sample_hook(tr: Trainer, metrics: dict) -> None:
+    if tr.is_main and _due(tr, tr.cfg.train.sample_every):
+        real = tr.audio[torch.from_numpy(tr.val_idx[:4])] if len(tr.val_idx) else tr.audio[:4]
+        write_samples(tr, real)
+
+
+def checkpoint_hook(tr: Trainer, metrics: dict) -> None:
+    if _due(tr, tr.cfg.train.ckpt_every) or tr.step == tr.total or tr.stop_reason is not None:
+        tr.checkpoint()
 
 
 def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
     """Train (or resume) a run. Returns a summary dict (steps, losses, timing, stop reason)."""
-    run_dir = Path(opts.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    is_main = int(os.environ.get("RANK", "0")) == 0
-    stale_dirs = [run_dir / "checkpoints", run_dir, run_dir / "samples"]
-    for stale in [p for d in stale_dirs for p in clean_stale_temp_files(d)]:
-        log(f"removed stale temp file {stale}")
-    cfg = _resolve_config(opts, log)
-    tc = cfg.train
-    device = resolve_device(opts.device)
-    if tc.num_threads:
-        torch.set_num_threads(tc.num_threads)
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = tc.cudnn_benchmark
-    log(f"kicktrain {__version__}: preset {cfg.preset}, device {device}, run {run_dir}")
-
-    data = prepare(opts.data, cfg.data, Path(opts.cache_dir or run_dir / "cache"), log=log)
-    train_idx, val_idx = data.split(cfg.data.val_fraction)
-    if len(train_idx) == 0:
-        raise TrainingError("no training clips left after the validation split")
-    log(f"data: {len(train_idx)} training clips, {len(val_idx)} validation clips")
-    audio = torch.from_numpy(np.array(data.audio))  # a writable copy in RAM: kick sets are small
-
-    controls = tuple(cfg.model.controls)
-    ctrl_cols = [CONTROL_NAMES.index(c) for c in controls]
-    quantiles: list[list[float]] = []
-    if controls:
-        raw = measure(audio[torch.from_numpy(train_idx)], cfg.data.sample_rate)[:, ctrl_cols]
-        quantiles = fit_quantiles(raw)
-
-    micro = tc.micro_batch
-    if opts.vram_budget_gb:
-        micro = probe_micro_batch(cfg, device, opts.vram_budget_gb, log)
-        cfg = dataclasses.replace(cfg, train=dataclasses.replace(tc, micro_batch=micro))
-        tc = cfg.train
-    n_micro = tc.batch_size // micro
-    if is_main:
-        _write_json(run_dir / "config.json", cfg.to_dict())
-
-    torch.manual_seed(tc.seed)
-    net = build_network(cfg).to(device)
-    net.grad_checkpointing = tc.grad_checkpointing
-    den = Denoiser.from_config(net, cfg)
-    schedule = den.schedule
-    base_lr = tc.lr
-    init_from = None
-    if opts.init is not None and bool(list_checkpoints(run_dir)):
-        log(f"--init {opts.init} ignored: resuming the run, whose weights already started from an artifact")
-    elif opts.init is not None:
-        init_from = str(opts.init)
-        art = load_artifact(opts.init)
-        net.load_state_dict(art.tensors)
-        base_lr = tc.finetune_lr
-        log(f"fine-tuning from {opts.init} (step {art.step}) at lr {base_lr}")
-    ema = EMA(net, tc.ema_decay, tc.ema_warmup)
-    opt = torch.optim.AdamW(net.parameters(), lr=base_lr, weight_decay=tc.weight_decay)
-    amp_dtype, use_scaler = _precision(tc.mixed_precision, device)
-    scaler = torch.amp.GradScaler("cuda", enabled=use_scaler)
-    augmenter = Augmenter(cfg.augment, cfg.data.sample_rate, peak_db=cfg.data.peak_db)
-    log(f"model: {count_parameters(net) / 1e6:.2f} M parameters; batch {tc.batch_size} = {n_micro} x {micro}; "
-        f"precision {amp_dtype or 'fp32'}; checkpointing {'on' if tc.grad_checkpointing else 'off'}")
-
-    step = 0
-    best_val = float("inf")
-    bad_rounds = 0
-    resumed = load_latest(run_dir, log=log)
-    if resumed is not None:
-        state, path = resumed
-        net.load_state_dict(state["model"])
-        ema.load_state_dict(state["ema"])
-        opt.load_state_dict(state["optimizer"])
-        scaler.load_state_dict(state["scaler"])
-        set_rng_state(state["rng"])
-        step = int(state["step"])
-        best_val = float(state.get("best_val", float("inf")))
-        bad_rounds = int(state.get("bad_rounds", 0))
-        quantiles = state.get("control_quantiles", quantiles)
-        base_lr = float(state.get("base_lr", base_lr))  # a fine-tune keeps its own rate without --init again
-        init_from = state.get("init_from")
-        log(f"resumed from step {step} ({path.name})" + (f", fine-tuning from {init_from}" if init_from else ""))
-
-    tb = None
-    if opts.tensorboard and is_main:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-
-            tb = SummaryWriter(str(run_dir / "tb"))
-        except ImportError:  # tensorboard missing: keep training, say so once
-            log("tensorboard not installed: no TensorBoard logs")
-    metrics_path = run_dir / "metrics.jsonl"
-
-    def training_state() -> dict[str, Any]:
-        return {"model": net.state_dict(), "ema": ema.state_dict(), "optimizer": opt.state_dict(),
-                "scaler": scaler.state_dict(), "rng": rng_state(), "config": cfg.to_dict(),
-                "best_val": best_val, "bad_rounds": bad_rounds, "control_quantiles": quantiles,
-                "data_position": {"step": step, "clips_seen": step * tc.batch_size},
-                "base_lr": base_lr, "init_from": init_from, "training_summary": training_summary(),
-                "code_version": __version__}
-
-    def training_summary() -> dict[str, Any]:
-        return {"clips": len(data), "train_clips": len(train_idx), "val_clips": len(val_idx),
-                "skipped": len(data.skipped), "sources": sorted({str(Path(m["source"]).parent) for m in data.manifest}),
-                "preset": cfg.preset, "steps": step, "best_val_loss": best_val if best_val < float("inf") else None}
-
-    def checkpoint_and_export() -> None:
-        if not is_main:
-            return
-        path = save_checkpoint(run_dir, training_state(), step, keep=tc.keep_checkpoints)
-        if opts.export_dir is not None:
-            name = opts.export_name or run_dir.name
-            Path(opts.export_dir).mkdir(parents=True, exist_ok=True)
-            clean_stale_temp_files(Path(opts.export_dir), prefix=f".{name}.safetensors.")
-            save_artifact(Path(opts.export_dir) / f"{name}.safetensors", ema.model.state_dict(), cfg, step=step,
-                          control_quantiles=quantiles or None, training=training_summary())
-        log(f"checkpoint {path.name}")
-
-    def conditioning(x: torch.Tensor, g: torch.Generator) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        if not controls:
-            return None, None
-        raw = measure(x, cfg.data.sample_rate)[:, ctrl_cols]
-        c = to_unit(raw, quantiles)
-        mask = (torch.rand(c.shape, generator=g) > 0.3).float()
-        drop_all = torch.rand(c.shape[0], generator=g) < cfg.diffusion.cond_drop
-        mask[drop_all] = 0.0
-        return c.to(device), mask.to(device)
-
-    @torch.no_grad()
-    def validate() -> float | None:
-        if len(val_idx) == 0:
-            return None
-        g = torch.Generator().manual_seed(12345)
-        x = audio[torch.from_numpy(val_idx)][:, None].to(device)
-        losses = []
-        for t_val in (0.05, 0.2, 0.5, 0.8):
-            t = torch.full((x.shape[0],), t_val, dtype=torch.float64)
-            noise = torch.randn(x.shape, generator=g).to(device)
-            c, m = conditioning(x[:, 0].cpu(), g)
-            vden = Denoiser.from_config(ema.model, cfg)
-            losses.append(vden.loss(x, t.to(device), noise, c, m,
-                                    stft_weight=cfg.diffusion.stft_loss_weight).mean().item())
-        return float(np.mean(losses))
-
-    total = tc.max_steps
-    if step >= total:
-        log(f"nothing to do: step {step} >= max_steps {total}")
-    progress = None
-    if opts.progress and is_main:
-        from tqdm import tqdm
-
-        progress = tqdm(total=total, initial=step, unit="step", dynamic_ncols=True, mininterval=2.0)
-    stop_reason = "max_steps"
-    smoothed = None
-    t_start = time.time()
-    last_log_t, last_log_step = time.time(), step
-    with _StopFlag() as stop:
-        while step < total:
-            net.train()
-            lr = _lr_at(step, base_lr, tc.warmup_steps)
-            for group in opt.param_groups:
-                group["lr"] = lr
-            batches = _batch_indices(train_idx, tc.seed, step, micro, n_micro)
-            g_aug = _step_generator(tc.seed, step, 1)
-            g_noise = _step_generator(tc.seed, step, 2)
-            t_min = 0.0
-            if cfg.diffusion.curriculum_steps > 0:
-                t_min = 0.7 * max(0.0, 1.0 - step / cfg.diffusion.curriculum_steps)
-            loss_sum = 0.0
-            for idx in batches:
-                x = augmenter(audio[torch.from_numpy(idx)], g_aug)
-                c, m = conditioning(x, g_noise)
-                x = x[:, None]
-                if device.type == "cuda" and tc.pin_memory:
-                    x = x.pin_memory()
-                x = x.to(device, non_blocking=True)
-                t = schedule.sample_t(x.shape[0], g_noise, low_noise_bias=cfg.diffusion.low_noise_bias, t_min=t_min)
-                noise = torch.randn(x.shape, generator=g_noise).to(device)
-                ctx = torch.autocast(device.type, dtype=amp_dtype) if amp_dtype else nullcontext()
-                with ctx:
-                    loss = den.loss(x, t.to(device), noise, c, m, stft_weight=cfg.diffusion.stft_loss_weight).mean()
-                scaler.scale(loss / n_micro).backward()
-                loss_sum += loss.item() / n_micro
-            if not math.isfinite(loss_sum) and not use_scaler:  # fp16's scaler skips such steps itself
-                raise TrainingError(f"loss became {loss_sum} at step {step}; lower the learning rate or "
-                                    "turn mixed precision off")
-            scaler.unscale_(opt)
-            torch.nn.utils.clip_grad_norm_(net.parameters(), tc.grad_clip)
-            scaler.step(opt)
-            scaler.update()
-            opt.zero_grad(set_to_none=True)
-            ema.update(net)
-            step += 1
-            smoothed = loss_sum if smoothed is None else 0.95 * smoothed + 0.05 * loss_sum
-
-            if progress is not None:
-                progress.update(1)
-            if step % tc.log_every == 0 or step == total:
-                now = time.time()
-                sps = (step - last_log_step) * tc.batch_size / max(now - last_log_t, 1e-9)
-                last_log_t, last_log_step = now, step
-                if progress is not None:
-                    progress.set_postfix(loss=f"{smoothed:.4f}", samples_s=f"{sps:.1f}")
-                if is_main:
-                    with open(metrics_path, "a") as f:
-                        f.write(json.dumps({"step": step, "loss": smoothed, "lr": lr, "samples_per_s": sps}) + "\n")
-                    if tb is not None:
-                        tb.add_scalar("train/loss", smoothed, step)
-                        tb.add_scalar("train/lr", lr, step)
-                        tb.add_scalar("train/samples_per_s", sps, step)
-            if tc.val_every and step % tc.val_every == 0:
-                v = validate()
-                if v is not None:
-                    if is_main:
-                        with open(metrics_path, "a") as f:
-                            f.write(json.dumps({"step": step, "val_loss": v}) + "\n")
-                        if tb is not None:
-                            tb.add_scalar("val/loss", v, step)
-                    if v < best_val - 1e-4:
-                        best_val, bad_rounds = v, 0
-                    else:
-                        bad_rounds += 1
-                    log(f"step {step}: validation loss {v:.4f} (best {best_val:.4f})")
-                    if tc.early_stop_patience and bad_rounds >= tc.early_stop_patience:
-                        stop_reason = "early_stop"
-            if tc.sample_every and step % tc.sample_every == 0 and is_main:
-                write_samples(run_dir, ema.model, cfg, quantiles, step, audio[torch.from_numpy(val_idx[:4])]
-                              if len(val_idx) else audio[:4], tb)
-            if stop.signal is not None:
-                stop_reason = f"signal {signal.Signals(stop.signal).name}"
-            if (tc.ckpt_every and step % tc.ckpt_every == 0) or step == total or stop_reason != "max_steps":
-                checkpoint_and_export()
-            if stop_reason != "max_steps":
-                break
-    if progress is not None:
-        progress.close()
-    if resumed is None and step == 0:
-        checkpoint_and_export()
-    if tb is not None:
-        tb.close()
-    wall = time.time() - t_start
-    log(f"stopped at step {step} ({stop_reason}); {wall:.0f} s this session")
-    return {"step": step, "stop_reason": stop_reason, "loss": smoothed, "best_val_loss": best_val,
-            "seconds": wall, "config": cfg.to_dict()}
+    return Trainer(opts, log).run()
 
 
-def write_samples(run_dir: Path, model: torch.nn.Module, cfg: Config, quantiles: list[list[float]], step: int,
-                  real: torch.Tensor, tb: Any = None, n: int = 4) -> list[Path]:
+def write_samples(tr: Trainer, real: torch.Tensor, n: int = 4) -> list[Path]:
     """Generate n kicks with the EMA weights into RUN/samples/ (WAV + spectrogram PNG beside real kicks)."""
     import soundfile as sf
 
-    from .artifact import Artifact
-    from .generator import Item, WaveformDiffusionGenerator, finish_kick
+    from .generator import Item
     from .plots import spectrogram_grid
 
-    folder = Path(run_dir) / "samples"
+    folder = tr.run_dir / "samples"
     folder.mkdir(parents=True, exist_ok=True)
-    art = Artifact(folder / f"step-{step:08d}.safetensors", {
-        "family": cfg.model.family, "controls": json.dumps(list(cfg.model.controls)),
-        "control_quantiles": json.dumps(quantiles), "step": str(step)}, model.state_dict(), cfg)
-    was_training = model.training
-    gen = WaveformDiffusionGenerator(art, next(model.parameters()).device)
-    clips = finish_kick(gen.sample([Item(seed=i) for i in range(n)]), cfg.data.sample_rate)
-    model.train(was_training)
+    sr, step = tr.cfg.data.sample_rate, tr.step
+    clips = tr.preview_generator().render([Item(seed=i) for i in range(n)])
     paths = []
     for i, clip in enumerate(clips):
         p = folder / f"step-{step:08d}-{i}.wav"
         buf = io.BytesIO()
-        sf.write(buf, clip, cfg.data.sample_rate, subtype="PCM_24", format="WAV")
+        sf.write(buf, clip, sr, subtype="PCM_24", format="WAV")
         atomic_write_bytes(p, buf.getvalue())
         paths.append(p)
     png = folder / f"step-{step:08d}.png"
-    spectrogram_grid([("generated", clips), ("real", real.numpy())], cfg.data.sample_rate, png,
-                     title=f"step {step}")
-    if tb is not None:
+    spectrogram_grid([("generated", clips), ("real", real.numpy())], sr, png, title=f"step {step}")
+    if tr.tb is not None:
         for i, clip in enumerate(clips[:2]):
-            tb.add_audio(f"samples/{i}", torch.from_numpy(clip)[None], step, sample_rate=cfg.data.sample_rate)
+            tr.tb.add_audio(f"samples/{i}", torch.from_numpy(clip)[None], step, sample_rate=sr)
         import matplotlib.image as mpimg
 
-        tb.add_image("samples/spectrograms", mpimg.imread(png)[..., :3], step, dataformats="HWC")
+        tr.tb.add_image("samples/spectrograms", mpimg.imread(png)[..., :3], step, dataformats="HWC")
     return paths

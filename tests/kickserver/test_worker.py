@@ -11,10 +11,15 @@ import pytest
 from kickserver import osc_api
 from kickserver.worker import Job, Worker
 from kickserver.writer import KickWriter
-from trainer.generator import load_generator
+from trainer.generator import GeneratorBase, load_generator
 
 
-class FakeGen:
+class FakeGen(GeneratorBase):
+    """A generator without a network: GeneratorBase's render (settings, finishing, resampling) around sines."""
+
+    samplers = ("ddim", "ddpm", "dpmpp_2m")
+    max_steps = 1000
+
     def __init__(self, name="fake", delay=0.0):
         self.name, self.delay = name, delay
         self.sample_rate, self.length, self.device = 44100, 512, "cpu"
@@ -22,6 +27,10 @@ class FakeGen:
         self.default_steps, self.default_sampler = 7, "ddim"
         self.calls: list[tuple[int, int, str]] = []
         self.started = threading.Event()
+        self._cancel = None
+
+    def prepare_source(self, audio, sample_rate):
+        return np.zeros(self.length, dtype=np.float32)
 
     def sample(self, items, steps=None, sampler=None):
         self.started.set()
@@ -268,7 +277,7 @@ def test_the_worker_checks_a_source_before_decoding_it(tmp_path, monkeypatch):
     def never(*a, **k):
         raise AssertionError("a long source was decoded")
 
-    monkeypatch.setattr(trainer.data, "load_clip", never)
+    monkeypatch.setattr(trainer.data, "read_audio", never)
     src = _wav(tmp_path / "long.wav", 40.0)
     r = Collect()
     w = Worker(FakeGen(), "fake", KickWriter(tmp_path / "out", 44100), sample_rate=44100)
@@ -312,3 +321,21 @@ def test_worker_runs_every_batch_on_its_thread_count(tmp_path):
         assert seen[1:] == [3, 3], seen  # after the warm-up (which lost the race), both batches run on 3
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_artifacts_default_steps_never_pass_the_servers_limit(tmp_path):
+    """An artifact may say sampling.steps=1000; the server's --max-steps still bounds what runs."""
+    from kickserver.worker import settings
+
+    gen = FakeGen()
+    gen.default_steps = 1000
+    assert settings(gen, None, None, max_steps=200) == (200, "ddim")
+    assert settings(gen, 12, "ddpm", max_steps=200) == (12, "ddpm")
+    w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_steps=20)
+    r = Collect()
+    w.submit(job(1, 1, r))
+    w.start()
+    assert [a for a, _ in r.wait(1)] == ["/kick/done"]
+    w.stop()
+    assert w.join(5)
+    assert gen.calls == [(1, 20, "ddim")]

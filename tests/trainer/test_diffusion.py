@@ -150,7 +150,7 @@ def test_stft_loss_zero_for_identical_and_positive_for_hiss():
 def test_reject_images_dips_only_the_upsampler_bands():
     import numpy as np
 
-    from trainer.generator import reject_images
+    from trainer.families.waveform_diffusion.generator import reject_images
 
     sr, n = 44100, 45056
     t = np.arange(n) / sr

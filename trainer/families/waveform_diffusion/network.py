@@ -1,4 +1,4 @@
-"""A compact 1-D U-Net over the raw waveform, `net(x_t, t, cond=None, cond_mask=None) -> v or eps`.
+"""A compact 1-D U-Net over the raw waveform, `net(x_t, t, cond=None, cond_mask=None) -> x0, v or eps`.
 
 What shapes it (see NOTES.md, "a first naive waveform diffusion"):
 - the waveform enters and leaves through overlapping learned down/up-sampling (kernel larger than
@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .config import Config, ModelConfig
+from .config import UNetConfig
 
 
 def _groups(c: int) -> int:
@@ -92,11 +92,11 @@ class Attention(nn.Module):
 class WaveUNet(nn.Module):
     """The network of family "waveform_diffusion"."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: UNetConfig, n_controls: int = 0) -> None:
         super().__init__()
         self.cfg = cfg
         w = cfg.widths
-        self.n_controls = len(cfg.controls)
+        self.n_controls = n_controls
         self.grad_checkpointing = False
         e = cfg.emb_dim
         self.t_mlp = nn.Sequential(nn.Linear(e, 2 * e), nn.SiLU(), nn.Linear(2 * e, e))
@@ -188,12 +188,3 @@ class WaveUNet(nn.Module):
             h = self.smooth(h)
         return h
 
-
-def build_network(cfg: Config) -> WaveUNet:
-    if cfg.model.family != "waveform_diffusion":
-        raise ValueError(f"unknown model family {cfg.model.family!r}")
-    return WaveUNet(cfg.model)
-
-
-def count_parameters(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())

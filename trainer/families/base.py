@@ -1,0 +1,137 @@
+"""What a model family gives the rest of the project.
+
+    family.sections                 typed config sections of its own ({"model": UNetConfig, ...})
+    family.presets()                {"tiny": Config, "small": Config, "base": Config}
+    family.check_config(cfg)        its own config checks (raise ConfigError)
+    family.part_modules(configs)    {part: nn.Module} for an artifact's parts (also on the meta device,
+                                    to check sizes before anything real is built)
+    family.objective(cfg, ...)      training: the module to train and its loss (an Objective)
+    family.load_generator(art, dev) serving: a KickGenerator (trainer/generator.py)
+
+An artifact's tensors are namespaced by part (`denoiser.*`, `vae.*`, `inverter.*`); each part has
+its own config in the artifact's metadata (trainer/artifact.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..config import Config, ConfigError
+
+if TYPE_CHECKING:
+    from ..artifact import Artifact
+    from ..generator import KickGenerator
+
+# Bounds on what an artifact may ask the loader to build: a config is checked against them before any
+# real tensor is allocated (a 4 KB file must not make the daemon allocate gigabytes).
+MAX_PARAMETERS = 100_000_000
+MAX_PART_BYTES = 1 << 30
+
+
+@dataclass
+class FitContext:
+    """What `kicktrain fit` knows that a family's training set-up may need."""
+
+    device: torch.device
+    log: Any = print
+    init: Any = None  # a loaded Artifact to fine-tune from, or None
+    options: Mapping[str, Any] = field(default_factory=dict)  # family options from the command line (e.g. vae)
+    run_dir: Path | None = None
+
+
+class Objective:
+    """One run's trainable module and its loss; the training loop sees a family only through this.
+
+    `module` is what the optimiser, the EMA, checkpoints and DistributedDataParallel see. `loss`
+    is called once per micro-batch with the module to call (it may be wrapped by DDP, so call it,
+    not its submodules, for the forward pass that needs gradients)."""
+
+    module: torch.nn.Module
+
+    def loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None, mask: torch.Tensor | None,
+             g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        """(scalar loss to backpropagate, extra figures to log) for clean audio x [B, L] on the device;
+        all randomness from g (seeded by the step), so a resumed run repeats the same step exactly."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def val_loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None,
+                 mask: torch.Tensor | None, g: torch.Generator) -> dict[str, float]:
+        """Validation figures ({"loss": ..., ...}) of the (EMA) module on held-out clips, deterministic given g."""
+        raise NotImplementedError
+
+    def artifact_tensors(self, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The served artifact's tensors (namespaced by part) from the module's state dict."""
+        raise NotImplementedError
+
+    def part_configs(self, cfg: Config) -> dict[str, dict]:
+        """{part: config dict} for the artifact's metadata; by default every part was trained by this run."""
+        return {p: cfg.to_dict() for p in self.parts}
+
+    parts: tuple[str, ...] = ()
+
+    def load_init(self, art: Artifact) -> None:
+        """Fine-tuning: take the weights of an artifact of the same family (strict)."""
+        raise NotImplementedError
+
+    def state_for_checkpoint(self) -> dict[str, Any]:
+        """Anything besides the module's weights that a resume needs (plain types and tensors)."""
+        return {}
+
+
+class Family:
+    """Base class of a family's description; each family module defines `FAMILY = Subclass()`."""
+
+    name: str = ""
+    summary: str = ""
+    sections: dict[str, type] = {}
+    parts: tuple[str, ...] = ()
+
+    @property
+    def cli_name(self) -> str:
+        return self.name.replace("_", "-")
+
+    def presets(self) -> dict[str, Config]:
+        raise NotImplementedError
+
+    def check_config(self, cfg: Config) -> None:
+        """Raise ConfigError if cfg cannot work for this family (the shared sections are checked already)."""
+
+    def check_limits(self, cfg: Config) -> None:
+        """Bounds checked on an artifact's config before anything is built (beyond MAX_PARAMETERS)."""
+
+    def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
+        """{part: module} whose state dicts are the artifact's tensors under `part.`; configs: {part: Config}."""
+        raise NotImplementedError
+
+    def objective(self, cfg: Config, ctx: FitContext) -> Objective:
+        raise NotImplementedError
+
+    def load_generator(self, art: Artifact, device: torch.device) -> KickGenerator:
+        raise NotImplementedError
+
+    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
+        """The config a new run actually trains with (e.g. fine-tuning takes the artifact's network)."""
+        return cfg
+
+
+def parameter_count(modules: Mapping[str, torch.nn.Module]) -> int:
+    return sum(p.numel() for m in modules.values() for p in m.parameters())
+
+
+def expected_shapes(family: Family, configs: Mapping[str, Config]) -> dict[str, tuple[int, ...]]:
+    """Names and shapes of the tensors an artifact of these part configs must hold, computed on the meta
+    device (no memory), after the size bounds. Raises ConfigError when the config asks for too much."""
+    for cfg in configs.values():
+        family.check_limits(cfg)
+    with torch.device("meta"):
+        modules = family.part_modules(configs)
+    n = parameter_count(modules)
+    if n > MAX_PARAMETERS:
+        raise ConfigError(f"its config asks for {n / 1e6:.0f} M parameters (at most {MAX_PARAMETERS / 1e6:.0f} M)")
+    return {f"{part}.{k}": tuple(v.shape) for part, m in modules.items() for k, v in m.state_dict().items()}

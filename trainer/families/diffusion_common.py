@@ -1,0 +1,168 @@
+"""What the diffusion families (waveform, latent) share: the generator's sampling, variation and
+guidance logic, and the training objective around `trainer.diffusion.Denoiser`.
+
+A diffusion family says how audio becomes the space it diffuses in and back (`to_latent`,
+`from_latent`); everything else -- seeded noise per kick, the sampling time grid, classifier-free
+guidance over the controls, SDEdit variations, the t and noise draws of training -- is here once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from ..artifact import Artifact
+from ..config import Config
+from ..diffusion import MAX_STEPS, SAMPLER_NAMES, Denoiser, SamplingConfig, run_sampler
+from ..generator import GeneratorBase, Item
+from .base import Objective
+
+VAL_NOISE_LEVELS = (0.05, 0.2, 0.5, 0.8)
+
+
+class DiffusionGenerator(GeneratorBase):
+    """Sampling from a trained denoiser. Subclasses give `latent_shape`, `to_latent` and `from_latent`."""
+
+    samplers = SAMPLER_NAMES
+    max_steps = MAX_STEPS
+    latent_shape: tuple[int, ...] = ()
+
+    def __init__(self, artifact: Artifact, device: torch.device, denoiser: Denoiser, sampling: SamplingConfig) -> None:
+        super().__init__(artifact, device)
+        self.denoiser = denoiser.to(device).eval().requires_grad_(False)
+        self.schedule = denoiser.schedule
+        self.default_steps = sampling.steps
+        self.default_sampler = sampling.sampler
+        self.guidance = sampling.guidance
+        self.time_power = sampling.time_power
+        lim = denoiser.clip_x0 * denoiser.data_scale if denoiser.clip_x0 else None
+        self._clip = lim
+
+    # ----------------------------------------------------------- the family's part
+    def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
+        """Clean audio [n, length] on the device -> the clean signal the denoiser works on (its units)."""
+        raise NotImplementedError
+
+    def from_latent(self, z: torch.Tensor) -> np.ndarray:
+        """The denoiser's clean estimate -> raw audio [n, length] float32 at self.sample_rate."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------- shared
+    def _denoise_fn(self, cond: torch.Tensor | None, mask: torch.Tensor | None) -> Callable:
+        den = self.denoiser
+        check = self.check_cancel
+        if cond is None or self.guidance == 1.0 or not bool(mask.any()):
+            def plain(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+                check()
+                return den(x, t, cond, mask)
+
+            return plain
+        w = self.guidance
+        lim = self._clip
+
+        def guided(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            check()
+            n = x.shape[0]
+            both = den(torch.cat([x, x]), torch.cat([t, t]), torch.cat([cond, cond]),
+                       torch.cat([mask, torch.zeros_like(mask)]))
+            c, u = both[:n], both[n:]
+            out = u + w * (c - u)
+            return out.clamp(-lim, lim) if lim is not None else out
+
+        return guided
+
+    def noise(self, items: Sequence[Item], offset: int = 0) -> tuple[torch.Tensor, list[torch.Generator]]:
+        """Unit Gaussian noise of latent_shape per item from its own CPU generator seeded by seed + offset
+        (the same seed gives the same kick on any device and in any batch), and those generators."""
+        gens, noise = [], []
+        for it in items:
+            g = torch.Generator().manual_seed(int(it.seed) + offset)
+            noise.append(torch.randn(*self.latent_shape, generator=g))
+            gens.append(g)
+        return torch.stack(noise).to(self.device), gens
+
+    def timegrid(self, steps: int, t_start: float) -> torch.Tensor:
+        return t_start * self.schedule.timegrid(steps, 1.0) ** self.time_power
+
+    @torch.inference_mode()
+    def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:
+        """New kicks, one per item, [n, length] float32 at self.sample_rate (raw: see finish_kick)."""
+        steps, sampler = self.check_settings(steps, sampler)
+        cond, mask = self.conditioning(items)
+        x, gens = self.noise(items)
+        ts = self.timegrid(steps, 1.0)
+        x = x * float(self.schedule.alpha_sigma(ts[0])[1])
+        out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
+        return self.from_latent(out)
+
+    @torch.inference_mode()
+    def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
+             sampler: str | None = None) -> np.ndarray:
+        """Variations of source ([length] at self.sample_rate) by SDEdit (Meng et al. 2022): noise its
+        clean signal to t = strength, then denoise. strength 0 returns the source; 1 is a fresh kick."""
+        steps, sampler = self.check_settings(steps, sampler)
+        if not 0.0 <= strength <= 1.0:
+            raise ValueError(f"strength must be within 0..1, got {strength}")
+        src = self._source_tensor(source, len(items))
+        if strength == 0.0:
+            return src.float().cpu().numpy().copy()
+        cond, mask = self.conditioning(items)
+        noise, gens = self.noise(items)
+        n_steps = max(1, math.ceil(steps * strength))
+        ts = self.timegrid(n_steps, strength)
+        a, s = self.schedule.alpha_sigma(ts[0])
+        x = float(a) * self.to_latent(src) + float(s) * noise
+        out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
+        return self.from_latent(out)
+
+
+class DiffusionObjective(Objective):
+    """Denoising loss at a random noise level per example (trainer/diffusion.py's Denoiser.loss).
+    Subclasses give `to_latent(x)`: the clean signal in data units (before data_scale)."""
+
+    def __init__(self, cfg: Config, module: torch.nn.Module, parts: tuple[str, ...] = ("denoiser",)) -> None:
+        self.cfg = cfg
+        self.module = module
+        self.parts = parts
+        self.schedule = Denoiser.from_config(module, cfg.diffusion).schedule
+
+    def to_latent(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _t_min(self, step: int) -> float:
+        d = self.cfg.diffusion
+        return 0.7 * max(0.0, 1.0 - step / d.curriculum_steps) if d.curriculum_steps > 0 else 0.0
+
+    def loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None, mask: torch.Tensor | None,
+             g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float]]:
+        d = self.cfg.diffusion
+        z = self.to_latent(x)
+        den = Denoiser.from_config(module, d)
+        t = self.schedule.sample_t(z.shape[0], g, low_noise_bias=d.low_noise_bias, t_min=self._t_min(step))
+        noise = torch.randn(z.shape, generator=g).to(z.device)
+        return den.loss(z, t.to(z.device), noise, cond, mask, stft_weight=d.stft_loss_weight).mean(), {}
+
+    @torch.no_grad()
+    def val_loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None,
+                 mask: torch.Tensor | None, g: torch.Generator) -> dict[str, float]:
+        d = self.cfg.diffusion
+        z = self.to_latent(x)
+        den = Denoiser.from_config(module, d)
+        losses = []
+        for t_val in VAL_NOISE_LEVELS:
+            t = torch.full((z.shape[0],), t_val, dtype=torch.float64)
+            noise = torch.randn(z.shape, generator=g).to(z.device)
+            losses.append(den.loss(z, t.to(z.device), noise, cond, mask, stft_weight=d.stft_loss_weight).mean().item())
+        return {"loss": float(np.mean(losses))}
+
+
+def prefixed(part: str, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {f"{part}.{k}": v for k, v in state.items()}
+
+
+def unprefixed(part: str, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    head = part + "."
+    return {k[len(head):]: v for k, v in tensors.items() if k.startswith(head)}

@@ -1,0 +1,101 @@
+"""Family "waveform_diffusion": a compact 1-D U-Net denoiser over the raw waveform.
+
+Sections: `model` (UNetConfig: the network), `diffusion` and `sampling` (trainer/diffusion.py).
+Artifact part: `denoiser` (the U-Net's weights). How it works and why: docs/model.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from ...config import Config, ConfigError, DataConfig, TrainConfig, make_config
+from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
+from ..base import Family, FitContext
+from .config import UNetConfig
+
+CONTROLS = ("decay", "pitch", "click")
+
+
+class WaveformDiffusion(Family):
+    name = "waveform_diffusion"
+    summary = "diffusion over the raw waveform with a compact 1-D U-Net"
+    sections = {"model": UNetConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig}
+    parts = ("denoiser",)
+
+    def presets(self) -> dict[str, Config]:
+        from ...config import ConditioningConfig
+
+        cond = ConditioningConfig(controls=CONTROLS)
+        tiny = make_config(
+            self.name, "tiny", data=DataConfig(length=4096), conditioning=cond,
+            model=UNetConfig(patch=8, patch_kernel=16, widths=(16, 32), heads=2, emb_dim=32, out_smoothing=5,
+                             dilations=(1,)),
+            train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5, val_every=10,
+                              ckpt_every=10, sample_every=0, ema_decay=0.9),
+            sampling=SamplingConfig(steps=10))
+        small = make_config(
+            self.name, "small", conditioning=cond, model=UNetConfig(widths=(32, 48, 64, 96, 128)),
+            diffusion=DiffusionConfig(low_noise_bias=0.5),
+            train=TrainConfig(batch_size=16, micro_batch=16, max_steps=3000, sample_every=500))
+        base = make_config(
+            self.name, "base", conditioning=cond,
+            model=UNetConfig(widths=(64, 96, 128, 192, 256), blocks_per_level=2, dilations=(1, 3, 9)),
+            train=TrainConfig(batch_size=32, micro_batch=16, max_steps=30000, mixed_precision="auto",
+                              grad_checkpointing=True, lr=2e-4))
+        return {"tiny": tiny, "small": small, "base": base}
+
+    def check_config(self, cfg: Config) -> None:
+        m = cfg.model
+        stride = m.patch * 2 ** (len(m.widths) - 1)
+        checks = check_diffusion_config(cfg.diffusion, cfg.sampling) + [
+            (len(m.widths) >= 1 and all(w > 0 and w % m.heads == 0 for w in m.widths),
+             "model.widths must be positive multiples of model.heads"),
+            (m.patch >= 1 and m.patch_kernel >= m.patch and (m.patch_kernel - m.patch) % 2 == 0,
+             "model.patch_kernel must be >= model.patch and differ from it by an even number"),
+            (cfg.data.length % stride == 0,
+             f"data.length {cfg.data.length} must be a multiple of the model's total stride {stride}"),
+            (m.blocks_per_level >= 1 and len(m.dilations) >= 1, "model needs at least one block and one dilation"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ConfigError(msg)
+
+    def check_limits(self, cfg: Config) -> None:
+        m = cfg.model
+        if (len(m.widths) > 8 or max(m.widths) > 1024 or m.blocks_per_level > 4 or len(m.dilations) > 6
+                or max(m.dilations) > 243 or m.patch_kernel > 256 or m.emb_dim > 1024 or m.heads > 64
+                or m.out_smoothing > 63):
+            raise ConfigError("its model section is larger than any kick model this kickserver serves "
+                              "(widths <= 1024 on <= 8 levels, <= 4 blocks, kernels <= 256)")
+
+    def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
+        from .network import WaveUNet
+
+        cfg = configs["denoiser"]
+        return {"denoiser": WaveUNet(cfg.model, n_controls=len(cfg.controls))}
+
+    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
+        if ctx.init is None:
+            return cfg
+        art = ctx.init
+        if (art.config.model, art.config.diffusion) != (cfg.model, cfg.diffusion):
+            ctx.log(f"fine-tuning: taking the model and diffusion settings of {art.path.name}")
+        # the weights only make sense with the network, process and clip they were trained for
+        cfg = cfg.with_section("model", art.config.model).with_section("diffusion", art.config.diffusion)
+        cfg = cfg.with_section("conditioning", art.config.conditioning)
+        return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)
+
+    def objective(self, cfg: Config, ctx: FitContext):
+        from .objective import WaveformObjective
+
+        return WaveformObjective(cfg, self.part_modules({"denoiser": cfg})["denoiser"].to(ctx.device))
+
+    def load_generator(self, art, device: torch.device):
+        from .generator import WaveformDiffusionGenerator
+
+        return WaveformDiffusionGenerator(art, device)
+
+
+FAMILY = WaveformDiffusion()

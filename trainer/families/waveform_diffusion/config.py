@@ -1,0 +1,21 @@
+"""The waveform family's own config section: the U-Net's shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UNetConfig:
+    """A compact 1-D U-Net over the waveform (network.py)."""
+
+    patch: int = 16  # stride of the overlapping learned down/up-sampling at the input/output
+    patch_kernel: int = 32  # kernel of that layer (> patch: overlapping, no patch-boundary tones)
+    widths: tuple[int, ...] = (32, 48, 64, 96, 128)  # channels per level; each level after the first halves time
+    blocks_per_level: int = 1
+    dilations: tuple[int, ...] = (1, 3)  # dilated convolutions inside each residual block
+    attention: bool = True  # self-attention at the lowest resolution only
+    heads: int = 4
+    emb_dim: int = 128  # noise-level (and conditioning) embedding width
+    out_smoothing: int = 9  # kernel of a full-rate conv after the output upsampling (0: none)
+    dropout: float = 0.0
