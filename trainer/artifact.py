@@ -89,10 +89,11 @@ def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, 
     family = get_family(cfg.family)
     tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in tensors.items()}
     by_part = split_parts(tensors)
-    if set(by_part) != set(family.parts):
-        raise ValueError(f"family {family.name} writes parts {', '.join(family.parts)}, got {', '.join(by_part)}")
+    names = family.part_names(cfg)
+    if set(by_part) != set(names):
+        raise ValueError(f"this {family.name} model has parts {', '.join(names)}, got {', '.join(by_part)}")
     parts = {p: {"config": dict((part_configs or {}).get(p) or cfg.to_dict()), "sha256": part_hash(by_part[p])}
-             for p in family.parts}
+             for p in names}
     meta = {
         FORMAT_KEY: str(FORMAT_VERSION),
         "family": cfg.family,
@@ -299,16 +300,17 @@ def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
         parts_meta = _json_meta(meta, "parts", "{}", path)
         if not isinstance(parts_meta, dict):
             raise ArtifactError(f"{path}: metadata parts is not a table")
-    missing = [p for p in family.parts if p not in parts_meta]
+    names = family.part_names(cfg)
+    missing = [p for p in names if p not in parts_meta]
     if missing:
-        raise ArtifactError(f"{path}: part {missing[0]} is missing (family {family.name} needs "
-                            f"{', '.join(family.parts)})")
-    extra = sorted(set(parts_meta) - set(family.parts))
+        raise ArtifactError(f"{path}: part {missing[0]} is missing (this {family.name} model needs "
+                            f"{', '.join(names)})")
+    extra = sorted(set(parts_meta) - set(names))
     if extra:
-        raise ArtifactError(f"{path}: part {extra[0]} is not one of family {family.name}'s")
+        raise ArtifactError(f"{path}: part {extra[0]} is not one of this {family.name} model's")
     part_configs: dict[str, Config] = {}
     part_hashes: dict[str, str] = {}
-    for p in family.parts:
+    for p in names:
         entry = parts_meta[p]
         try:
             if not isinstance(entry, dict):

@@ -435,7 +435,8 @@ class Trainer:
             raise TrainingError(f"loss became {loss_sum} at step {self.step}; lower the learning rate or "
                                 "turn mixed precision off")
         self.scaler.unscale_(self.opt)
-        torch.nn.utils.clip_grad_norm_(self.module.parameters(), tc.grad_clip)
+        for group in self.objective.clip_groups():
+            torch.nn.utils.clip_grad_norm_(group, tc.grad_clip)
         self.scaler.step(self.opt)
         self.scaler.update()
         self.opt.zero_grad(set_to_none=True)
@@ -577,7 +578,10 @@ def validate_hook(tr: Trainer, metrics: dict) -> None:
     tr.write_metrics({"step": tr.step, **{f"val_{k}": x for k, x in figures.items()}})
     if tr.tb is not None:
         for k, x in figures.items():
-            tr.tb.add_scalar(f"val/{k}", x, tr.step)
+            if isinstance(x, (list, tuple)):  # e.g. the VAE's KL per latent dimension
+                tr.tb.add_histogram(f"val/{k}", torch.tensor(x, dtype=torch.float32), tr.step)
+            else:
+                tr.tb.add_scalar(f"val/{k}", x, tr.step)
     if v < tr.best_val - 1e-4:
         tr.best_val, tr.bad_rounds = v, 0
     else:

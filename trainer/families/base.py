@@ -79,6 +79,11 @@ class Objective:
         """Fine-tuning: take the weights of an artifact of the same family (strict)."""
         raise NotImplementedError
 
+    def clip_groups(self) -> list[list[torch.nn.Parameter]]:
+        """Parameter groups whose gradients are clipped (to train.grad_clip) each on its own: parts trained
+        by unrelated losses (a VAE and its inverter) must not shrink each other's steps."""
+        return [list(self.module.parameters())]
+
     def state_for_checkpoint(self) -> dict[str, Any]:
         """Anything besides the module's weights that a resume needs (plain types and tensors)."""
         return {}
@@ -101,6 +106,10 @@ class Family:
 
     def check_config(self, cfg: Config) -> None:
         """Raise ConfigError if cfg cannot work for this family (the shared sections are checked already)."""
+
+    def part_names(self, cfg: Config) -> tuple[str, ...]:
+        """The artifact parts a model of this config has (a training-free part writes no tensors)."""
+        return self.parts
 
     def check_limits(self, cfg: Config) -> None:
         """Bounds checked on an artifact's config before anything is built (beyond MAX_PARAMETERS)."""

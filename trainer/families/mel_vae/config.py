@@ -1,0 +1,61 @@
+"""The mel-VAE family's config sections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MelConfig:
+    """The log-mel front end (torchaudio.transforms.MelSpectrogram, magnitude, HTK scale)."""
+
+    n_mels: int = 128
+    n_fft: int = 2048  # 46 ms at 44.1 kHz: 21.5 Hz bins, so the 40..100 Hz body falls in distinct mel bands
+    hop: int = 256  # 5.8 ms frames: the attack stays in one or two frames
+    f_min: float = 20.0
+    f_max: float = 16000.0
+    floor_db: float = -100.0  # log-mel floor re. a full-scale sine; the network sees (dB - floor) / -floor * 2 - 1
+
+
+@dataclass(frozen=True)
+class VAEConfig:
+    """A 1-D convolutional VAE over mel frames with one global latent vector per kick."""
+
+    channels: tuple[int, ...] = (64, 128, 192)  # per level; each level after the first halves the frames
+    blocks_per_level: int = 2
+    latent_dim: int = 32
+    kernel: int = 5
+    beta: float = 0.02  # weight of the KL term at the end of warm-up (reconstruction is a per-bin mean)
+    kl_warmup_steps: int = 2000  # beta rises linearly from 0 over these steps (against posterior collapse)
+    free_bits: float = 0.05  # nats per latent dimension below which the KL is not pushed down
+    recon: str = "l1"  # "l1" | "l2" on the normalised log-mel
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    """A small learned prior p(z | controls): a mixture of Gaussians whose weights, means and scales an
+    MLP gives from the controls (with a presence mask, so any control may be left free). Fitted to
+    the encoder's posterior samples during training; sampled by the generator."""
+
+    components: int = 8
+    hidden: int = 128
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class InverterConfig:
+    """Back to audio from a log-mel: "vocos" (learned: ConvNeXt blocks over frames predicting the STFT's
+    magnitude and phase, then an inverse STFT -- no upsampling layer, so no images at multiples of
+    sample_rate / stride) or "griffin-lim" (torchaudio's, training-free: the baseline)."""
+
+    kind: str = "vocos"
+    dim: int = 192
+    blocks: int = 4
+    batch: int = 4  # clips of each training batch the inverter learns from (the first ones: it costs most)
+    weight: float = 1.0  # weight of its loss (multi-resolution STFT + log-mel L1) in the run's total
+    griffin_lim_iters: int = 32
+
+
+@dataclass(frozen=True)
+class VAESamplingConfig:
+    temperature: float = 1.0  # scales the prior's spread when sampling (below 1: safer, less varied)

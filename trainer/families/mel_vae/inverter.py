@@ -1,0 +1,96 @@
+"""From a normalised log-mel back to audio.
+
+- `VocosInverter` (learned; Siuzdenko et al. 2023, "Vocos"): ConvNeXt blocks over the mel frames
+  predict, per STFT frame, a log-magnitude and a phase angle for each of the n_fft/2 + 1 bins; an
+  inverse STFT (hop = the mel hop) gives the audio. No layer upsamples audio samples, so nothing
+  images the signal at multiples of sample_rate / stride (the transposed-convolution artefact of Pons
+  et al., ICASSP 2021, that put notches at sample_rate/16 into the waveform family's kicks). Trained
+  with the VAE on the mel of real, augmented kicks: multi-resolution STFT loss + log-mel L1.
+- `GriffinLimInverter` (training-free baseline): the mel filterbank's pseudo-inverse (clamped at 0)
+  for the linear magnitude, then torchaudio's Griffin-Lim (zero initial phase, so it is
+  deterministic).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+import torchaudio.functional as AF
+from torch import nn
+
+from ...diffusion import multires_stft_loss
+from .config import InverterConfig
+from .mel import MelFrontEnd
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, dim: int, layer_scale: float) -> None:
+        super().__init__()
+        self.dw = nn.Conv1d(dim, dim, 7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim)
+        self.pw1 = nn.Linear(dim, 3 * dim)
+        self.pw2 = nn.Linear(3 * dim, dim)
+        self.gamma = nn.Parameter(torch.full((dim,), layer_scale))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.dw(x).transpose(1, 2)
+        h = self.pw2(F.gelu(self.pw1(self.norm(h))))
+        return x + (self.gamma * h).transpose(1, 2)
+
+
+class VocosInverter(nn.Module):
+    kind = "vocos"
+
+    def __init__(self, cfg: InverterConfig, n_mels: int, n_fft: int, hop: int, length: int) -> None:
+        super().__init__()
+        self.n_fft, self.hop, self.length = n_fft, hop, length
+        self.gain = n_fft / 4.0
+        self.embed = nn.Conv1d(n_mels, cfg.dim, 7, padding=3)
+        self.norm = nn.LayerNorm(cfg.dim)
+        self.blocks = nn.ModuleList(ConvNeXtBlock(cfg.dim, 1.0 / max(1, cfg.blocks)) for _ in range(cfg.blocks))
+        self.final_norm = nn.LayerNorm(cfg.dim)
+        self.head = nn.Linear(cfg.dim, n_fft + 2)
+        self.register_buffer("window", torch.hann_window(n_fft), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Normalised log-mel [B, n_mels, frames] -> audio [B, length]."""
+        x = torch.cat([x, x[..., -1:]], dim=-1).float()  # the centred STFT's last frame
+        h = self.norm(self.embed(x).transpose(1, 2)).transpose(1, 2)
+        for blk in self.blocks:
+            h = blk(h)
+        out = self.head(self.final_norm(h.transpose(1, 2))).transpose(1, 2)  # [B, n_fft + 2, frames]
+        logmag, angle = out.float().chunk(2, dim=1)
+        mag = logmag.exp().clamp(max=1e2) * self.gain
+        spec = torch.polar(mag, angle)
+        return torch.istft(spec, self.n_fft, self.hop, window=self.window, center=True, length=self.length)
+
+
+class GriffinLimInverter(nn.Module):
+    kind = "griffin-lim"
+
+    def __init__(self, cfg: InverterConfig, front: MelFrontEnd) -> None:
+        super().__init__()
+        self.front = front
+        self.iters = cfg.griffin_lim_iters
+        self.register_buffer("pinv", torch.linalg.pinv(front.filterbank.T.double()).float(), persistent=False)
+        self.register_buffer("window", torch.hann_window(front.cfg.n_fft), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mel = self.front.magnitude(x)  # [B, n_mels, frames + 1]
+        lin = (self.pinv @ mel).clamp(min=0.0)  # [B, n_fft/2 + 1, frames + 1]
+        c = self.front.cfg
+        return AF.griffinlim(lin, self.window, c.n_fft, c.hop, c.n_fft, 1.0, self.iters, 0.99, self.front.length,
+                             False)
+
+
+def build_inverter(cfg: InverterConfig, front: MelFrontEnd) -> nn.Module:
+    if cfg.kind == "vocos":
+        c = front.cfg
+        return VocosInverter(cfg, c.n_mels, c.n_fft, c.hop, front.length)
+    return GriffinLimInverter(cfg, front)
+
+
+def inverter_loss(audio_hat: torch.Tensor, audio: torch.Tensor, front: MelFrontEnd) -> torch.Tensor:
+    """Per-kick multi-resolution STFT loss + L1 between the log-mels (both 0..2-ish): [B]."""
+    mel_l1 = (front(audio_hat) - front(audio)).abs().flatten(1).mean(1)
+    return multires_stft_loss(audio_hat.float(), audio.float()) + mel_l1

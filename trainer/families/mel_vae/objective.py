@@ -1,0 +1,99 @@
+"""Training the mel-VAE family: the ELBO (with KL warm-up and free bits), the learned prior's fit to the
+posterior, and the learned inverter, all in one forward pass (so DistributedDataParallel sees one)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from ...config import Config
+from ..base import Objective
+from .inverter import inverter_loss
+from .mel import MelFrontEnd
+from .network import MelVAE, active_dims, free_bits_kl, gaussian_kl, kl_beta, recon_error
+
+
+class MelVAEModule(nn.Module):
+    """What a mel-VAE run trains: the VAE (encoder, decoder, prior) and, when learned, the inverter."""
+
+    def __init__(self, vae: MelVAE, inverter: nn.Module | None) -> None:
+        super().__init__()
+        self.vae = vae
+        self.inverter = inverter
+
+    def forward(self, mel: torch.Tensor, audio: torch.Tensor, cond: torch.Tensor | None, mask: torch.Tensor | None,
+                eps: torch.Tensor, front: MelFrontEnd, inverter_batch: int) -> dict[str, torch.Tensor]:
+        mu, logvar = self.vae.encode(mel)
+        z = mu + (0.5 * logvar).exp() * eps
+        mel_hat = self.vae.decode(z)
+        out = {"mu": mu, "logvar": logvar, "mel_hat": mel_hat,
+               "prior_nll": self.vae.prior.nll(z.detach(), cond, mask)}
+        if self.inverter is not None:
+            n = max(1, min(inverter_batch, mel.shape[0]))
+            out["inverter"] = inverter_loss(self.inverter(mel[:n]), audio[:n], front)
+        return out
+
+
+class MelVAEObjective(Objective):
+    def __init__(self, cfg: Config, module: MelVAEModule, front: MelFrontEnd) -> None:
+        self.cfg = cfg
+        self.module = module
+        self.front = front
+        self.parts = ("vae", "inverter") if module.inverter is not None else ("vae",)
+
+    def _terms(self, module: nn.Module, x: torch.Tensor, cond, mask, g: torch.Generator, step: int
+               ) -> tuple[torch.Tensor, dict[str, Any]]:
+        v, p, inv = self.cfg.vae, self.cfg.prior, self.cfg.inverter
+        mel = self.front(x)
+        eps = torch.randn(x.shape[0], v.latent_dim, generator=g).to(x.device)
+        out = module(mel, x, cond, mask, eps, self.front, inv.batch)
+        recon = recon_error(out["mel_hat"], mel, v.recon).mean()
+        kl = gaussian_kl(out["mu"].float(), out["logvar"].float())
+        beta = kl_beta(step, v.beta, v.kl_warmup_steps)
+        loss = recon + beta * free_bits_kl(kl, v.free_bits) + p.weight * out["prior_nll"].mean()
+        figures: dict[str, Any] = {"recon": recon.item(), "kl": kl.sum(1).mean().item(), "beta": beta,
+                                   "active_dims": active_dims(out["mu"].detach()),
+                                   "prior_nll": out["prior_nll"].mean().item()}
+        if "inverter" in out:
+            inv_loss = out["inverter"].mean()
+            loss = loss + inv.weight * inv_loss
+            figures["inverter"] = inv_loss.item()
+        return loss, figures | {"_kl_per_dim": kl.mean(0).detach().cpu(), "_mu": out["mu"].detach()}
+
+    def loss(self, module: nn.Module, x: torch.Tensor, cond, mask, g: torch.Generator, step: int
+             ) -> tuple[torch.Tensor, dict[str, float]]:
+        loss, figures = self._terms(module, x, cond, mask, g, step)
+        return loss, {k: v for k, v in figures.items() if not k.startswith("_")}
+
+    @torch.no_grad()
+    def val_loss(self, module: nn.Module, x: torch.Tensor, cond, mask, g: torch.Generator) -> dict[str, Any]:
+        """The ELBO at full beta (so runs compare at any step), its parts, the KL per latent dimension,
+        the active dimensions, and how far the aggregate posterior is from N(0, I): the KL of a
+        Gaussian with its per-dimension mean and variance against N(0, I) (large: sample the learned
+        prior, not N(0, I))."""
+        v = self.cfg.vae
+        loss, figures = self._terms(module, x, cond, mask, g, max(v.kl_warmup_steps, 1))
+        mu = figures.pop("_mu").float()
+        kl_dim = figures.pop("_kl_per_dim")
+        figures["loss"] = loss.item()
+        figures["kl_per_dim"] = [round(float(k), 4) for k in kl_dim]
+        if mu.shape[0] >= 2:
+            mean, var = mu.mean(0), mu.var(0)
+            figures["aggregate_kl"] = float(0.5 * (mean.pow(2) + var - 1.0 - var.clamp(min=1e-8).log()).sum())
+        return figures
+
+    def clip_groups(self) -> list[list[torch.nn.Parameter]]:
+        groups = [list(self.module.vae.encoder.parameters()) + list(self.module.vae.decoder.parameters()),
+                  list(self.module.vae.prior.parameters())]
+        if self.module.inverter is not None:
+            groups.append(list(self.module.inverter.parameters()))
+        return groups
+
+    def artifact_tensors(self, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return dict(state_dict)  # the module's own names are already vae.* and inverter.*
+
+    def load_init(self, art) -> None:
+        self.module.load_state_dict(art.tensors, strict=True)
