@@ -293,6 +293,23 @@ def test_a_bundle_is_answered_per_message(daemon):
     assert sorted(a for a, _ in replies) == ["/kick/pong", "/kick/status"]
 
 
+def test_a_bundle_with_a_future_time_tag_is_answered_at_once(daemon):
+    """docs/daemon.md: the time tag is ignored, so a client cannot stall the server (python-osc's own
+    dispatcher would sleep until it)."""
+    from pythonosc.osc_bundle_builder import OscBundleBuilder
+    from pythonosc.osc_message_builder import OscMessageBuilder
+
+    b = OscBundleBuilder(time.time() + 60)  # a minute ahead
+    for addr in ("/kick/ping", "/kick/status"):
+        b.add_content(OscMessageBuilder(address=addr).build())
+    t0 = time.monotonic()
+    replies = daemon.send_raw(b.build().dgram, expect=2, timeout=10)
+    took = time.monotonic() - t0
+    assert sorted(a for a, _ in replies) == ["/kick/pong", "/kick/status"], replies
+    assert took < 3.0, took
+    assert one(daemon, "/kick/ping")[0] == "/kick/pong"  # and the server was not held up either
+
+
 def test_reply_types_sizes_and_reply_port(daemon):
     """Replies use only i/f/s, stay under 4 KB and go to both the source port and the reply port."""
     listener = daemon.reply_listener()
