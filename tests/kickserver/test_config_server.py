@@ -98,6 +98,11 @@ def test_resolve_model(tmp_path, tiny_artifact, monkeypatch):
     assert reload_mod.resolve_model(empty, "anything") == (bundled, "default")
     assert reload_mod.resolve_model(models, None) == (bundled, "default")
     assert reload_mod.list_models(models) == ["default", "tiny"]
+    # <models>/default.safetensors is preferred over the bundled model (docs/daemon.md, model resolution)
+    own = models_folder(tmp_path / "own", tiny_artifact)
+    (own / "tiny.safetensors").rename(own / "default.safetensors")
+    assert reload_mod.resolve_model(own, None) == (own / "default.safetensors", "default")
+    assert reload_mod.list_models(own) == ["default"]
 
 
 def test_missing_model_exits_2_with_a_clear_error(tmp_path, tiny_artifact):

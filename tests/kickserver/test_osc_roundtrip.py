@@ -191,11 +191,22 @@ def test_variation_long_source_is_refused_at_once(daemon):
 
 
 def test_status(daemon):
+    """Independent of the other tests: it counts its own kicks."""
     (a, p), = daemon.send("/kick/status")
     assert a == "/kick/status"
     model, device, queued, generated = p
     assert (model, device) == ("tiny", "cpu")
-    assert isinstance(queued, int) and isinstance(generated, int) and generated >= 1
+    assert isinstance(queued, int) and isinstance(generated, int) and queued >= 0 and generated >= 0
+    replies = daemon.send("/kick/generate", 2, "steps", STEPS, expect=2)
+    assert [a for a, _ in replies] == ["/kick/done"] * 2, replies
+    deadline = time.monotonic() + 5  # the worker clears its count of running kicks just after their replies
+    while True:
+        (a, p), = daemon.send("/kick/status")
+        assert a == "/kick/status" and p[0] == "tiny" and p[3] == generated + 2, p  # both kicks counted
+        if p[2] == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert p[2] == 0, p  # nothing left in the queue
 
 
 def test_models(daemon):
@@ -280,6 +291,23 @@ def test_a_bundle_is_answered_per_message(daemon):
         b.add_content(OscMessageBuilder(address=addr).build())
     replies = daemon.send_raw(b.build().dgram, expect=2)
     assert sorted(a for a, _ in replies) == ["/kick/pong", "/kick/status"]
+
+
+def test_a_bundle_with_a_future_time_tag_is_answered_at_once(daemon):
+    """docs/daemon.md: the time tag is ignored, so a client cannot stall the server (python-osc's own
+    dispatcher would sleep until it)."""
+    from pythonosc.osc_bundle_builder import OscBundleBuilder
+    from pythonosc.osc_message_builder import OscMessageBuilder
+
+    b = OscBundleBuilder(time.time() + 60)  # a minute ahead
+    for addr in ("/kick/ping", "/kick/status"):
+        b.add_content(OscMessageBuilder(address=addr).build())
+    t0 = time.monotonic()
+    replies = daemon.send_raw(b.build().dgram, expect=2, timeout=10)
+    took = time.monotonic() - t0
+    assert sorted(a for a, _ in replies) == ["/kick/pong", "/kick/status"], replies
+    assert took < 3.0, took
+    assert one(daemon, "/kick/ping")[0] == "/kick/pong"  # and the server was not held up either
 
 
 def test_reply_types_sizes_and_reply_port(daemon):

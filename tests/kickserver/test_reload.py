@@ -109,21 +109,29 @@ def test_a_new_artifact_does_not_replace_the_pinned_model(daemon, tmp_path):
 
 
 def test_replacing_the_pinned_models_file_is_served_within_5s_and_no_request_is_lost(daemon, tmp_path):
+    """Requests keep coming (one every 30 ms, not waiting for replies) while the file is replaced: every
+    request sent gets exactly one /kick/done with its own id, and the new weights serve within 5 s."""
+    from daemon_util import build_message, receive
+
     (a, before), = daemon.send("/kick/generate", "steps", 2, "seed", 77)
+    x, _ = sf.read(before[1])  # now: retention (another test may have turned it on) can remove the file later
     swaps = log_count(daemon, "now serving model tiny")
     new_weights = make_artifact(tmp_path / "tiny.safetensors", seed=2)
-    replies: list = []
+    sent: list[int] = []
     stop = threading.Event()
+    client = daemon.socket()
 
     def keep_asking():  # requests in flight while the model is swapped
-        i = 0
-        while not stop.is_set() and i < 40:
-            replies.extend(daemon.send("/kick/generate", "steps", 2, "id", 1000 + i, timeout=15))
-            i += 1
+        for i in range(60):
+            if stop.is_set():
+                break
+            client.sendto(build_message("/kick/generate", ["steps", 2, "id", 1000 + i]), (daemon.host, daemon.port))
+            sent.append(1000 + i)
+            time.sleep(0.03)
 
     t = threading.Thread(target=keep_asking)
-    t.start()
     try:
+        t.start()
         time.sleep(0.2)
         t0 = time.monotonic()
         drop(daemon.models_dir / "tiny.safetensors", new_weights.read_bytes())
@@ -132,28 +140,41 @@ def test_replacing_the_pinned_models_file_is_served_within_5s_and_no_request_is_
             time.sleep(0.05)
         waited = time.monotonic() - t0
         time.sleep(0.2)
+        stop.set()
+        t.join(10)
+        replies = receive(client, len(sent), timeout=30)
+        replies += receive(client, 1, timeout=0.3)  # anything beyond one reply per request shows up too
     finally:
         stop.set()
-        t.join(60)
-    assert replies and all(a == "/kick/done" for a, _ in replies), replies
-    assert len({p[0] for _, p in replies}) == len(replies)  # one answer per request
+        t.join(10)
+        client.close()
+    assert len(sent) >= 10
+    assert all(a == "/kick/done" for a, _ in replies), replies
+    assert sorted(p[0] for _, p in replies) == sent, (sent, replies)  # one answer per request, none lost
     assert status_model(daemon) == "tiny"
     (a, after), = daemon.send("/kick/generate", "steps", 2, "seed", 77)
-    x, _ = sf.read(before[1])
     y, _ = sf.read(after[1])
     assert np.abs(x - y).max() > 1e-3  # same seed, new weights
     print(f"new weights served after {waited:.2f} s")
 
 
-def test_model_switch_by_request(daemon):
-    (a, p), = daemon.send("/kick/model", "fresh", timeout=15)
-    assert (a, p) == ("/kick/model", ["fresh"])
-    assert status_model(daemon) == "fresh"
-    (a, p), = daemon.send("/kick/model", "tiny", timeout=15)
+def test_model_switch_by_request(daemon, tmp_path):
+    """Independent of the other tests: it brings its own second model and leaves tiny serving."""
+    other = make_artifact(tmp_path / "switchto.safetensors", seed=3)
+    drop(daemon.models_dir / "switchto.safetensors", other.read_bytes())
+    assert daemon.wait_for_log("model switchto is ready", timeout=10), daemon.stderr_text()
+    try:
+        (a, p), = daemon.send("/kick/model", "switchto", timeout=15)
+        assert (a, p) == ("/kick/model", ["switchto"])
+        assert status_model(daemon) == "switchto"
+        (a, p), = daemon.send("/kick/generate", "steps", 2)
+        assert a == "/kick/done" and "model=switchto" in sf.SoundFile(p[1]).copy_metadata()["comment"]
+        (a, names), = daemon.send("/kick/models")
+        assert {"tiny", "switchto"} <= set(names)
+    finally:
+        (a, p), = daemon.send("/kick/model", "tiny", timeout=15)
     assert (a, p) == ("/kick/model", ["tiny"])
     assert status_model(daemon) == "tiny"
-    (a, names), = daemon.send("/kick/models")
-    assert {"tiny", "fresh"} <= set(names)
 
 
 def test_sighup_rereads_config(daemon):

@@ -182,9 +182,43 @@ def test_output_rate(tmp_path, rate):
     assert abs(sf.info(p[1]).frames - 512 * rate / 44100) < 1.5
 
 
+def _type_tags(datagram: bytes) -> str:
+    """The OSC type tag string of one message datagram (without the comma)."""
+    end = datagram.index(b"\0")
+    start = (end // 4 + 1) * 4
+    tags = datagram[start:datagram.index(b"\0", start)].decode()
+    assert tags.startswith(","), datagram[:64]
+    return tags[1:]
+
+
 def test_replies_are_int_float_string_only():
-    for data in (osc_api.done(2**40, "/a.wav", 3), osc_api.error(-1, "x" * 5000), osc_api.models(["m" * 100] * 100)):
+    """Every reply carries exactly the README's types (i, f, s: what Pd's [oscparse] and Max read), ints
+    clamped to int32 rather than sent as 'h', and fits one datagram."""
+    from daemon_util import parse_replies
+
+    cases = [
+        (osc_api.pong("1.2.3"), "/kick/pong", "s", ["1.2.3"]),
+        (osc_api.done(2**40, "/a.wav", 3), "/kick/done", "isi", [2**31 - 1, "/a.wav", 3]),
+        (osc_api.done(-(2**40), "/b.wav", 2**33), "/kick/done", "isi", [-(2**31), "/b.wav", 2**31 - 1]),
+        (osc_api.error(-1, "x" * 5000), "/kick/error", "is", None),
+        (osc_api.status("tiny", "cpu", 3, 2**35), "/kick/status", "ssii", ["tiny", "cpu", 3, 2**31 - 1]),
+        (osc_api.models(["m" * 100] * 100), "/kick/models", None, None),
+        (osc_api.models([]), "/kick/models", "", []),
+        (osc_api.model("tiny"), "/kick/model", "s", ["tiny"]),
+    ]
+    for data, address, tags, values in cases:
         assert len(data) <= osc_api.MAX_DATAGRAM
+        got = _type_tags(data)
+        assert set(got) <= {"i", "f", "s"}, (address, got)
+        if tags is not None:
+            assert got == tags, (address, got)
+        (addr, params), = parse_replies(data)
+        assert addr == address
+        if values is not None:
+            assert params == values, (address, params)
+    models = osc_api.models(["m" * 100] * 100)
+    assert 1 <= len(_type_tags(models)) < 100 and set(_type_tags(models)) == {"s"}  # as many names as fit
+    assert parse_replies(osc_api.error(-1, "x" * 5000))[0][1][0] == -1
 
 
 # ---------------------------------------------------------------- exactly one reply per kick

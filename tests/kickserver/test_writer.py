@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+from inotify_util import InotifyWatch
 
 from kickserver.writer import LEDGER, NAME_RE, KickInfo, KickWriter, WriteError
 from trainer.generator import finish_kick
@@ -45,14 +46,76 @@ def test_format_tags_and_levels(tmp_path):
     assert os.listdir(tmp_path) == [path.name]  # no temp file or ledger left
 
 
-def test_never_overwrites_counter_on_collision(tmp_path):
+class FrozenClock:
+    """Stands in for the writer's `time` module: the wall clock stops at `now` (local time), the rest is real."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+    def localtime(self, secs: float | None = None) -> time.struct_time:
+        return time.localtime(self.now if secs is None else secs)
+
+    def strftime(self, fmt: str, t: time.struct_time | None = None) -> str:
+        return time.strftime(fmt, self.localtime() if t is None else t)
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+FROZEN = time.mktime((2024, 1, 2, 3, 4, 5, 0, 0, -1))  # 2024-01-02 03:04:05 local time
+
+
+@pytest.fixture
+def frozen(monkeypatch):
+    import kickserver.writer as wmod
+
+    monkeypatch.setattr(wmod, "time", FrozenClock(FROZEN))
+    return "kick_20240102-030405"
+
+
+def test_never_overwrites_counter_on_collision(tmp_path, frozen):
+    """Twelve kicks with one seed in one second: the name, then -2, -3, ... -12 in order, each file its own."""
     w = KickWriter(tmp_path, SR)
-    paths = [w.write(kick(seed=i), info(seed=3)) for i in range(3)]
-    assert len({p.name for p in paths}) == 3
-    stems = sorted(p.name for p in paths)
-    base = stems[0].removesuffix(".wav")
-    if all(p.name.startswith(base) for p in paths):  # written within the same second
-        assert {p.name for p in paths} == {f"{base}.wav", f"{base}-2.wav", f"{base}-3.wav"}
+    clips = [kick(seed=i) for i in range(12)]
+    paths = [w.write(c, info(seed=3)) for c in clips]
+    assert [p.name for p in paths] == [f"{frozen}_3.wav"] + [f"{frozen}_3-{n}.wav" for n in range(2, 13)]
+    for p, c in zip(paths, clips):  # nothing was overwritten: each name holds the kick written to it
+        x, _ = sf.read(p, dtype="float32")
+        assert np.abs(x - c).max() < 1e-5, p.name
+    assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in paths)
+
+
+def test_counter_skips_names_taken_by_others(tmp_path, frozen):
+    """Names already in the folder (the user's, another server's, a link) are never reused or replaced."""
+    for name in (f"{frozen}_9.wav", f"{frozen}_9-2.wav", f"{frozen}_9-4.wav"):
+        (tmp_path / name).write_bytes(b"theirs")
+    (tmp_path / f"{frozen}_9-3.wav").symlink_to(tmp_path / "nowhere")  # a dangling link is taken too
+    w = KickWriter(tmp_path, SR)
+    assert w.write(kick(), info(seed=9)).name == f"{frozen}_9-5.wav"
+    assert w.write(kick(), info(seed=9)).name == f"{frozen}_9-6.wav"
+    assert all((tmp_path / n).read_bytes() == b"theirs" for n in (f"{frozen}_9.wav", f"{frozen}_9-2.wav"))
+
+
+def test_riff_info_tags_as_documented(tmp_path, frozen):
+    """docs/daemon.md: software (kickserver <version>), artist (kickserver), title (the file name without
+    .wav), date, comment (model, seed, steps, sampler, controls; a variation adds source and strength)."""
+    w = KickWriter(tmp_path, SR)
+    p = w.write(kick(), KickInfo(model="tiny", seed=3, steps=5, sampler="ddim", controls={"pitch": 0.2, "decay": 1},
+                                 software="kickserver 9.9"))
+    meta = sf.SoundFile(p).copy_metadata()
+    assert meta["software"].split(" (libsndfile")[0] == "kickserver 9.9"  # libsndfile appends its own name
+    assert meta["artist"] == "kickserver"
+    assert meta["title"] == p.name.removesuffix(".wav") == f"{frozen}_3"
+    assert meta["date"] == "2024-01-02"
+    assert meta["comment"] == "model=tiny seed=3 steps=5 sampler=ddim decay=1.0000 pitch=0.2000"
+    v = w.write(kick(), KickInfo(model="tiny", seed=4, steps=5, sampler="ddim", controls={},
+                                 source=str(tmp_path / "src.wav"), strength=0.3))
+    meta = sf.SoundFile(v).copy_metadata()
+    assert meta["comment"] == "model=tiny seed=4 steps=5 sampler=ddim source=src.wav strength=0.3000"
+    assert meta["title"] == v.name.removesuffix(".wav")
 
 
 def test_clipping_and_nan_are_refused_or_clamped(tmp_path):
@@ -211,3 +274,15 @@ def test_rename_is_the_only_visible_event(tmp_path):
     moved = [e for e in events if e[0] == "moved"]
     assert len(moved) == 1 and moved[0][2] == p.name and moved[0][1].startswith("."), events
     assert all(e[1].startswith(".") for e in events), events
+
+
+def test_inotifywait_sees_the_final_name_only_as_one_move(tmp_path):
+    """The same property as above, seen by an independent watcher (inotifywait, not watchdog): the final
+    name appears by one move and is never created or written under its own name."""
+    w = KickWriter(tmp_path, SR)
+    with InotifyWatch(tmp_path) as watch:
+        p = w.write(kick(), info())
+    assert watch.of(p.name) == ["MOVED_TO"], watch.events
+    others = [(e, n) for e, n in watch.events if n != p.name]
+    assert others and all(n.startswith(f".{p.name}.") and n.endswith(".part") for _, n in others), watch.events
+    assert sf.info(p).frames == 4800

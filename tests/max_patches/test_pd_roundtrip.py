@@ -36,11 +36,13 @@ needs_pd = pytest.mark.skipif(pd_binary() is None,
 
 
 def run_pd(patch: Path, *extra: str, timeout: float = PD_TIMEOUT_MS / 1000 + 30) -> str:
-    """Run Pd headless on `patch` until it quits; its console (stderr) as text."""
+    """Run Pd headless on `patch` until it quits (exit status 0, or the test fails); its console (stderr) as text."""
     cmd = [pd_binary(), "-nogui", "-nosound", "-nomidi", "-stderr", "-noprefs", "-path", str(MAX_PATCHES),
            *extra, "-open", str(patch)]
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
-    return proc.stdout + proc.stderr
+    console = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"pd exited with status {proc.returncode}:\n{console}"
+    return console
 
 
 def pd_unescape(s: str) -> str:
@@ -137,9 +139,16 @@ def test_user_patch_sends_contract_messages():
 @pytest.mark.parametrize("patch", [USER_PATCH, ABSTRACTION], ids=lambda p: p.name)
 def test_pd_patches_load_without_errors(patch, tmp_path):
     # the abstraction opened on its own has no arguments: it must stay quiet (no connect, no listen)
-    console = run_pd(patch, "-send", "pd quit", timeout=60)
+    console = run_pd(patch, "-verbose", "-send", "pd quit", timeout=60)  # exit status 0 checked there
+    # -verbose names each file Pd opened: the patch (and, from the user patch, the abstraction) did load
+    opened = set(re.findall(r"^verbose\(\d+\): tried (.+) and succeeded$", console, re.M))
+    assert str(patch) in opened, console
+    if patch == USER_PATCH:
+        assert str(ABSTRACTION) in opened, console
+    # the path search's misses ("tried X and failed") are Pd looking along its path, not errors
     bad = [ln for ln in console.splitlines()
-           if re.search(r"couldn't create|error|failed|bad arguments|no such object", ln, re.I)]
+           if re.search(r"couldn't create|error|failed|bad arguments|no such object", ln, re.I)
+           and not re.match(r"verbose\(\d+\): tried .+ and failed$", ln)]
     assert not bad, console
 
 

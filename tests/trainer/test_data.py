@@ -362,8 +362,10 @@ def test_split_keeps_velocity_layers_together():
     manifest = [{"source": s, "sha256": hashlib.sha256(s.encode()).hexdigest(), "duration": 0.3} for s in names]
     ds = D.PreparedSet(audio=np.zeros((len(names), 8), np.float32), manifest=manifest, skipped=[], config=CFG,
                        cache_dir=Path("/nonexistent"))
+    bja = {i for i, s in enumerate(names) if "/BJA/" in s}
     for frac in (0.1, 0.3, 0.5):
         train, val = ds.split(frac)
-        bja = {i for i, s in enumerate(names) if "/BJA/" in s}
-        assert bja <= set(val.tolist()) or not (bja & set(val.tolist()))
-        assert len(val) == round(len(names) * frac) or len(val) < round(len(names) * frac)
+        t, v = set(train.tolist()), set(val.tolist())
+        assert v and t, (frac, sorted(v))  # both sides hold clips: a validation set that is empty checks nothing
+        assert not (t & v) and t | v == set(range(len(names))) and len(t) + len(v) == len(names), frac
+        assert bja <= v or bja <= t, (frac, sorted(v))  # the layers land on one side together

@@ -117,7 +117,17 @@ def test_to_unit_is_the_empirical_cdf_and_round_trips():
 
 
 def test_quantiles_from_measured_synth_set():
+    """The training set's own dial positions: each control keeps the order of its raw values and spreads
+    them evenly over 0..1 (the k-th smallest of N sits at about k / (N - 1)), and maps back to them."""
     raw = measure(torch.from_numpy(synth_batch(24, seed=11)), SR)
     q = fit_quantiles(raw)
     u = to_unit(raw, q)
     assert abs(float(u.mean()) - 0.5) < 0.1
+    even = np.linspace(0, 1, len(raw))
+    for c, name in enumerate(CONTROL_NAMES):
+        r, d = raw[:, c].numpy(), u[:, c].numpy()
+        assert len(set(r.tolist())) == len(r), name  # 24 distinct values: ranks are well defined
+        assert np.array_equal(np.argsort(d, kind="stable"), np.argsort(r, kind="stable")), name
+        assert d.min() == 0.0 and d.max() == 1.0, name
+        assert np.abs(np.sort(d) - even).max() < 0.04, (name, np.sort(d))
+    torch.testing.assert_close(from_unit(u, q), raw, atol=1e-3, rtol=1e-4)

@@ -98,14 +98,131 @@ def test_deterministic_samplers_invert_true_noise(sampler):
 
 
 def test_ddpm_ancestral_is_seeded():
+    """Same seed, same kick; another seed, another kick; with one generator per row, a row is what that
+    generator alone gives (a kick does not depend on its batch-mates)."""
     s = NoiseSchedule("cosine", 1000)
-    x0 = torch.zeros(1, 1, 32)
     den = lambda x, t: x * 0.5  # noqa: E731  (any denoiser; the noise draws are what is tested)
-    a = SAMPLERS["ddpm"](den, torch.ones(1, 1, 32), s.timegrid(20), s, generator=torch.Generator().manual_seed(5))
-    b = SAMPLERS["ddpm"](den, torch.ones(1, 1, 32), s.timegrid(20), s, generator=torch.Generator().manual_seed(5))
-    c = SAMPLERS["ddpm"](den, torch.ones(1, 1, 32), s.timegrid(20), s, generator=torch.Generator().manual_seed(6))
+
+    def run(x, gen):
+        return SAMPLERS["ddpm"](den, x, s.timegrid(20), s, generator=gen)
+
+    a = run(torch.ones(1, 1, 32), torch.Generator().manual_seed(5))
+    b = run(torch.ones(1, 1, 32), torch.Generator().manual_seed(5))
+    c = run(torch.ones(1, 1, 32), torch.Generator().manual_seed(6))
     assert torch.equal(a, b) and not torch.equal(a, c)
-    assert x0.shape == a.shape
+    assert (a - c).abs().max() > 1e-3  # the seed changes the kick, not only its last bits
+    rows = run(torch.ones(2, 1, 32), [torch.Generator().manual_seed(5), torch.Generator().manual_seed(6)])
+    assert torch.equal(rows[0:1], a) and torch.equal(rows[1:2], c)
+
+
+def test_ddpm_ancestral_noise_has_the_posterior_variance():
+    """Closed form: with a denoiser that predicts x0 = 0, each ancestral step is x_s = (c_s / sigma_t) x_t
+    + sig z with c_s = sqrt(sigma_s^2 - sig^2) and sig the DDPM posterior std, so from x ~ N(0, sigma_start^2)
+    the end state is N(0, sigma_end^2) and its regression on the start state has slope prod(c_s / sigma_t).
+    A sampler that adds too little or too much fresh noise changes both."""
+    s = NoiseSchedule("cosine", 1000)
+    ts = torch.linspace(0.95, 0.3, 8, dtype=torch.float64)  # stops before t = 0, where x0 would be returned
+    g = torch.Generator().manual_seed(0)
+    sig0 = float(s.alpha_sigma(ts[0])[1])
+    x = torch.randn(1, 1, 200_000, generator=g, dtype=torch.float64) * sig0
+    zero = lambda x, t: torch.zeros_like(x)  # noqa: E731
+    out = SAMPLERS["ddpm"](zero, x.clone(), ts, s, generator=torch.Generator().manual_seed(1))
+    slope = 1.0
+    for t, u in zip(ts[:-1], ts[1:]):
+        (a_t, s_t), (a_u, s_u) = s.alpha_sigma(t), s.alpha_sigma(u)
+        var = float(s_u**2 / s_t**2 * (1 - a_t**2 / a_u**2))
+        slope *= math.sqrt(float(s_u**2) - var) / float(s_t)
+    sig_end = float(s.alpha_sigma(ts[-1])[1])
+    assert float(out.std()) == pytest.approx(sig_end, rel=0.01)
+    fitted = float((out * x).sum() / (x * x).sum())
+    assert fitted == pytest.approx(slope, abs=0.01)
+    assert slope < 0.9 * sig_end / sig0  # the check can tell this from a deterministic (DDIM) step
+
+
+def _lam(s: NoiseSchedule, t: float) -> float:
+    a, sig = s.alpha_sigma(torch.tensor(t, dtype=torch.float64))
+    return float(torch.log(a / sig))
+
+
+def test_dpmpp_2m_is_second_order():
+    """Closed form: with a denoiser whose x0 prediction is a known function of lambda = log(alpha / sigma)
+    only, here sin(lambda), the probability-flow ODE in data prediction, x_s = (sigma_s / sigma_t) x_t +
+    sigma_s * integral of e^lambda x0(lambda), has the exact solution sigma_s / sigma_t x_t + sigma_s
+    [e^l (sin l - cos l) / 2]. DPM-Solver++(2M)'s error falls as 1 / N^2 with N steps; the first-order
+    solver (DDIM, the 2M update without its correction) only as 1 / N."""
+    s = NoiseSchedule("cosine", 1000)
+    t0, t1, x_start = 0.9, 0.1, 0.7  # ends at t1 > 0: the last step does not simply return x0
+
+    def den(x, t):
+        return torch.full_like(x, math.sin(_lam(s, float(t[0]))))
+
+    def F(lam):
+        return math.exp(lam) * (math.sin(lam) - math.cos(lam)) / 2
+
+    l0, l1 = _lam(s, t0), _lam(s, t1)
+    sig0, sig1 = (float(s.alpha_sigma(torch.tensor(t, dtype=torch.float64))[1]) for t in (t0, t1))
+    exact = sig1 / sig0 * x_start + sig1 * (F(l1) - F(l0))
+    x = torch.full((1, 1, 4), x_start, dtype=torch.float64)
+
+    def error(fn, n):
+        return abs(float(fn(den, x, torch.linspace(t0, t1, n + 1, dtype=torch.float64), s)[0, 0, 0]) - exact)
+
+    e20, e40 = error(sample_dpmpp_2m, 20), error(sample_dpmpp_2m, 40)
+    assert e20 / e40 > 3.2, (e20, e40)  # 2nd order: about 4 (measured 3.6)
+    assert e40 < 0.006
+    d20, d40 = error(sample_ddim, 20), error(sample_ddim, 40)
+    assert 1.6 < d20 / d40 < 2.6, (d20, d40)  # the same check tells first order apart
+    assert e40 < 0.5 * d40
+
+
+def test_dpmpp_2m_two_steps_by_hand():
+    """Two steps of DPM-Solver++(2M) written out (Lu et al. 2022, Algorithm 2): the first step is
+    first order, the second uses D = (1 + 1/(2r)) x0_1 - 1/(2r) x0_0 with r = h_0 / h_1."""
+    s = NoiseSchedule("linear", 1000)
+    ts = torch.tensor([0.8, 0.5, 0.25], dtype=torch.float64)
+    x = torch.tensor([[[0.3, -1.2, 2.0]]], dtype=torch.float64)
+
+    def den(x, t):
+        return 0.5 * torch.tanh(x) + float(t[0])
+
+    a = [float(s.alpha_sigma(t)[0]) for t in ts]
+    sg = [float(s.alpha_sigma(t)[1]) for t in ts]
+    lam = [math.log(ai / si) for ai, si in zip(a, sg)]
+    h0, h1 = lam[1] - lam[0], lam[2] - lam[1]
+    d0 = den(x, ts[0:1])
+    x1 = sg[1] / sg[0] * x - a[1] * math.expm1(-h0) * d0
+    d1 = den(x1, ts[1:2])
+    r = h0 / h1
+    x2 = sg[2] / sg[1] * x1 - a[2] * math.expm1(-h1) * ((1 + 1 / (2 * r)) * d1 - 1 / (2 * r) * d0)
+    assert torch.allclose(sample_dpmpp_2m(den, x, ts, s), x2, rtol=0, atol=1e-12)
+    first_order = sg[2] / sg[1] * x1 - a[2] * math.expm1(-h1) * d1
+    assert (x2 - first_order).abs().max() > 1e-3  # the correction is not negligible in this case
+
+
+# Regression values, as diffusers' scheduler tests pin a full loop with a deterministic dummy model:
+# computed with this code on 2026-12-04 (sum |x|, mean x). A change to any sampler's arithmetic (an order,
+# a coefficient, the noise it adds) moves them; a deliberate change must update them and say why.
+REGRESSION = {
+    "ddim": (63.59834257643773, 0.052838553820378886),
+    "ddpm": (56.39155640341111, 0.10047966246556597),
+    "dpmpp_2m": (64.91601107982979, 0.05053272271728489),
+}
+
+
+@pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+def test_sampler_full_loop_regression_values(sampler):
+    assert set(REGRESSION) == set(SAMPLERS)
+    s = NoiseSchedule("cosine", 1000)
+
+    def den(x, t):
+        t = t.view(-1, 1, 1)
+        return 0.8 * torch.tanh(1.5 * x) * (1 - 0.5 * t) + 0.1 * t
+
+    x = torch.randn(2, 1, 64, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    out = run_sampler(sampler, den, x, s.timegrid(10), s, generator=torch.Generator().manual_seed(1))
+    total, mean = REGRESSION[sampler]
+    assert float(out.abs().sum()) == pytest.approx(total, abs=1e-6)
+    assert float(out.mean()) == pytest.approx(mean, abs=1e-8)
 
 
 def test_schedule_save_reload_gives_identical_steps():
