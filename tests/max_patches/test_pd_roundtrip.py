@@ -138,6 +138,8 @@ def test_user_patch_sends_contract_messages():
     # Random on draws seeds the patch can show exactly (Pd prints six significant digits)
     (rnd,) = [t for k, t in boxes if k == "obj" and t.startswith("random ")]
     assert 0 < int(rnd.split()[1]) <= 10**6
+    # a seed typed or sent to ks-seed is kept below 2^24, where Pd's 32-bit floats stop holding every integer
+    assert "clip 0 16777215" in [t for k, t in boxes if k == "obj"]
     assert "connect 127.0.0.1 9000" in msgs
 
 
