@@ -29,6 +29,14 @@ SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device
                  "read_roots", "max_files", "max_mb", "queue_limit", "max_batch", "max_steps", "steps", "threads",
                  "log_level")
 
+# `kickserver send`'s default wait: SEND_BASE_S + SEND_PER_KICK_STEP_S x count x steps (steps: the request's, else
+# SEND_DEFAULT_STEPS, a margin over the bundled model's 10). One kick-step costs 0.03 s on a 2-core CPU alone and
+# up to 1.2 s while another process loads the cores (issue 12); kicks land one by one, so each /kick/done also
+# moves the deadline to at least SEND_BASE_S + SEND_PER_KICK_STEP_S x steps from then.
+SEND_BASE_S = 10.0
+SEND_PER_KICK_STEP_S = 0.25
+SEND_DEFAULT_STEPS = 25
+
 
 def _setup_logging(level: str = "info") -> None:
     logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(levelname)s %(name)s: %(message)s",
@@ -90,12 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
     snd = sub.add_parser("send", help="send one OSC message and print the replies",
                          description="Send one OSC message and print the replies, one per line. Arguments are "
                                      "typed by their look (7 int, 0.5 float, else string); force a type with "
-                                     "i:, f: or s: (e.g. s:7).")
+                                     "i:, f: or s: (e.g. s:7). It stops at the first /kick/error for the request "
+                                     "(exit 1) or once every expected reply arrived (exit 0).")
     snd.add_argument("address", help="e.g. /kick/generate")
     snd.add_argument("args", nargs=argparse.REMAINDER, help="message arguments")
     snd.add_argument("--host", default=argparse.SUPPRESS, help="daemon address (default 127.0.0.1)")
     snd.add_argument("--port", type=int, default=argparse.SUPPRESS, help="daemon port (default 9000)")
-    snd.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for replies (default 10)")
+    snd.add_argument("--timeout", type=float, metavar="S",
+                     help=f"seconds to wait for all replies (default {SEND_BASE_S:g} + {SEND_PER_KICK_STEP_S:g} per "
+                          f"kick per step, steps {SEND_DEFAULT_STEPS} unless given; each kick that lands extends it)")
     snd.add_argument("--expect", type=int, help="replies to wait for (default: the request's count, else 1)")
     r = sub.add_parser("render", help="write kicks to a folder without a socket",
                        description="Write kicks with the model straight into a folder (no daemon, no socket).")
@@ -162,19 +173,38 @@ def _typed(arg: str) -> tuple[str, Any]:
         return "s", arg
 
 
-def _expected(address: str, args: list[tuple[str, Any]]) -> int:
+def _count_and_steps(address: str, args: list[tuple[str, Any]]) -> tuple[int, int | None]:
+    """The kicks a /kick/generate or /kick/variation asks for and its steps (None: not given)."""
     if address not in ("/kick/generate", "/kick/variation"):
-        return 1
+        return 1, None
     vals = [v for _, v in args]
+    count, steps = 1, None
     if address == "/kick/generate" and vals and not isinstance(vals[0], str):
-        return max(1, int(vals[0]))
+        count = max(1, int(vals[0]))
     for i in range(len(vals) - 1):
         if vals[i] == "count" and not isinstance(vals[i + 1], str):
-            return max(1, int(vals[i + 1]))
-    return 1
+            count = max(1, int(vals[i + 1]))
+        elif vals[i] == "steps" and not isinstance(vals[i + 1], str):
+            steps = max(1, int(vals[i + 1]))
+    return count, steps
+
+
+def send_timeout(count: int, steps: int | None) -> float:
+    """Default seconds `send` waits for `count` kicks of `steps` sampling steps (None: not given)."""
+    return SEND_BASE_S + SEND_PER_KICK_STEP_S * max(1, count) * (steps or SEND_DEFAULT_STEPS)
+
+
+def _given_id(args: list[tuple[str, Any]]) -> int | None:
+    vals = [v for _, v in args]
+    for i in range(len(vals) - 1):
+        if vals[i] == "id" and isinstance(vals[i + 1], int) and not isinstance(vals[i + 1], bool):
+            return vals[i + 1]
+    return None
 
 
 def cmd_send(ns: argparse.Namespace) -> int:
+    """Send one message; print each reply as it comes. Exit 0 when every expected reply arrived, 1 at the first
+    /kick/error for this request (or when the wait runs out), 2 for a bad argument."""
     from pythonosc.osc_message_builder import OscMessageBuilder
     from pythonosc.osc_packet import OscPacket, ParseError
 
@@ -183,18 +213,27 @@ def cmd_send(ns: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"kickserver send: bad argument ({e})", file=sys.stderr)
         return 2
+    if ns.timeout is not None and not (0 < ns.timeout < float("inf")):
+        print(f"kickserver send: --timeout must be a positive number of seconds, got {ns.timeout:g}", file=sys.stderr)
+        return 2
     b = OscMessageBuilder(address=ns.address)
     for tag, v in args:
         b.add_arg(v, tag)
-    expect = ns.expect if ns.expect is not None else _expected(ns.address, args)
+    count, steps = _count_and_steps(ns.address, args)
+    expect = ns.expect if ns.expect is not None else count
+    # an explicit --timeout is a fixed limit; the default grows with the work asked for and with progress
+    timeout = ns.timeout if ns.timeout is not None else send_timeout(count, steps)
+    per_kick = None if ns.timeout is not None else send_timeout(1, steps)
+    ours = {_given_id(args)} - {None}  # request ids that are this request's (learnt from /kick/done too)
     host = ns.host if ns.host is not None else "127.0.0.1"
     port = ns.port if ns.port is not None else 9000
     info = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
     family, _, _, _, addr = info[0]
     got = 0
+    started = time.monotonic()
     with socket.socket(family, socket.SOCK_DGRAM) as s:
         s.sendto(b.build().dgram, addr)
-        deadline = time.monotonic() + ns.timeout
+        deadline = started + timeout
         while got < expect:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -213,10 +252,22 @@ def cmd_send(ns: argparse.Namespace) -> int:
                 print(f"<not OSC: {len(data)} bytes>")
                 continue
             for m in msgs:
+                address, params = m.message.address, list(m.message.params)
+                print(" ".join([address] + [str(p) for p in params]), flush=True)
+                rid = params[0] if params and isinstance(params[0], int) else None
+                if address == "/kick/error":
+                    if not ours or rid in ours or rid == -1:
+                        # this request was refused or a kick of it failed: nothing more is worth waiting for
+                        return 1
+                    continue  # an error about another request (an id this one does not have)
                 got += 1
-                print(" ".join([m.message.address] + [str(p) for p in m.message.params]), flush=True)
+                if address == "/kick/done" and rid is not None:
+                    ours.add(rid)
+                    if per_kick is not None:
+                        deadline = max(deadline, time.monotonic() + per_kick)
     if got < expect:
-        print(f"kickserver send: {got} of {expect} replies within {ns.timeout:g} s", file=sys.stderr)
+        print(f"kickserver send: {got} of {expect} replies within {time.monotonic() - started:.0f} s "
+              f"(--timeout to wait longer)", file=sys.stderr)
         return 1
     return 0
 

@@ -15,7 +15,11 @@ bytes (the layout Ableton's maxdevtools `maxdiff/amxd_textconv.py` reads):
 
 The device only speaks OSC, so it is a MIDI effect (MIDI passes through it untouched). The patcher
 bytes are embedded exactly as they are in the .maxpat, so the two files cannot drift apart unnoticed.
-Standard library only.
+
+Max writes a `project` object into a device's patcher whose `amxdtype` is the same 4 bytes as the ampf
+chunk, read as a big-endian integer (1835887981 = "mmmm", 1633771873 = "aaaa", 1768515945 = "iiii"; see
+Ableton/maxdevtools' test devices). The device type is taken from it (or --type), and a patcher whose
+amxdtype disagrees with --type is refused. Standard library only.
 """
 
 from __future__ import annotations
@@ -56,13 +60,40 @@ def check_patcher(patcher: bytes) -> dict:
     return doc
 
 
-def build_amxd(patcher: bytes, device_type: str = "midi") -> bytes:
-    """The .amxd bytes for the patcher JSON `patcher` (as read from a .maxpat)."""
-    check_patcher(patcher)
+def amxdtype(kind: bytes) -> int:
+    """The project block's amxdtype for an ampf device kind (b"mmmm" -> 1835887981)."""
+    return int.from_bytes(kind, "big")
+
+
+def project_device_type(doc: dict) -> str | None:
+    """The device type the patcher's project.amxdtype names, None if it has no project block.
+    ValueError if the block is malformed or names no known type."""
+    project = doc["patcher"].get("project")
+    if project is None:
+        return None
+    value = project.get("amxdtype") if isinstance(project, dict) else None
+    for name, kind in DEVICE_TYPES.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value == amxdtype(kind):
+            return name
+    known = ", ".join(f"{amxdtype(k)} ({n})" for n, k in DEVICE_TYPES.items())
+    raise ValueError(f"project.amxdtype must be one of {known}, got {value!r}")
+
+
+def build_amxd(patcher: bytes, device_type: str | None = None) -> bytes:
+    """The .amxd bytes for the patcher JSON `patcher` (as read from a .maxpat).
+
+    device_type: midi, audio or instrument; None: the one the patcher's project.amxdtype names, else midi."""
+    doc = check_patcher(patcher)
+    declared = project_device_type(doc)
+    if device_type is None:
+        device_type = declared or "midi"
     try:
         kind = DEVICE_TYPES[device_type]
     except KeyError:
         raise ValueError(f"device type must be one of {', '.join(DEVICE_TYPES)}, got {device_type!r}") from None
+    if declared is not None and declared != device_type:
+        raise ValueError(f"project.amxdtype says {declared} device ({amxdtype(DEVICE_TYPES[declared])}), "
+                         f"asked for {device_type}")
     return chunk(b"ampf", kind) + chunk(b"meta", META) + chunk(b"ptch", patcher + b"\0")
 
 
@@ -108,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--maxpat", type=Path, default=DEFAULT_MAXPAT, help="the patcher to embed (default: %(default)s)")
     p.add_argument("--amxd", type=Path, default=DEFAULT_AMXD, help="the device to write (default: %(default)s)")
-    p.add_argument("--type", choices=sorted(DEVICE_TYPES), default="midi", help="Live device type (default: midi)")
+    p.add_argument("--type", choices=sorted(DEVICE_TYPES),
+                   help="Live device type (default: the patcher's project.amxdtype, else midi)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the .amxd is missing or differs")
     args = p.parse_args(argv)
 
@@ -130,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build_amxd: {args.amxd.name} matches {args.maxpat.name}")
         return 0
     write_atomic(args.amxd, want)
-    print(f"build_amxd: wrote {args.amxd} ({len(want)} bytes, {args.type} device)")
+    kind = next(n for n, k in DEVICE_TYPES.items() if want[8:12] == k)
+    print(f"build_amxd: wrote {args.amxd} ({len(want)} bytes, {kind} device)")
     return 0
 
 

@@ -205,12 +205,12 @@
 					"presentation_rect": [ 88.0, 76.0, 44.0, 15.0 ],
 					"saved_attribute_attributes": {
 						"valueof": {
-							"parameter_info": "Sampling steps: more is slower and usually cleaner.",
-							"parameter_initial": [ 16 ],
+							"parameter_info": "Sampling steps, 1 to 200: more is slower and usually cleaner. 0 (the default) sends none, so the daemon uses the model's own (10 for the bundled model).",
+							"parameter_initial": [ 0 ],
 							"parameter_initial_enable": 1,
 							"parameter_longname": "KS Steps",
 							"parameter_mmax": 200,
-							"parameter_mmin": 1,
+							"parameter_mmin": 0,
 							"parameter_shortname": "Steps",
 							"parameter_type": 1,
 							"parameter_unitstyle": 0
@@ -249,10 +249,10 @@
 							"parameter_initial": [ 0 ],
 							"parameter_initial_enable": 1,
 							"parameter_longname": "KS Seed",
-							"parameter_mmax": 16777215,
-							"parameter_mmin": 0,
+							"parameter_mmax": 16777215.0,
+							"parameter_mmin": 0.0,
 							"parameter_shortname": "Seed",
-							"parameter_type": 1,
+							"parameter_type": 0,
 							"parameter_unitstyle": 0
 						}
 					},
@@ -473,15 +473,15 @@
 					"presentation_rect": [ 420.0, 76.0, 50.0, 15.0 ],
 					"saved_attribute_attributes": {
 						"valueof": {
-							"parameter_info": "The daemon's OSC port (replies come back to port 9001 on this machine).",
+							"parameter_info": "The daemon's OSC port, 1 to 65535 (replies come back to port 9001 on this machine).",
 							"parameter_initial": [ 9000 ],
 							"parameter_initial_enable": 1,
 							"parameter_invisible": 1,
 							"parameter_longname": "KS Port",
-							"parameter_mmax": 65535,
-							"parameter_mmin": 1,
+							"parameter_mmax": 65535.0,
+							"parameter_mmin": 1.0,
 							"parameter_shortname": "Port",
-							"parameter_type": 1,
+							"parameter_type": 0,
 							"parameter_unitstyle": 0
 						}
 					},
@@ -961,6 +961,125 @@
 					"patching_rect": [ 900.0, 160.0, 61.0, 22.0 ],
 					"text": "midiout"
 				}
+			},
+			{
+				"box": {
+					"id": "obj-65",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 330.0, 112.0, 52.0, 22.0 ],
+					"text": "round 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-66",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 390.0, 112.0, 32.0, 22.0 ],
+					"text": "> 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-67",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 390.0, 138.0, 32.0, 22.0 ],
+					"text": "+ 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-68",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 380.0, 60.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-69",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 520.0, 380.0, 60.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-70",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 410.0, 330.0, 22.0 ],
+					"text": "/kick/generate $2 seed $3 decay $5 pitch $6 click $7"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-71",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 520.0, 410.0, 280.0, 22.0 ],
+					"text": "/kick/variation $2 strength $3 count $4 seed $5"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-72",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 800.0, 272.0, 52.0, 22.0 ],
+					"text": "round 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-73",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 860.0, 272.0, 30.0, 22.0 ],
+					"text": "i"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-74",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 20.0, 470.0, 590.0, 20.0 ],
+					"text": "Steps 0 opens the gates' left outlets: the messages without steps (the model's default); 1..200 the right ones, with steps"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-75",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 800.0, 296.0, 330.0, 20.0 ],
+					"text": "Port and Seed are Float parameters shown as Int (Live's Int holds 0..255): rounded here"
+				}
 			}
 		],
 		"lines": [
@@ -1038,12 +1157,6 @@
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-33", 2 ],
-					"source": [ "obj-11", 0 ]
-				}
-			},
-			{
-				"patchline": {
 					"destination": [ "obj-33", 3 ],
 					"source": [ "obj-9", 0 ]
 				}
@@ -1100,12 +1213,6 @@
 				"patchline": {
 					"destination": [ "obj-11", 0 ],
 					"source": [ "obj-38", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-39", 0 ],
-					"source": [ "obj-33", 0 ]
 				}
 			},
 			{
@@ -1200,20 +1307,8 @@
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-45", 4 ],
-					"source": [ "obj-11", 0 ]
-				}
-			},
-			{
-				"patchline": {
 					"destination": [ "obj-45", 5 ],
 					"source": [ "obj-9", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-46", 0 ],
-					"source": [ "obj-45", 0 ]
 				}
 			},
 			{
@@ -1250,12 +1345,6 @@
 				"patchline": {
 					"destination": [ "obj-51", 0 ],
 					"source": [ "obj-49", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-50", 0 ],
-					"source": [ "obj-21", 0 ]
 				}
 			},
 			{
@@ -1377,6 +1466,114 @@
 					"destination": [ "obj-64", 0 ],
 					"source": [ "obj-63", 0 ]
 				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-68", 1 ],
+					"source": [ "obj-33", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-70", 0 ],
+					"source": [ "obj-68", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-39", 0 ],
+					"source": [ "obj-68", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-70", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-69", 1 ],
+					"source": [ "obj-45", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-71", 0 ],
+					"source": [ "obj-69", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-46", 0 ],
+					"source": [ "obj-69", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-71", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-66", 0 ],
+					"source": [ "obj-9", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-67", 0 ],
+					"source": [ "obj-66", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-68", 0 ],
+					"source": [ "obj-67", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-69", 0 ],
+					"source": [ "obj-67", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-65", 0 ],
+					"source": [ "obj-11", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-33", 2 ],
+					"source": [ "obj-65", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-45", 4 ],
+					"source": [ "obj-65", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-72", 0 ],
+					"source": [ "obj-21", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-73", 0 ],
+					"source": [ "obj-72", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-50", 0 ],
+					"source": [ "obj-73", 0 ]
+				}
 			}
 		],
 		"parameters": {
@@ -1395,6 +1592,29 @@
 			"obj-21": [ "KS Port", "Port", 0 ]
 		},
 		"dependency_cache": [],
+		"project": {
+			"version": 1,
+			"creationdate": 3590052786,
+			"modificationdate": 3590052786,
+			"viewrect": [ 0.0, 0.0, 300.0, 500.0 ],
+			"autoorganize": 1,
+			"hideprojectwindow": 1,
+			"showdependencies": 1,
+			"autolocalize": 0,
+			"contents": {
+				"patchers": {}
+			},
+			"layout": {},
+			"searchpath": {},
+			"detailsvisible": 0,
+			"amxdtype": 1835887981,
+			"readonly": 0,
+			"devpathtype": 0,
+			"devpath": ".",
+			"sortmode": 0,
+			"viewmode": 0,
+			"includepackages": 0
+		},
 		"autosave": 0
 	}
 }

@@ -244,20 +244,42 @@ def test_live_parameters_are_unique_and_sensible(patch):
         assert v["parameter_initial_enable"] == 1 and v["parameter_initial"] == [0.5], name
 
     numboxes = {longname(b): valueof(b) for b in patch.find("live.numbox")}
-    ranges = {"KS Count": (1, osc_api.MAX_COUNT), "KS Steps": (1, 200), "KS Port": (1, 65535)}
-    for name, (lo, hi) in ranges.items():
+    # Live's Int type holds 256 values (0..255 by default): small ranges only
+    ints = {"KS Count": (1, osc_api.MAX_COUNT), "KS Steps": (0, 200)}
+    for name, (lo, hi) in ints.items():
         v = numboxes[name]
         assert v["parameter_type"] == 1, name  # int
         assert (v["parameter_mmin"], v["parameter_mmax"]) == (lo, hi), name
-    seed = numboxes["KS Seed"]
-    # every seed the device uses fits the box exactly: Live parameters are floats, exact to 2^24
-    assert seed["parameter_type"] == 1 and (seed["parameter_mmin"], seed["parameter_mmax"]) == (0, 2**24 - 1)
+    # Larger ranges are Float parameters shown as integers (unit style 0 = Int), as Cycling '74 advises for
+    # integers outside 0..255: an Int parameter would be clamped to 255 by Live.
+    # Every seed the device uses fits exactly: Live parameters are floats, exact to 2^24.
+    floats = {"KS Port": (1, 65535), "KS Seed": (0, 2**24 - 1)}
+    for name, (lo, hi) in floats.items():
+        v = numboxes[name]
+        assert v["parameter_type"] == 0 and v["parameter_unitstyle"] == 0, f"{name}: Float type, Int unit style"
+        assert (v["parameter_mmin"], v["parameter_mmax"]) == (lo, hi), name
+    for b in params:
+        v = valueof(b)
+        if v.get("parameter_type") == 1:
+            span = v.get("parameter_mmax", 127) - v.get("parameter_mmin", 0)
+            assert span <= 255, f"{longname(b)}: an Int parameter holds 256 values, this range needs {span + 1}"
+    # steps 0 = the model's default (no steps key is sent): the initial value
+    assert numboxes["KS Steps"]["parameter_initial"] == [0]
     (random,) = patch.find("live.toggle")
     assert longname(random) == "KS Random Seed" and valueof(random)["parameter_initial"] == [1]
     buttons = {b["text"] for b in patch.find("live.text")}
     assert {"Generate", "Vary"} <= buttons
     for b in patch.find("live.text"):
         assert b["mode"] == 0, "live.text buttons are momentary (mode 0)"
+
+
+def test_float_parameters_are_rounded_before_use(patch):
+    """A Float parameter can hold 8999.9996 (automation, a MIDI mapping): Port and Seed reach their consumers
+    only through [round 1], so [udpsend] and the seed get whole numbers."""
+    for name in ("KS Port", "KS Seed"):
+        (numbox,) = [b for b in patch.find("live.numbox") if longname(b) == name]
+        after = [patch.boxes[d] for d, _ in patch.targets(numbox["id"], 0)]
+        assert after and all(b.get("text", "").split() == ["round", "1"] for b in after), (name, after)
 
 
 def test_every_model_control_has_a_dial():
@@ -305,59 +327,125 @@ def _pack_values(pack: dict) -> list:
     return out
 
 
-def _request_box(patch, address):
-    (box,) = [b for b in patch.boxes.values() if any(m[0] == address for m in osc_messages(b))]
+def _request_boxes(patch, address) -> list[dict]:
+    return [b for b in patch.boxes.values() if any(m[0] == address for m in osc_messages(b))]
+
+
+def _steps_numbox(patch) -> dict:
+    (box,) = [b for b in patch.find("live.numbox") if longname(b) == "KS Steps"]
     return box
 
 
-@pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
-def test_request_messages_parse_in_the_daemon(patch, address):
-    """Fill each message's $n from its [pack]'s values, as Max would, and parse it with the daemon's parser."""
-    limits = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
-    box = _request_box(patch, address)
-    (pack,) = patch.upstream(box["id"], lambda b: patch.kind(b) == "pack")
+def _request_pack(patch, address) -> dict:
+    """The one [pack] that holds the values of every message sending `address`."""
+    packs = {p["id"]: p for box in _request_boxes(patch, address)
+             for p in patch.upstream(box["id"], lambda b: patch.kind(b) == "pack")}
+    assert len(packs) == 1, f"{address}: expected one [pack], found {sorted(packs)}"
+    return next(iter(packs.values()))
+
+
+def _gate_outlet(patch, gate: dict, steps: int) -> int | None:
+    """The outlet (0-based) of a [gate] whose control inlet is driven by KS Steps through [> N] / [+ N]
+    when KS Steps is `steps`; None if it would close the gate."""
+    chain = []
+    (node,) = [patch.boxes[s] for s, _ in patch.sources(gate["id"], 0)]
+    while longname(node) != "KS Steps":
+        chain.append(node)
+        (node,) = [patch.boxes[s] for s, _ in patch.sources(node["id"])]
+    v = steps
+    for op in reversed(chain):
+        words = op["text"].split()
+        if words[0] == ">":
+            v = int(v > float(words[1]))
+        elif words[0] == "+":
+            v = v + int(words[1])
+        else:
+            raise AssertionError(f"unexpected {op['text']!r} between KS Steps and {gate['text']!r}")
+    n = int(gate["text"].split()[1])
+    assert 0 <= v <= n, f"{gate['text']!r} has no outlet {v}"
+    return v - 1 if v else None
+
+
+def device_message(patch, address, steps: int | None = None) -> tuple[dict, list]:
+    """The message box a press sends for `address` with KS Steps at `steps` (None: its initial value), and
+    the arguments Max would fill in from the [pack]'s values (the last kick's path as the variation source)."""
+    steps_box = _steps_numbox(patch)
+    if steps is None:
+        (steps,) = valueof(steps_box)["parameter_initial"]
+    pack = _request_pack(patch, address)
     values = _pack_values(pack)
-    (tokens,) = osc_messages(box)
+    for s, _, d, di in patch.lines:
+        if s == steps_box["id"] and d == pack["id"]:
+            values[di] = steps
+    (node,) = [patch.boxes[d] for d, _ in patch.targets(pack["id"], 0)]
+    while patch.kind(node) == "gate":
+        outlet = _gate_outlet(patch, node, steps)
+        assert outlet is not None, f"KS Steps {steps} closes {node['text']!r}: nothing is sent"
+        (node,) = [patch.boxes[d] for d, _ in patch.targets(node["id"], outlet)]
+    (tokens,) = osc_messages(node)
+    assert tokens[0] == address, (address, node["text"])
     args = []
     for t in tokens[1:]:
         m = re.fullmatch(r"\$(\d+)", t)
         if m:
             k = int(m.group(1))
-            assert 2 <= k <= len(values), f"{t} in {box['text']!r} is not a value of {pack['text']!r}"
+            assert 2 <= k <= len(values), f"{t} in {node['text']!r} is not a value of {pack['text']!r}"
             v = values[k - 1]
             args.append(v if v != "" else "kick_20250101-000000_7.wav")  # source: the last kick's path
         else:
             args.append(t)
+    return node, args
+
+
+@pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
+@pytest.mark.parametrize("steps", [None, 1, 25, 200])
+def test_request_messages_parse_in_the_daemon(patch, address, steps):
+    """Fill each message's $n from its [pack]'s values, as Max would, and parse it with the daemon's parser."""
+    limits = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
+    _box, args = device_message(patch, address, steps)
     req = osc_api.parse(address, args, limits)
     assert req.seed is not None  # the device always sends a seed: its own [random] one when Random is on
+    assert req.steps == steps  # None: the model's default
     if address == osc_api.GENERATE:
-        assert set(req.controls) == CONTROL_KEYS, box["text"]
+        assert set(req.controls) == CONTROL_KEYS, args
         assert isinstance(args[0], int)  # count first, as an int
     else:
         assert req.source and req.strength == 0.5
 
 
 @pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
+def test_no_steps_key_is_sent_unless_steps_are_set(patch, address):
+    """The model knows its own best steps (10 for the bundled one): the device's default sends none."""
+    _box, args = device_message(patch, address)
+    assert "steps" not in args, args
+    for steps in (1, 10, 200):
+        _box, args = device_message(patch, address, steps)
+        assert args[args.index("steps") + 1] == steps
+
+
+@pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
 def test_each_value_comes_from_its_control(patch, address):
     """Trace every `key $n` back: the pack inlet n-1 is fed by the Live parameter named after the key."""
-    box = _request_box(patch, address)
-    (pack,) = patch.upstream(box["id"], lambda b: patch.kind(b) == "pack")
-    assert [patch.boxes[d] for d, _ in patch.targets(pack["id"])] == [box]
-    (tokens,) = osc_messages(box)
+    pack = _request_pack(patch, address)
+    boxes = _request_boxes(patch, address)
+    reached = patch.reaches(pack["id"], 0, lambda b: b["maxclass"] == "message")
+    assert all(box in reached for box in boxes), [b["text"] for b in boxes]
+    (with_steps,) = [b for b in boxes if "steps" in osc_messages(b)[0]]
+    (tokens,) = osc_messages(with_steps)
     pairs = list(zip(tokens[1:], tokens[2:]))
     refs = {"count" if address == osc_api.GENERATE else "source": tokens[1]}
     refs.update({k: v for k, v in pairs if not k.startswith("$") and v.startswith("$")})
-    assert "seed" in refs
+    assert "seed" in refs and "steps" in refs
     for key, ref in refs.items():
         inlet = int(ref[1:]) - 1
         feeders = [patch.boxes[s] for s, _ in patch.sources(pack["id"], inlet)]
         if key == "source":
             # the path of the last /kick/done
-            assert any(patch.kind(f) == "unpack" for f in feeders), box["text"]
+            assert any(patch.kind(f) == "unpack" for f in feeders), with_steps["text"]
             continue
         names = {longname(f) for f in feeders} | {
             longname(u) for f in feeders for u in patch.upstream(f["id"], lambda b: longname(b) is not None)}
-        assert f"KS {key.capitalize()}" in names, (key, box["text"], names)
+        assert f"KS {key.capitalize()}" in names, (key, with_steps["text"], names)
         if key == "seed":
             # Random on: a [random N] (N <= 2^24) behind a [gate] that KS Random Seed opens sets the seed
             (rnd,) = [f for f in feeders if patch.kind(f) == "random"]
@@ -365,6 +453,11 @@ def test_each_value_comes_from_its_control(patch, address):
             (gate,) = [patch.boxes[s] for s, _ in patch.sources(rnd["id"], 0)]
             assert patch.kind(gate) == "gate"
             assert [longname(patch.boxes[s]) for s, _ in patch.sources(gate["id"], 0)] == ["KS Random Seed"]
+    # every other message for the address uses the same slots, minus steps
+    for box in boxes:
+        (other,) = osc_messages(box)
+        assert [t for t in other if t != "steps" and t != refs["steps"]] == \
+            [t for t in tokens if t != "steps" and t != refs["steps"]], box["text"]
     # the pack's left inlet only bangs (from the button's trigger), after the random seed is drawn
     (trig,) = patch.upstream(pack["id"], lambda b: patch.kind(b) in ("t", "trigger"), inlet=0)
 
@@ -390,6 +483,24 @@ def test_buttons_trigger_requests(patch):
 # ---------------------------------------------------------------- the .amxd
 
 
+# The keys of the `project` object Max writes into a device's patcher when it saves it, as in the devices
+# Max saved in Ableton/maxdevtools (cpu-reporter/CPU Reporter.amxd, an audio effect: amxdtype 1633771873;
+# maxdiff/tests/test_files/Test.amxd, a MIDI effect: amxdtype 1835887981).
+PROJECT_KEYS = {"version", "creationdate", "modificationdate", "viewrect", "autoorganize", "hideprojectwindow",
+                "showdependencies", "autolocalize", "contents", "layout", "searchpath", "detailsvisible",
+                "amxdtype", "readonly", "devpathtype", "devpath", "sortmode", "viewmode", "includepackages"}
+
+
+def test_patcher_has_the_project_block_max_writes_for_a_device(patch):
+    project = patch.patcher["project"]
+    assert set(project) == PROJECT_KEYS
+    # amxdtype is the ampf chunk's four bytes as a big-endian integer: "mmmm" for a MIDI effect
+    assert project["amxdtype"] == int.from_bytes(b"mmmm", "big") == 1835887981
+    assert project["version"] == 1 and project["devpath"] == "." and project["readonly"] == 0
+    assert project["contents"] == {"patchers": {}}, "the device uses no abstractions or files"
+    assert list(patch.patcher).index("project") < list(patch.patcher).index("autosave")
+
+
 def test_amxd_is_the_maxpat_in_a_midi_device():
     build = load_build_module()
     maxpat = MAXPAT.read_bytes()
@@ -398,6 +509,7 @@ def test_amxd_is_the_maxpat_in_a_midi_device():
     chunks = build.read_chunks(amxd)
     assert [t for t, _ in chunks] == ["ampf", "meta", "ptch"]
     assert chunks[0][1] == b"mmmm"  # MIDI effect
+    assert int.from_bytes(chunks[0][1], "big") == json.loads(maxpat)["patcher"]["project"]["amxdtype"]
     assert chunks[1][1] == b"\0\0\0\0"
     ptch = chunks[2][1]
     assert ptch.endswith(b"\0") and b"\0" not in ptch[:-1]
@@ -420,6 +532,16 @@ def test_build_amxd_check_mode(tmp_path):
                            capture_output=True, text=True, timeout=60)
     assert built.returncode == 0, built.stderr
     assert load_build_module().patcher_from_amxd(out.read_bytes()) == edited.read_bytes()
+    # the device type comes from project.amxdtype; asking for another is refused
+    wrong = subprocess.run([sys.executable, str(BUILD), "--check", "--type", "audio"], capture_output=True, text=True,
+                           timeout=60)
+    assert wrong.returncode == 2 and "project.amxdtype says midi" in wrong.stderr
+    doc = json.loads(MAXPAT.read_bytes())
+    doc["patcher"]["project"]["amxdtype"] = int.from_bytes(b"aaaa", "big")
+    assert load_build_module().build_amxd(json.dumps(doc).encode())[8:12] == b"aaaa"
+    doc["patcher"]["project"]["amxdtype"] = 12345
+    with pytest.raises(ValueError, match="project.amxdtype must be one of"):
+        load_build_module().build_amxd(json.dumps(doc).encode())
     (tmp_path / "bad.maxpat").write_text("{not json")
     bad = subprocess.run([sys.executable, str(BUILD), "--check", "--maxpat", str(tmp_path / "bad.maxpat")],
                          capture_output=True, text=True, timeout=60)

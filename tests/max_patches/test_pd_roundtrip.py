@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 import soundfile as sf
-from daemon_util import REPO
+from daemon_util import REPO, build_message, parse_replies
 
 from kickserver import __version__, osc_api
 
@@ -129,9 +131,17 @@ def test_user_patch_sends_contract_messages():
         if words[0] == "generate":
             assert set(req.controls) == CONTROL_KEYS
     assert "ping, status" in msgs
+    # the request messages carry no steps: "steps N" is appended only when Steps is 1..200 (0: the model's own)
+    assert not any("steps" in m.split() for m in requests)
+    assert "steps $1" in msgs
+    (steps_atom,) = [ln for ln in USER_PATCH.read_text().splitlines()
+                     if ln.startswith("#X floatatom") and " steps " in ln]
+    assert steps_atom.split()[5:7] == ["0", "200"], steps_atom
     # Random on draws seeds the patch can show exactly (Pd prints six significant digits)
     (rnd,) = [t for k, t in boxes if k == "obj" and t.startswith("random ")]
     assert 0 < int(rnd.split()[1]) <= 10**6
+    # a seed typed or sent to ks-seed is kept below 2^24, where Pd's 32-bit floats stop holding every integer
+    assert "clip 0 16777215" in [t for k, t in boxes if k == "obj"]
     assert "connect 127.0.0.1 9000" in msgs
 
 
@@ -205,3 +215,91 @@ def test_pd_user_patch_generates_and_varies(kick_daemon, tmp_path):
     assert 0 <= seed < 10**6 and kick.is_file()
     assert re.fullmatch(rf"kick_\d{{8}}-\d{{6}}_{seed}(-\d+)?\.wav", kick.name), kick.name
     assert f"seed={seed}" in wav_comment(kick).split()
+
+
+# ---------------------------------------------------------------- what the user patch sends and shows
+
+
+class FakeDaemon:
+    """A UDP stand-in for the daemon: records each request; answers /kick/generate with /kick/done (ids 1, 2, ...,
+    the request's seed) and /kick/variation with /kick/error `reason`, to the port the request came from."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.requests: list[tuple[str, list]] = []
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        kicks = 0
+        while not self._stop.is_set():
+            try:
+                data, addr = self.sock.recvfrom(65536)
+            except (TimeoutError, OSError):
+                continue
+            for address, args in parse_replies(data):
+                self.requests.append((address, args))
+                if address == osc_api.GENERATE:
+                    kicks += 1
+                    seed = int(args[args.index("seed") + 1])
+                    reply = build_message(osc_api.DONE, [("i", kicks), ("s", f"/tmp/kick_{seed}.wav"), ("i", seed)])
+                else:
+                    reply = build_message(osc_api.ERROR, [("i", kicks), ("s", self.reason)])
+                self.sock.sendto(reply, addr)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def saved_message_boxes(path: Path) -> list[str]:
+    """The contents of every message box in a saved .pd file, as saved (escapes kept)."""
+    records = re.split(r"(?<!\\);\s*\n", path.read_text())
+    return [" ".join(m.group(1).split()) for rec in records
+            if (m := re.match(r"#X msg -?\d+ -?\d+ ?(.*)", rec.strip(), re.S))]
+
+
+@needs_pd
+def test_pd_user_patch_sends_steps_only_when_set_and_shows_replies_readably(tmp_path):
+    """The user patch, in real Pd, against a stand-in daemon: with Steps at its default no `steps` key is sent
+    (the model's own), with Steps 7 it is; a seed above 10^6 is shown whole (not 1.23457e+07); an error reason
+    shows as words (not one symbol with every space escaped as a backslash-space)."""
+    reason = "unknown key 'bogus'; this request takes id, count, seed, steps"
+    ui = tmp_path / "ui"
+    ui.mkdir()
+    for f in (USER_PATCH, ABSTRACTION):
+        shutil.copy2(f, ui / f.name)  # Pd saves this copy (menusave) so the test can read what it shows
+    fake = FakeDaemon(reason)
+    try:
+        patch = write_test_patch(tmp_path, "pd_ui_display.pd.in", PORT=fake.port, TIMEOUT_MS=PD_TIMEOUT_MS)
+        console = run_pd(patch, "-open", str(ui / USER_PATCH.name))
+    finally:
+        fake.close()
+    assert not printed(console, "KSTIMEOUT"), console
+    bad = [ln for ln in console.splitlines() if re.search(r"error|couldn't create|bad arguments", ln, re.I)
+           and not ln.startswith("kickserver-error:")]
+    assert not bad, console
+
+    addresses = [a for a, _ in fake.requests]
+    assert addresses == [osc_api.GENERATE, osc_api.GENERATE, osc_api.VARIATION], fake.requests
+    first, second, vary = (args for _, args in fake.requests)
+    assert "steps" not in first, first  # Steps left at 0: the daemon uses the model's default
+    assert first[first.index("seed") + 1] == 12345678
+    assert second[second.index("steps") + 1] == 7
+    assert vary[vary.index("steps") + 1] == 7 and vary[0] == "/tmp/kick_12345678.wav"
+    limits = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
+    assert osc_api.parse(osc_api.GENERATE, first, limits).steps is None
+
+    shown = saved_message_boxes(ui / USER_PATCH.name)
+    (status,) = [m for m in shown if m.startswith("kick ")]
+    assert status == "kick 2 ready - seed 12345678", status
+    (error,) = [m for m in shown if m.startswith("error:")]
+    # a comma or semicolon becomes a real comma in the box (saved as " \,"); no escaped spaces
+    assert "\\ " not in error, error
+    assert error.replace(" \\,", ",") == "error: " + reason.replace(";", ","), error

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +20,15 @@ BOTH = pytest.mark.parametrize("unit_path", [USER_UNIT, SYSTEM_UNIT], ids=["user
 
 # Settings that hide /dev/nvidia* or break CUDA's JIT: none may be switched on.
 CUDA_BREAKERS = {"PrivateDevices": "yes", "MemoryDenyWriteExecute": "yes", "ProtectClock": "yes"}
+# What the daemon's sockets need: sd_notify (AF_UNIX) and OSC (AF_INET, AF_INET6); nothing else.
+ADDRESS_FAMILIES = {"AF_UNIX", "AF_INET", "AF_INET6"}
+# Sandboxing that only a system manager applies (a user manager fails on the first, ignores the rest
+# without PrivateUsers=yes): set in the system unit, absent from the user unit.
+SYSTEM_ONLY = {"CapabilityBoundingSet": "", "ProtectHostname": "yes", "ProtectProc": "invisible",
+               "PrivateMounts": "yes", "RemoveIPC": "yes"}
+# `systemd-analyze security --offline=true [--user]` overall exposure, measured on these units with systemd 252
+# (docs/systemd.md): before issue 12, 6.2 (system unit) and 8.0 (user unit as the user manager sees it).
+EXPOSURE_AT_MOST = {"system": 3.5, "user": 7.8}
 TRUE = {"yes", "true", "on", "1"}
 
 
@@ -162,3 +174,87 @@ def test_verify_helper_catches_mistakes(tmp_path, verify_unit):
     assert any("WatchdogSecs" in p for p in problems), problems
     path.write_text(path.read_text().replace(sys.executable, str(tmp_path / "no-such-python")))
     assert any("no-such-python" in p for p in verify_unit(path))
+
+
+# ---------------------------------------------------------------- hardening: the systemd-analyze security score
+
+
+def _comment_above(unit_path: Path, key: str) -> str:
+    """The comment line(s) directly above `key=` in the [Service] section ('' if none)."""
+    lines = unit_path.read_text(encoding="utf-8").splitlines()
+    (i,) = [n for n, ln in enumerate(lines) if ln.startswith(f"{key}=")]
+    above = []
+    while i > 0 and lines[i - 1].startswith("#"):
+        i -= 1
+        above.insert(0, lines[i])
+    return "\n".join(above)
+
+
+@BOTH
+def test_sockets_are_limited_to_what_the_daemon_opens(unit_path):
+    u = load(unit_path)
+    (families,) = values(u, "Service", "RestrictAddressFamilies")
+    assert set(families.split()) == ADDRESS_FAMILIES, families
+    assert "AF_NETLINK" in _comment_above(unit_path, "RestrictAddressFamilies"), "say why netlink is left out"
+
+
+def test_system_unit_drops_capabilities_and_namespaces_what_cuda_does_not_need():
+    u = load(SYSTEM_UNIT)
+    for key, want in SYSTEM_ONLY.items():
+        assert values(u, "Service", key) == [want], f"{key}={want!r} expected in the system unit"
+        assert _comment_above(SYSTEM_UNIT, key), f"{key}= needs a comment saying why"
+    # hides /proc/driver/nvidia and /proc/cpuinfo: left out, and the comments say so
+    assert value(u, "Service", "ProcSubset") is None
+    comments = "\n".join(ln for ln in SYSTEM_UNIT.read_text(encoding="utf-8").splitlines() if ln.startswith("#"))
+    assert "ProcSubset=pid" in comments and "SystemCallFilter=" in comments
+    assert value(u, "Service", "UMask") == "0022" and _comment_above(SYSTEM_UNIT, "UMask")
+
+
+def test_user_unit_keeps_to_what_a_user_manager_can_do():
+    u = load(USER_UNIT)
+    if (value(u, "Service", "PrivateUsers") or "no") not in TRUE:
+        for key in SYSTEM_ONLY:
+            assert value(u, "Service", key) is None, f"{key}= fails or does nothing in a user unit"
+    assert value(u, "Service", "KeyringMode") == "private" and _comment_above(USER_UNIT, "KeyringMode")
+    comments = "\n".join(ln for ln in USER_UNIT.read_text(encoding="utf-8").splitlines() if ln.startswith("#"))
+    assert "CapabilityBoundingSet=" in comments, "say why the user unit has no CapabilityBoundingSet="
+
+
+_EXPOSURE_RE = re.compile(r"Overall exposure level for (\S+): (\d+(?:\.\d+)?) ")
+
+
+def exposure(systemd_analyze: str, path: Path, runtime_dir: Path | None = None) -> float:
+    """The overall exposure `systemd-analyze security --offline=true` gives a unit file (skip where it cannot run)."""
+    env = dict(os.environ)
+    cmd = [systemd_analyze, "security", "--offline=true", "--no-pager"]
+    if runtime_dir is not None:
+        runtime_dir.mkdir(mode=0o700, exist_ok=True)
+        runtime_dir.chmod(0o700)
+        env["XDG_RUNTIME_DIR"] = str(runtime_dir)
+        cmd.append("--user")
+    r = subprocess.run([*cmd, str(path)], capture_output=True, text=True, env=env, timeout=60)
+    out = r.stdout + r.stderr
+    if "--offline" in out and ("unrecognized" in out or "Unknown option" in out):
+        pytest.skip(f"this systemd-analyze has no --offline (systemd >= 250 needed): {out.strip()[:200]}")
+    if "Failed to initialize manager" in out:
+        pytest.skip(f"systemd-analyze {'--user ' if runtime_dir else ''}security cannot run here: {out.strip()[:200]}")
+    m = _EXPOSURE_RE.search(out)
+    assert m and m.group(1) == path.name, f"no overall exposure for {path.name} in:\n{out}"
+    return float(m.group(2))
+
+
+@pytest.mark.parametrize("kind", ["system", "user"])
+def test_security_exposure_is_at_most_the_measured_figure(kind, systemd_analyze, tmp_path):
+    path = SYSTEM_UNIT if kind == "system" else USER_UNIT
+    score = exposure(systemd_analyze, path, tmp_path / "xdg-runtime" if kind == "user" else None)
+    assert score <= EXPOSURE_AT_MOST[kind], f"{path.name}: exposure {score} > {EXPOSURE_AT_MOST[kind]}"
+
+
+def test_exposure_helper_sees_a_weaker_unit(systemd_analyze, tmp_path):
+    """Guards the guard: the same system unit without its new hardening scores worse than the limit."""
+    text = SYSTEM_UNIT.read_text(encoding="utf-8")
+    for key in SYSTEM_ONLY:
+        text = re.sub(rf"^{key}=.*\n", "", text, flags=re.M)
+    weaker = tmp_path / SYSTEM_UNIT.name
+    weaker.write_text(text)
+    assert exposure(systemd_analyze, weaker) > EXPOSURE_AT_MOST["system"]
