@@ -26,16 +26,32 @@ def _private_cache(tmp_path_factory):
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffusion", cfg=None) -> Path:
-    """A tiny-preset model of `family` with seeded random weights, exported as a real artifact (fast; no training)."""
-    from trainer.artifact import save_artifact
-    from trainer.config import preset
+def fit_context(cfg, path: Path, seed: int = 0):
+    """(cfg as `fit` would train it, a FitContext): a latent-diffusion model gets a random mel-VAE of the same
+    preset beside `path` (a hidden file, so a models folder does not list it)."""
     from trainer.families import get_family
     from trainer.families.base import FitContext
 
-    cfg = cfg or preset("tiny", family)
+    options = {}
+    if cfg.family == "latent_diffusion":
+        options["vae"] = make_tiny_artifact(path.with_name(f".{path.stem}-vae.safetensors"), seed=seed,
+                                            family="mel_vae", preset_name=cfg.preset)
+    ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, options=options)
+    return get_family(cfg.family).fit_config(cfg, ctx), ctx
+
+
+def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffusion", cfg=None,
+                       preset_name: str = "tiny") -> Path:
+    """A model of `family` (default preset tiny) with seeded random weights, exported as a real artifact
+    (fast; no training)."""
+    from trainer.artifact import save_artifact
+    from trainer.config import preset
+    from trainer.families import get_family
+
+    path = Path(path)
+    cfg, ctx = fit_context(cfg or preset(preset_name, family), path, seed)
     torch.manual_seed(seed)
-    objective = get_family(cfg.family).objective(cfg, FitContext(device=torch.device("cpu")))
+    objective = get_family(cfg.family).objective(cfg, ctx)
     net = objective.module
     # Zero-initialised output layers would make every sample silent; give them small weights.
     with torch.no_grad():

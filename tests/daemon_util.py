@@ -41,9 +41,9 @@ def models_folder(folder: Path, *artifacts: Path) -> Path:
     return folder
 
 
-def make_artifact(path: Path, seed: int = 0) -> Path:
-    """tests/conftest.py's make_tiny_artifact, reached by file path: `from conftest import ...` is ambiguous
-    once several test folders have their own conftest.py."""
+def root_conftest():
+    """tests/conftest.py as a module, reached by file path: `from conftest import ...` is ambiguous once
+    several test folders have their own conftest.py."""
     import importlib.util
 
     name = "_kickserver_tests_root_conftest"
@@ -53,7 +53,12 @@ def make_artifact(path: Path, seed: int = 0) -> Path:
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
-    return mod.make_tiny_artifact(Path(path), seed=seed)
+    return mod
+
+
+def make_artifact(path: Path, seed: int = 0, family: str = "waveform_diffusion") -> Path:
+    """tests/conftest.py's make_tiny_artifact (random weights, tiny preset) for any family."""
+    return root_conftest().make_tiny_artifact(Path(path), seed=seed, family=family)
 
 
 def free_udp_port(host: str = "127.0.0.1") -> int:

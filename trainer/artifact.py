@@ -89,7 +89,7 @@ def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, 
     family = get_family(cfg.family)
     tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in tensors.items()}
     by_part = split_parts(tensors)
-    names = family.part_names(cfg)
+    names = family.part_names(cfg, {p: from_dict(c) for p, c in (part_configs or {}).items()})
     if set(by_part) != set(names):
         raise ValueError(f"this {family.name} model has parts {', '.join(names)}, got {', '.join(by_part)}")
     parts = {p: {"config": dict((part_configs or {}).get(p) or cfg.to_dict()), "sha256": part_hash(by_part[p])}
@@ -300,17 +300,14 @@ def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
         parts_meta = _json_meta(meta, "parts", "{}", path)
         if not isinstance(parts_meta, dict):
             raise ArtifactError(f"{path}: metadata parts is not a table")
-    names = family.part_names(cfg)
-    missing = [p for p in names if p not in parts_meta]
-    if missing:
-        raise ArtifactError(f"{path}: part {missing[0]} is missing (this {family.name} model needs "
-                            f"{', '.join(names)})")
-    extra = sorted(set(parts_meta) - set(names))
+    extra = sorted(set(parts_meta) - set(family.parts))
     if extra:
-        raise ArtifactError(f"{path}: part {extra[0]} is not one of this {family.name} model's")
+        raise ArtifactError(f"{path}: part {str(extra[0])[:40]} is not one of family {family.name}'s")
     part_configs: dict[str, Config] = {}
     part_hashes: dict[str, str] = {}
-    for p in names:
+    for p in family.parts:
+        if p not in parts_meta:
+            continue
         entry = parts_meta[p]
         try:
             if not isinstance(entry, dict):
@@ -321,6 +318,14 @@ def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
         part_configs[p] = pc
         if isinstance(entry.get("sha256"), str):
             part_hashes[p] = entry["sha256"]
+    names = family.part_names(cfg, part_configs)
+    missing = [p for p in names if p not in parts_meta]
+    if missing:
+        raise ArtifactError(f"{path}: part {missing[0]} is missing (this {family.name} model needs "
+                            f"{', '.join(names)})")
+    extra = sorted(set(parts_meta) - set(names))
+    if extra:
+        raise ArtifactError(f"{path}: part {extra[0]} is not one of this {family.name} model's")
     try:
         want = expected_shapes(family, part_configs)
     except ConfigError as e:

@@ -7,6 +7,7 @@
     kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...]
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
     kicktrain eval ARTIFACT --real DIR [--train DIR] [--out DIR]
+    kicktrain map ARTIFACT DATA_DIR... --out DIR [--perplexity 30]
 
 Errors a user can fix print one line and exit 2; nothing is left half-written.
 """
@@ -130,6 +131,16 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_map(args: argparse.Namespace) -> int:
+    from .latent_map import make_map
+
+    png, table = make_map(args.artifact, args.data, args.out, perplexity=args.perplexity, seed=args.seed,
+                          device=args.device, log=lambda m: print(m, file=sys.stderr))
+    print(png)
+    print(table)
+    return 0
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from .evaluate import main as eval_main
 
@@ -202,6 +213,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto")
     sp.add_argument("--run", help="run folder, for the loss curve")
     sp.set_defaults(func=_cmd_eval)
+
+    sp = sub.add_parser("map", help="a model's latent space as a picture (t-SNE and PCA) and a CSV")
+    sp.add_argument("artifact")
+    sp.add_argument("data", nargs="+", help="folders (or files) of kicks to place on the map")
+    sp.add_argument("--out", required=True, help="folder for map.png and map.csv")
+    sp.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (needs 3x+1 kicks)")
+    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--device", default="cpu")
+    sp.set_defaults(func=_cmd_map)
     return p
 
 

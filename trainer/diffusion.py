@@ -33,6 +33,7 @@ class DiffusionConfig:
     data_scale: float = 3.0  # the network sees x0 * data_scale (kicks are quiet on average: RMS ~0.1)
     low_noise_bias: float = 0.0  # > 0 samples low-noise t more often (t = u ** (1 + bias))
     curriculum_steps: int = 0  # > 0: train high-noise levels first, widening to all t by this step
+    clip_x0: float = 1.0  # clean estimates are clamped to +- clip_x0 (data units; 0: off)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ def check_diffusion_config(d: DiffusionConfig, s: SamplingConfig) -> list[tuple[
         (d.prediction in ("v", "eps", "x0"), f"diffusion.prediction {d.prediction!r} is not v, eps or x0"),
         (0 <= d.timesteps <= 100_000, "diffusion.timesteps must be within 0..100000"),
         (d.data_scale > 0, "diffusion.data_scale must be > 0"),
+        (d.clip_x0 >= 0, "diffusion.clip_x0 must be >= 0"),
         (s.sampler in SAMPLER_NAMES, f"sampling.sampler {s.sampler!r} is not known"),
         (1 <= s.steps <= MAX_STEPS, f"sampling.steps must be 1..{MAX_STEPS}"),
         (s.time_power > 0, "sampling.time_power must be > 0"),
@@ -179,7 +181,8 @@ class Denoiser(torch.nn.Module):
 
     @classmethod
     def from_config(cls, net: torch.nn.Module, d: DiffusionConfig) -> Denoiser:
-        return cls(net, NoiseSchedule(d.schedule, d.timesteps), d.prediction, data_scale=d.data_scale)
+        return cls(net, NoiseSchedule(d.schedule, d.timesteps), d.prediction, clip_x0=d.clip_x0,
+                   data_scale=d.data_scale)
 
     def x0_from_output(self, x_t: torch.Tensor, t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         a, s = self.schedule.alpha_sigma(t)

@@ -22,6 +22,20 @@ def _plt():
     return plt
 
 
+def save_figure(fig, path: Path, dpi: int = 90) -> Path:
+    """Render fig as PNG and write it atomically (temp + fsync + rename), then close it."""
+    import io
+
+    from .fsutil import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    _plt().close(fig)
+    path = Path(path)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
 def _spec_db(x: np.ndarray, n_fft: int = 1024, hop: int = 128) -> np.ndarray:
     import torch
 
@@ -65,10 +79,7 @@ def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, p
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def envelope_plot(sets: Sequence[tuple[str, np.ndarray]], sample_rate: int, path: Path, win_ms: float = 10.0) -> Path:
@@ -91,9 +102,7 @@ def envelope_plot(sets: Sequence[tuple[str, np.ndarray]], sample_rate: int, path
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path)
 
 
 def loss_curve(history_jsonl: Path, path: Path) -> Path | None:
@@ -124,6 +133,4 @@ def loss_curve(history_jsonl: Path, path: Path) -> Path | None:
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path)

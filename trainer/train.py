@@ -348,6 +348,9 @@ class Trainer:
         found = load_latest(run_dir, log=log) if resuming else None
         if found is not None:
             self._resume(*found)
+        elif init is None:
+            self.objective.fit_data(self.audio[torch.from_numpy(self.train_idx)])
+            self.ema = EMA(self.module, tc.ema_decay, tc.ema_warmup)  # with whatever fit_data set
         self.total = tc.max_steps
         self.stop_reason: str | None = None
         self.smoothed: float | None = None

@@ -15,26 +15,26 @@ import torch
 from trainer.artifact import load_artifact, save_artifact
 from trainer.config import ConfigError, from_dict, preset
 from trainer.families import cli_name, family_names, get_family
-from trainer.families.base import FitContext
 from trainer.generator import Item, Variation, load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [(f, p) for f in family_names() for p in ("tiny", "small", "base")]
 
 
-def family_case_cfg(family: str, name: str):
-    """The preset as it is, except a batch of 2 (the shapes are the preset's own)."""
-    cfg = preset(name, family)
-    return cfg.replace("train", batch_size=2, micro_batch=2, grad_checkpointing=cfg.train.grad_checkpointing)
-
-
 @pytest.mark.parametrize("family,name", CASES, ids=[f"{cli_name(f)}-{p}" for f, p in CASES])
 def test_family_preset_trains_exports_loads_and_renders(family, name, tmp_path):
-    cfg = family_case_cfg(family, name)
+    from daemon_util import root_conftest
+
+    fit_context = root_conftest().fit_context
+
+    cfg = preset(name, family)
+    cfg = cfg.replace("train", batch_size=2, micro_batch=2)  # the preset's shapes, a small batch
+    cfg, ctx = fit_context(cfg, tmp_path / f"{name}.safetensors")
     fam = get_family(family)
     assert from_dict(cfg.to_dict()) == cfg  # the config survives JSON
     torch.manual_seed(0)
-    objective = fam.objective(cfg, FitContext(device=torch.device("cpu"), log=lambda m: None))
+    objective = fam.objective(cfg, ctx)
+    objective.fit_data(torch.randn(4, cfg.data.length) * 0.2)
     module = objective.module
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, cfg.data.length, generator=g) * 0.2
@@ -52,12 +52,13 @@ def test_family_preset_trains_exports_loads_and_renders(family, name, tmp_path):
     assert np.isfinite(val["loss"])
 
     tensors = objective.artifact_tensors(module.state_dict())
-    assert {k.split(".", 1)[0] for k in tensors} == set(fam.parts)
+    assert {k.split(".", 1)[0] for k in tensors} == set(fam.part_names(cfg, {
+        p: from_dict(c) for p, c in objective.part_configs(cfg).items()}))
     quantiles = [[float(i) / 32 for i in range(33)] for _ in cfg.controls]
     path = save_artifact(tmp_path / f"{name}.safetensors", tensors, cfg, step=1, control_quantiles=quantiles,
                          part_configs=objective.part_configs(cfg))
     art = load_artifact(path)
-    assert art.family == family and set(art.part_configs) == set(fam.parts)
+    assert art.family == family and set(art.part_configs) == set(objective.parts)
     gen = load_generator(path, "cpu")
     steps = 2 if gen.samplers else None
     out = gen.render([Item(seed=3, controls={cfg.controls[0]: 0.7})], steps=steps)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 REGISTRY: dict[str, str] = {
     "waveform_diffusion": "trainer.families.waveform_diffusion",
     "mel_vae": "trainer.families.mel_vae",
+    "latent_diffusion": "trainer.families.latent_diffusion",
 }
 
 

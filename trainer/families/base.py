@@ -79,6 +79,10 @@ class Objective:
         """Fine-tuning: take the weights of an artifact of the same family (strict)."""
         raise NotImplementedError
 
+    def fit_data(self, clips: torch.Tensor) -> None:
+        """Called once on a new run with the training clips [N, L] (clean, on the CPU), before the first
+        step: e.g. a latent family measures its latents' statistics. Resumed runs restore state instead."""
+
     def clip_groups(self) -> list[list[torch.nn.Parameter]]:
         """Parameter groups whose gradients are clipped (to train.grad_clip) each on its own: parts trained
         by unrelated losses (a VAE and its inverter) must not shrink each other's steps."""
@@ -107,8 +111,9 @@ class Family:
     def check_config(self, cfg: Config) -> None:
         """Raise ConfigError if cfg cannot work for this family (the shared sections are checked already)."""
 
-    def part_names(self, cfg: Config) -> tuple[str, ...]:
-        """The artifact parts a model of this config has (a training-free part writes no tensors)."""
+    def part_names(self, cfg: Config, part_configs: Mapping[str, Config] | None = None) -> tuple[str, ...]:
+        """The artifact parts a model of this config (and these part configs) has; `parts` lists every part
+        the family can have (a training-free part, e.g. a Griffin-Lim inverter, writes no tensors)."""
         return self.parts
 
     def check_limits(self, cfg: Config) -> None:

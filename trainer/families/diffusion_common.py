@@ -23,6 +23,14 @@ from .base import Objective
 VAL_NOISE_LEVELS = (0.05, 0.2, 0.5, 0.8)
 
 
+def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sinusoidal embedding of t in [0, 1], scaled to the 0..1000 range of DDPM's step index."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, device=t.device, dtype=torch.float32) / half)
+    args = (t.float() * 1000.0)[:, None] * freqs[None]
+    return torch.cat([torch.cos(args), torch.sin(args)], dim=1)
+
+
 class DiffusionGenerator(GeneratorBase):
     """Sampling from a trained denoiser. Subclasses give `latent_shape`, `to_latent` and `from_latent`."""
 

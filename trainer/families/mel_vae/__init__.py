@@ -78,7 +78,7 @@ class MelVAEFamily(Family):
             raise ConfigError("its vae/mel/prior/inverter sections are larger than any kick model this "
                               "kickserver serves")
 
-    def part_names(self, cfg: Config) -> tuple[str, ...]:
+    def part_names(self, cfg: Config, part_configs: Mapping[str, Config] | None = None) -> tuple[str, ...]:
         return ("vae",) if cfg.inverter.kind == "griffin-lim" else ("vae", "inverter")
 
     def _modules(self, cfg: Config):

@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from ..diffusion_common import timestep_embedding
 from .config import UNetConfig
 
 
@@ -30,14 +31,6 @@ def _groups(c: int) -> int:
         if c % g == 0:
             return g
     return 1
-
-
-def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
-    """Sinusoidal embedding of t in [0, 1], scaled to the 0..1000 range of DDPM's step index."""
-    half = dim // 2
-    freqs = torch.exp(-math.log(10000.0) * torch.arange(half, device=t.device, dtype=torch.float32) / half)
-    args = (t.float() * 1000.0)[:, None] * freqs[None]
-    return torch.cat([torch.cos(args), torch.sin(args)], dim=1)
 
 
 def position_features(n: int, count: int, device: torch.device) -> torch.Tensor:

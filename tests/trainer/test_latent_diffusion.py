@@ -1,0 +1,116 @@
+"""Latent diffusion over a frozen mel-VAE: fit, export one self-contained artifact, serve it over OSC;
+a VAE that is not the one the denoiser learned in is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from safetensors.torch import load_file, save_file
+
+from trainer.artifact import ArtifactError, load_artifact, read_metadata
+from trainer.cli import main as kicktrain
+from trainer.generator import Item, load_generator
+from trainer.synth import synth_batch
+
+FAST = ["--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard"]
+
+
+@pytest.fixture(scope="module")
+def kicks(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("kicks")
+    for i, clip in enumerate(synth_batch(10, seed=8)):
+        sf.write(folder / f"k{i:02d}.wav", clip, 44100, subtype="PCM_16")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def vaes(tmp_path_factory) -> tuple[Path, Path]:
+    from daemon_util import make_artifact
+
+    d = tmp_path_factory.mktemp("vaes")
+    return (make_artifact(d / "vae-a.safetensors", seed=1, family="mel_vae"),
+            make_artifact(d / "vae-b.safetensors", seed=2, family="mel_vae"))
+
+
+@pytest.fixture(scope="module")
+def ld_artifact(kicks, vaes, tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("ld")
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--vae", str(vaes[0]), "--run-dir",
+                      str(d / "run"), "--max-steps", "6", *FAST]) == 0
+    out = d / "models" / "ld.safetensors"
+    assert kicktrain(["export", str(d / "run"), "--out", str(out)]) == 0
+    return out
+
+
+def test_the_artifact_is_self_contained(ld_artifact, vaes):
+    art = load_artifact(ld_artifact)
+    assert art.family == "latent_diffusion" and set(art.part_configs) == {"denoiser", "vae", "inverter"}
+    vae = load_artifact(vaes[0])
+    assert art.part_hashes["vae"] == vae.part_hashes["vae"] == art.config.vae.sha256
+    assert art.part_configs["vae"].family == "mel_vae"
+    gen = load_generator(ld_artifact, "cpu")
+    a = gen.render([Item(seed=4, controls={"pitch": 0.2})], steps=3)
+    assert a.shape == (1, 4096) and np.isfinite(a).all()
+    assert np.array_equal(a, gen.render([Item(seed=4, controls={"pitch": 0.2})], steps=3))
+    assert gen.encode(a).shape == (1, 8)  # the VAE's latent: the map works on it too
+
+
+def test_a_vae_the_denoiser_did_not_learn_in_is_refused(ld_artifact, vaes, tmp_path):
+    """Swap the vae part for another VAE's (hashes in the parts table made to agree): the denoiser's own
+    record of its VAE still disagrees."""
+    tensors = load_file(str(ld_artifact))
+    other = load_file(str(vaes[1]))
+    tensors.update({k: v for k, v in other.items() if k.startswith(("vae.", "inverter."))})
+    meta = read_metadata(ld_artifact)
+    parts = json.loads(meta["parts"])
+    other_parts = json.loads(read_metadata(vaes[1])["parts"])
+    parts["vae"], parts["inverter"] = other_parts["vae"], other_parts["inverter"]
+    save_file(tensors, str(tmp_path / "swapped.safetensors"), metadata=dict(meta, parts=json.dumps(parts)))
+    with pytest.raises(ArtifactError, match="is not the VAE the denoiser was trained in"):
+        load_generator(tmp_path / "swapped.safetensors", "cpu")
+    # without fixing the table, the part's own hash already disagrees
+    tensors2 = dict(load_file(str(ld_artifact)))
+    tensors2.update({k: v for k, v in other.items() if k.startswith("vae.")})
+    save_file(tensors2, str(tmp_path / "mixed.safetensors"), metadata=meta)
+    with pytest.raises(ArtifactError, match="part vae does not match its recorded content hash"):
+        load_artifact(tmp_path / "mixed.safetensors")
+    # a missing part is named
+    parts3 = json.loads(meta["parts"])
+    parts3.pop("vae")
+    save_file({k: v for k, v in load_file(str(ld_artifact)).items() if not k.startswith("vae.")},
+              str(tmp_path / "novae.safetensors"), metadata=dict(meta, parts=json.dumps(parts3)))
+    with pytest.raises(ArtifactError, match="part vae is missing"):
+        load_artifact(tmp_path / "novae.safetensors")
+
+
+def test_fit_needs_a_mel_vae_and_notices_when_it_changed(kicks, vaes, tiny_artifact, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--run-dir", str(run), *FAST]) == 2
+    assert "give it with --vae FILE" in capsys.readouterr().err
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--vae", str(tiny_artifact),
+                      "--run-dir", str(run), *FAST]) == 2
+    assert "is a waveform_diffusion model, not a mel-vae model" in capsys.readouterr().err
+    vae = tmp_path / "vae.safetensors"
+    vae.write_bytes(vaes[0].read_bytes())
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--vae", str(vae), "--run-dir", str(run),
+                      "--max-steps", "2", *FAST]) == 0
+    vae.write_bytes(vaes[1].read_bytes())  # the VAE file is replaced under the run
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--vae", str(vae), "--run-dir", str(run),
+                      "--max-steps", "4", *FAST]) == 2
+    assert "has changed since this run started" in capsys.readouterr().err
+
+
+def test_the_daemon_serves_latent_diffusion_over_osc(ld_artifact, tmp_path):
+    from daemon_util import start_daemon
+
+    with start_daemon(tmp_path, ld_artifact.parent, model="ld") as d:
+        (addr, args), = d.send("/kick/generate", "seed", 3, "steps", 4, "click", 0.9)
+        assert addr == "/kick/done", args
+        audio, sr = sf.read(args[1])
+        assert sr == 44100 and np.abs(audio).max() > 0.5
+        replies = d.send("/kick/variation", Path(args[1]).name, "strength", 0.5, "count", 2, "steps", 4, expect=2)
+        assert [a for a, _ in replies] == ["/kick/done", "/kick/done"], replies

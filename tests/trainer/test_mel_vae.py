@@ -1,0 +1,206 @@
+"""The mel-VAE family: the ELBO's terms by hand, the KL warm-up, the learned prior, the inverter's
+spectrum, and a tiny fit -> kill -> resume -> export -> daemon -> OSC round trip."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from trainer.checkpoint import list_checkpoints
+from trainer.config import preset
+from trainer.families import get_family
+from trainer.families.base import FitContext
+from trainer.families.mel_vae.inverter import GriffinLimInverter, build_inverter
+from trainer.families.mel_vae.mel import MelFrontEnd
+from trainer.families.mel_vae.network import (
+    MixturePrior,
+    active_dims,
+    free_bits_kl,
+    gaussian_kl,
+    kl_beta,
+    recon_error,
+)
+from trainer.synth import synth_batch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_gaussian_kl_by_hand():
+    mu = torch.tensor([[0.0, 1.0, -2.0]])
+    logvar = torch.tensor([[0.0, math.log(4.0), -1.0]])
+    want = [0.0, 0.5 * (1 + 4 - 1 - math.log(4)), 0.5 * (4 + math.exp(-1) - 1 + 1)]
+    assert torch.allclose(gaussian_kl(mu, logvar)[0], torch.tensor(want), atol=1e-6)
+
+
+def test_free_bits_and_reconstruction_by_hand():
+    kl = torch.tensor([[0.01, 2.0], [0.03, 1.0]])  # batch means 0.02 and 1.5
+    assert free_bits_kl(kl, 0.05).item() == pytest.approx(0.05 + 1.5)
+    assert free_bits_kl(kl, 0.0).item() == pytest.approx(0.02 + 1.5)
+    x = torch.zeros(2, 2, 2)
+    x_hat = torch.tensor([[[1.0, -1.0], [0.0, 0.0]], [[2.0, 0.0], [0.0, 0.0]]])
+    assert recon_error(x_hat, x, "l1").tolist() == [0.5, 0.5]
+    assert recon_error(x_hat, x, "l2").tolist() == [0.5, 1.0]
+    mu = torch.tensor([[0.0, 1.0, 5.0], [0.0, -1.0, 5.0], [0.0, 0.5, 5.001]])
+    assert active_dims(mu) == 1
+
+
+def test_kl_warm_up_schedule():
+    assert [kl_beta(s, 0.5, 10) for s in (0, 5, 10, 20)] == [0.0, 0.25, 0.5, 0.5]
+    assert kl_beta(0, 0.5, 0) == 0.5
+    cfg = preset("tiny", "mel_vae").replace("vae", beta=0.4, kl_warmup_steps=8)
+    objective = get_family("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
+    x = torch.from_numpy(synth_batch(2, seed=1, length=cfg.data.length))
+    seen = [objective.loss(objective.module, x, None, None, torch.Generator().manual_seed(0), s)[1]["beta"]
+            for s in (0, 2, 8, 100)]
+    assert seen == pytest.approx([0.0, 0.1, 0.4, 0.4])
+
+
+def test_mixture_prior_nll_of_a_standard_normal_by_hand():
+    """With every output weight zero, each component is N(0, I) and the mixture is too."""
+    from trainer.families.mel_vae.config import PriorConfig
+
+    prior = MixturePrior(PriorConfig(components=3, hidden=8), latent_dim=4, n_controls=2)
+    with torch.no_grad():
+        for p in prior.net[-1].parameters():
+            p.zero_()
+    z = torch.tensor([[0.0, 1.0, -1.0, 2.0]])
+    want = 0.5 * float((z**2).sum()) + 2 * math.log(2 * math.pi)
+    assert prior.nll(z, torch.rand(1, 2), torch.ones(1, 2)).item() == pytest.approx(want, rel=1e-5)
+    g = [torch.Generator().manual_seed(s) for s in (1, 1, 2)]
+    s = prior.sample(None, None, g)
+    assert torch.equal(s[0], s[1]) and not torch.equal(s[0], s[2])
+
+
+def band_excess_db(audio: np.ndarray, sr: int, f: float, half: float = 60.0) -> float:
+    """Level of a narrow band around f minus the level of the bands 300..700 Hz to either side."""
+    spec = np.abs(np.fft.rfft(audio * np.hanning(len(audio)))) ** 2
+    freqs = np.fft.rfftfreq(len(audio), 1.0 / sr)
+    centre = spec[(freqs > f - half) & (freqs < f + half)].mean()
+    side = spec[((freqs > f - 700) & (freqs < f - 300)) | ((freqs > f + 300) & (freqs < f + 700))].mean()
+    return 10 * np.log10(centre / side)
+
+
+@pytest.mark.parametrize("kind", ["vocos", "griffin-lim"])
+def test_the_inverter_puts_no_peak_at_multiples_of_sample_rate_over_16(kind):
+    """A test tone's mel, inverted, has no energy peak at k * sr/16 against the neighbouring bands (the
+    waveform U-Net's stride-16 output stage put images there)."""
+    cfg = preset("small", "mel_vae").replace("inverter", kind=kind)
+    sr, n = cfg.data.sample_rate, cfg.data.length
+    front = MelFrontEnd(cfg.mel, sr, n)
+    torch.manual_seed(0)
+    inverter = build_inverter(cfg.inverter, front).eval()
+    t = np.arange(n) / sr
+    tone = (0.5 * np.sin(2 * np.pi * 1000.0 * t) * np.exp(-t / 0.3)).astype(np.float32)
+    with torch.no_grad():
+        out = inverter(front(torch.from_numpy(tone)[None]))[0].numpy()
+    assert np.isfinite(out).all() and np.abs(out).max() > 0
+    for k in (1, 2, 3, 4):
+        assert band_excess_db(out, sr, k * sr / 16) < 3.0, (kind, k)
+    # the measure itself sees images when they are there: zero-stuffing x16 images the tone at k*sr/16 +- 1 kHz
+    imaged = np.zeros(n, dtype=np.float32)
+    imaged[::16] = tone[::16] * 16
+    assert band_excess_db(imaged, sr, sr / 16 - 1000.0) > 10.0
+
+
+def test_griffin_lim_inverts_a_real_mel_closely():
+    cfg = preset("small", "mel_vae").replace("inverter", kind="griffin-lim")
+    sr, n = cfg.data.sample_rate, cfg.data.length
+    front = MelFrontEnd(cfg.mel, sr, n)
+    inv = GriffinLimInverter(cfg.inverter, front)
+    kick = torch.from_numpy(synth_batch(1, seed=4, length=n))
+    with torch.no_grad():
+        back = inv(front(kick))
+    err = (front(back) - front(kick)).abs().mean().item()
+    assert err < 0.05, err  # within 2.5 dB per mel bin on average (units: 2 / 100 dB)
+
+
+def test_tiny_vae_fit_kill_resume_export_serve(tmp_path):
+    """The issue's chain: a tiny mel-VAE fit, killed, resumed, exported, served by the daemon; OSC
+    /kick/generate and /kick/variation answered with files."""
+    from daemon_util import start_daemon
+
+    kicks = tmp_path / "kicks"
+    kicks.mkdir()
+    for i, clip in enumerate(synth_batch(10, seed=2)):
+        sf.write(kicks / f"k{i:02d}.wav", clip, 44100, subtype="PCM_16")
+    run = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "trainer.cli", "fit", str(kicks), "--family", "mel-vae", "--preset", "tiny",
+           "--run-dir", str(run), "--device", "cpu", "--no-progress", "--no-tensorboard",
+           "--set", "train.ckpt_every=2", "--set", "train.val_every=0"]
+    proc = subprocess.Popen([*cmd, "--max-steps", "100000"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(list_checkpoints(run)) < 2:
+            time.sleep(0.05)
+        assert len(list_checkpoints(run)) >= 2, "no checkpoints appeared"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    last = max(int(p.stem.split("-")[1]) for p in list_checkpoints(run))
+    out = subprocess.run([*cmd, "--max-steps", str(last + 2)], env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0 and f"resumed from step {last}" in out.stderr, out.stderr
+    models = tmp_path / "models"
+    subprocess.run([sys.executable, "-m", "trainer.cli", "export", str(run), "--out",
+                    str(models / "vae.safetensors")], env=env, check=True, capture_output=True, timeout=120)
+    with start_daemon(tmp_path, models, model="vae") as d:
+        (addr, args), = d.send("/kick/generate", "seed", 7, "decay", 0.8)
+        assert addr == "/kick/done", args
+        path = Path(args[1])
+        audio, sr = sf.read(path)
+        assert sr == 44100 and np.isfinite(audio).all() and np.abs(audio).max() > 0.5
+        replies = d.send("/kick/variation", path.name, "strength", 0.3, "count", 2, expect=2)
+        assert [a for a, _ in replies] == ["/kick/done", "/kick/done"], replies
+        (addr, args), = d.send("/kick/generate", "steps", 30, "sampler", "ddim")  # a one-pass model ignores both
+        assert addr == "/kick/done", args
+
+
+def _kick_folder(folder: Path, n: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, clip in enumerate(synth_batch(n, seed=9)):
+        sf.write(folder / f"kick{i:02d}.wav", clip, 44100, subtype="PCM_16")
+    return folder
+
+
+def test_kicktrain_map_writes_the_picture_and_one_row_per_kick(tmp_path, capsys):
+    import csv
+
+    from daemon_util import make_artifact
+
+    from trainer.cli import main as kicktrain
+
+    art = make_artifact(tmp_path / "vae.safetensors", family="mel_vae")
+    kicks = _kick_folder(tmp_path / "kicks", 12)
+    assert kicktrain(["map", str(art), str(kicks), "--out", str(tmp_path / "m"), "--perplexity", "3"]) == 0
+    rows = list(csv.DictReader((tmp_path / "m" / "map.csv").open()))
+    assert len(rows) == 12 and {Path(r["path"]).name for r in rows} == {f"kick{i:02d}.wav" for i in range(12)}
+    assert list(rows[0]) == ["path", "tsne_x", "tsne_y", "pca_x", "pca_y", "decay", "pitch", "click"]
+    assert all(r["tsne_x"] and float(r["pitch"]) > 20 for r in rows)
+    png = (tmp_path / "m" / "map.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    # too few kicks for the perplexity: a clear message and a PCA-only map
+    assert kicktrain(["map", str(art), str(kicks), "--out", str(tmp_path / "p")]) == 0
+    assert "too few for t-SNE at perplexity 30" in capsys.readouterr().err
+    rows = list(csv.DictReader((tmp_path / "p" / "map.csv").open()))
+    assert len(rows) == 12 and all(r["tsne_x"] == "" and r["pca_x"] for r in rows)
+
+
+def test_kicktrain_map_refuses_a_family_without_an_encoder(tmp_path, tiny_artifact, capsys):
+    from trainer.cli import main as kicktrain
+
+    kicks = _kick_folder(tmp_path / "kicks", 4)
+    assert kicktrain(["map", str(tiny_artifact), str(kicks), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "waveform-diffusion model, which has no encoder" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "m").exists()

@@ -1,0 +1,133 @@
+"""Family "latent_diffusion": the project's diffusion (schedules, samplers, guidance) in the latent space
+of a frozen mel-VAE artifact.
+
+    kicktrain fit DATA --family latent-diffusion --vae vae.safetensors --run-dir runs/ld
+
+Sections: `model` (LatentNetConfig), `diffusion`, `sampling`, `vae` (which VAE, by path and content
+hash). The served artifact is one self-contained file: `denoiser` (with the latents' normalisation),
+`vae` and `inverter` copied from the VAE artifact, each with its config; a vae part whose hash is not
+the one the denoiser was trained with is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from ...config import ConditioningConfig, Config, ConfigError, TrainConfig, make_config
+from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
+from ..base import Family, FitContext
+from .config import LatentNetConfig, VAERefConfig
+
+CONTROLS = ("decay", "pitch", "click")
+# latents are normalised to unit spread: v-prediction, no STFT term (there is no audio here), x0 within
+# +-5 standard deviations, and a uniform time grid (measured better than time_power < 1 for latents:
+# docs/model.md)
+LATENT_DIFFUSION = DiffusionConfig(prediction="v", stft_loss_weight=0.0, data_scale=1.0, clip_x0=5.0)
+LATENT_SAMPLING = SamplingConfig(steps=25, time_power=1.0, image_reject_db=0.0)
+
+
+class LatentDiffusion(Family):
+    name = "latent_diffusion"
+    summary = "diffusion in the latent space of a frozen mel-VAE, decoded by its decoder and inverter"
+    sections = {"model": LatentNetConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
+                "vae": VAERefConfig}
+    parts = ("denoiser", "vae", "inverter")
+
+    def presets(self) -> dict[str, Config]:
+        cond = ConditioningConfig(controls=CONTROLS)
+        common = {"conditioning": cond, "diffusion": LATENT_DIFFUSION}
+        tiny = make_config(self.name, "tiny", model=LatentNetConfig(width=32, blocks=2, emb_dim=32),
+                           sampling=SamplingConfig(steps=10, time_power=1.0, image_reject_db=0.0),
+                           train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5,
+                                             val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9), **common)
+        small = make_config(self.name, "small", model=LatentNetConfig(), sampling=LATENT_SAMPLING,
+                            train=TrainConfig(batch_size=64, micro_batch=64, max_steps=20000, lr=5e-4,
+                                              sample_every=2000, val_every=500, ckpt_every=500), **common)
+        base = make_config(self.name, "base", model=LatentNetConfig(width=512, blocks=6), sampling=LATENT_SAMPLING,
+                           train=TrainConfig(batch_size=128, micro_batch=64, max_steps=60000, lr=3e-4,
+                                             mixed_precision="auto"), **common)
+        return {"tiny": tiny, "small": small, "base": base}
+
+    def check_config(self, cfg: Config) -> None:
+        m = cfg.model
+        checks = check_diffusion_config(cfg.diffusion, cfg.sampling) + [
+            (m.width >= 1 and m.blocks >= 1 and m.emb_dim >= 2 and m.emb_dim % 2 == 0,
+             "model: width and blocks >= 1, emb_dim even"),
+            (cfg.diffusion.stft_loss_weight == 0, "diffusion.stft_loss_weight must be 0: latents are not audio"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ConfigError(msg)
+
+    def check_limits(self, cfg: Config) -> None:
+        if cfg.family != self.name:
+            return  # the vae/inverter parts' configs: their own family checks them when built below
+        m = cfg.model
+        if m.width > 4096 or m.blocks > 32 or m.emb_dim > 1024:
+            raise ConfigError("its model section is larger than any kick model this kickserver serves")
+
+    def part_names(self, cfg: Config, part_configs: Mapping[str, Config] | None = None) -> tuple[str, ...]:
+        vae_cfg = (part_configs or {}).get("vae")
+        if vae_cfg is not None and vae_cfg.family == "mel_vae" and vae_cfg.inverter.kind == "griffin-lim":
+            return ("denoiser", "vae")
+        return self.parts
+
+    def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
+        from ..mel_vae import FAMILY as MEL_VAE
+        from .network import LatentDenoiserNet
+
+        vae_cfg = configs.get("vae")
+        if vae_cfg is None or vae_cfg.family != "mel_vae":
+            raise ConfigError("its vae part is not a mel-vae model")
+        MEL_VAE.check_limits(vae_cfg)
+        den_cfg = configs["denoiser"]
+        if (vae_cfg.data.sample_rate, vae_cfg.data.length) != (den_cfg.data.sample_rate, den_cfg.data.length):
+            raise ConfigError("its denoiser and vae parts were made for different clips")
+        mods = MEL_VAE.part_modules({"vae": vae_cfg})
+        mods["denoiser"] = LatentDenoiserNet(den_cfg.model, vae_cfg.vae.latent_dim, len(den_cfg.controls))
+        return mods
+
+    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
+        from ...artifact import load_artifact
+
+        path = ctx.options.get("vae") or (ctx.init.config.vae.path if ctx.init is not None else None)
+        if not path:
+            raise ConfigError("latent-diffusion trains in a mel-vae model's latent space: give it with --vae FILE")
+        vae_art = load_artifact(Path(path))
+        if vae_art.family != "mel_vae":
+            raise ConfigError(f"--vae {Path(path).name} is a {vae_art.family} model, not a mel-vae model")
+        vcfg = vae_art.config
+        cfg = cfg.with_section("vae", VAERefConfig(path=str(Path(path).resolve()), sha256=vae_art.part_hashes["vae"]))
+        if ctx.init is not None:
+            cfg = cfg.with_section("model", ctx.init.config.model).with_section("diffusion", ctx.init.config.diffusion)
+        ctx.log(f"latent diffusion over {Path(path).name}: {vcfg.vae.latent_dim}-dimensional latents, "
+                f"{vcfg.inverter.kind} inverter")
+        return cfg.replace("data", sample_rate=vcfg.data.sample_rate, length=vcfg.data.length)
+
+    def _vae_artifact(self, cfg: Config):
+        from ...artifact import load_artifact
+
+        art = load_artifact(Path(cfg.vae.path))
+        if art.part_hashes.get("vae") != cfg.vae.sha256:
+            raise ConfigError(f"the VAE at {cfg.vae.path} has changed since this run started (its vae part's "
+                              "hash differs); train a new run over it")
+        return art
+
+    def objective(self, cfg: Config, ctx: FitContext):
+        from .network import LatentDenoiserNet
+        from .objective import LatentObjective
+
+        vae_art = self._vae_artifact(cfg)
+        net = LatentDenoiserNet(cfg.model, vae_art.config.vae.latent_dim, len(cfg.controls)).to(ctx.device)
+        return LatentObjective(cfg, net, vae_art, ctx.device)
+
+    def load_generator(self, art, device: torch.device):
+        from .generator import LatentDiffusionGenerator
+
+        return LatentDiffusionGenerator(art, device)
+
+
+FAMILY = LatentDiffusion()

@@ -1,0 +1,48 @@
+"""Serving latent diffusion: sample a normalised latent with the project's samplers (guided by the
+controls), undo the normalisation, decode with the VAE's decoder and inverter."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...artifact import Artifact, ArtifactError
+from ...diffusion import Denoiser
+from ..diffusion_common import DiffusionGenerator
+from ..mel_vae.generator import build_parts
+from .network import LatentDenoiserNet
+
+
+class LatentDiffusionGenerator(DiffusionGenerator):
+    family = "latent_diffusion"
+
+    def __init__(self, artifact: Artifact, device: torch.device) -> None:
+        cfg = artifact.config_of("denoiser")
+        vae_hash = artifact.part_hashes.get("vae")
+        if cfg.vae.sha256 and vae_hash and vae_hash != cfg.vae.sha256:
+            raise ArtifactError(f"{artifact.path}: its vae part (sha256 {vae_hash[:12]}...) is not the VAE the "
+                                f"denoiser was trained in ({cfg.vae.sha256[:12]}...)")
+        self.front, self.vae, self.inverter = build_parts(artifact, device)
+        dim = artifact.config_of("vae").vae.latent_dim
+        net = LatentDenoiserNet(cfg.model, dim, len(cfg.controls))
+        artifact.load_part(net, "denoiser")
+        super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
+        self.net = self.denoiser.net
+        self.latent_shape = (dim,)
+        self.latent_dim = dim
+
+    def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
+        mu = self.vae.encode(self.front(audio))[0]
+        return self.net.normalise(mu) * self.denoiser.data_scale
+
+    def from_latent(self, z: torch.Tensor) -> np.ndarray:
+        self.check_cancel()
+        mel = self.vae.decode(self.net.denormalise(z / self.denoiser.data_scale))
+        self.check_cancel()
+        return self.inverter(mel).float().cpu().numpy()
+
+    @torch.inference_mode()
+    def encode(self, clips: np.ndarray) -> np.ndarray:
+        """Prepared clips [n, length] -> the VAE's posterior means (the space the map shows)."""
+        x = torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length).to(self.device)
+        return self.vae.encode(self.front(x))[0].float().cpu().numpy()

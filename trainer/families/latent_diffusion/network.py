@@ -1,0 +1,71 @@
+"""The latent denoiser: `net(z_t, t, cond=None, cond_mask=None)` over normalised VAE latents [B, D].
+
+It also holds the latents' normalisation (per-dimension mean and spread of the training set's
+posterior means, measured once when a run starts): buffers, so they travel in checkpoints and in the
+artifact's `denoiser` part with the weights they belong to.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..diffusion_common import timestep_embedding
+from .config import LatentNetConfig
+
+
+class ResMLPBlock(nn.Module):
+    def __init__(self, width: int, emb_dim: int, dropout: float) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.emb = nn.Linear(emb_dim, 2 * width)
+        self.fc1 = nn.Linear(width, 2 * width)
+        self.fc2 = nn.Linear(2 * width, width)
+        self.drop = nn.Dropout(dropout)
+        nn.init.zeros_(self.fc2.weight)
+        nn.init.zeros_(self.fc2.bias)
+
+    def forward(self, h: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        scale, shift = self.emb(emb).chunk(2, dim=1)
+        x = self.norm(h) * (1 + scale) + shift
+        return h + self.fc2(self.drop(torch.nn.functional.silu(self.fc1(x))))
+
+
+class LatentDenoiserNet(nn.Module):
+    def __init__(self, cfg: LatentNetConfig, dim: int, n_controls: int) -> None:
+        super().__init__()
+        e = cfg.emb_dim
+        self.cfg, self.dim, self.n_controls = cfg, dim, n_controls
+        self.t_mlp = nn.Sequential(nn.Linear(e, 2 * e), nn.SiLU(), nn.Linear(2 * e, e))
+        if n_controls:
+            self.c_mlp = nn.Sequential(nn.Linear(2 * n_controls, 2 * e), nn.SiLU(), nn.Linear(2 * e, e))
+        self.inp = nn.Linear(dim, cfg.width)
+        self.blocks = nn.ModuleList(ResMLPBlock(cfg.width, e, cfg.dropout) for _ in range(cfg.blocks))
+        self.out_norm = nn.LayerNorm(cfg.width)
+        self.out = nn.Linear(cfg.width, dim)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+        self.register_buffer("latent_mean", torch.zeros(dim))
+        self.register_buffer("latent_std", torch.ones(dim))
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor, cond: torch.Tensor | None = None,
+                cond_mask: torch.Tensor | None = None) -> torch.Tensor:
+        emb = self.t_mlp(timestep_embedding(t, self.cfg.emb_dim).to(x.dtype))
+        if self.n_controls:
+            if cond is None:
+                cond = x.new_zeros(x.shape[0], self.n_controls)
+                cond_mask = torch.zeros_like(cond)
+            elif cond_mask is None:
+                cond_mask = torch.ones_like(cond)
+            c = torch.cat([cond.to(x.dtype) * cond_mask.to(x.dtype), cond_mask.to(x.dtype)], dim=1)
+            emb = emb + self.c_mlp(c)
+        h = self.inp(x)
+        for blk in self.blocks:
+            h = blk(h, emb)
+        return self.out(torch.nn.functional.silu(self.out_norm(h)))
+
+    def normalise(self, mu: torch.Tensor) -> torch.Tensor:
+        return (mu - self.latent_mean) / self.latent_std
+
+    def denormalise(self, z: torch.Tensor) -> torch.Tensor:
+        return z * self.latent_std + self.latent_mean
