@@ -8,6 +8,8 @@
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
     kicktrain eval ARTIFACT --real DIR [--train DIR] [--out DIR]
     kicktrain map ARTIFACT DATA_DIR... --out DIR [--perplexity 30]
+    kicktrain profile DATA_DIR... --out DIR [--family F] [--preset P] [--steps 8] [--device auto]
+    torchrun --standalone --nproc-per-node 2 -m trainer fit ...   (DistributedDataParallel; see distributed.py)
 
 Errors a user can fix print one line and exit 2; nothing is left half-written.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,7 +81,23 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                       tensorboard=not args.no_tensorboard, family_options=family_options,
                       cache_dir=Path(args.cache) if args.cache else None)
     summary = fit(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
-    print(json.dumps({k: v for k, v in summary.items() if k != "config"}))
+    if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 answers for the run
+        print(json.dumps({k: v for k, v in summary.items() if k != "config"}, allow_nan=False))
+    return 0
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from .profiling import format_summary, profile_training
+    from .train import FitOptions
+
+    cfg = apply_overrides(preset(args.preset, _family(args.family)), args.set or [])
+    family_options = {"vae": Path(args.vae)} if args.vae else {}
+    opts = FitOptions(data=args.data, run_dir=Path(args.out) / ".run", cfg=cfg, device=args.device,
+                      family_options=family_options)
+    summary = profile_training(opts, args.steps, Path(args.out), log=lambda m: print(m, file=sys.stderr))
+    print(format_summary(summary))
+    print(f"wrote {Path(args.out) / 'summary.json'} and the trace {', '.join(summary['traces'])} "
+          f"(chrome://tracing, ui.perfetto.dev or tensorboard --logdir {args.out})")
     return 0
 
 
@@ -213,6 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="auto")
     sp.add_argument("--run", help="run folder, for the loss curve")
     sp.set_defaults(func=_cmd_eval)
+
+    sp = sub.add_parser("profile", help="training steps under torch.profiler: a trace and a summary")
+    sp.add_argument("data", nargs="+")
+    sp.add_argument("--out", required=True, help="folder for the trace (*.pt.trace.json) and summary.json")
+    sp.add_argument("--family", default=cli_name(DEFAULT_FAMILY), help=f"model family: {families}")
+    sp.add_argument("--preset", default="small")
+    sp.add_argument("--steps", type=int, default=8, help="steps in all: 1 wait, 1 warm-up, the rest recorded")
+    sp.add_argument("--device", default="auto")
+    sp.add_argument("--vae", help="latent-diffusion: the mel-vae artifact")
+    sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
+    sp.set_defaults(func=_cmd_profile)
 
     sp = sub.add_parser("map", help="a model's latent space as a picture (t-SNE and PCA) and a CSV")
     sp.add_argument("artifact")

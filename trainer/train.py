@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.profiler import record_function
 
 from . import __version__
 from .artifact import Artifact, load_artifact, save_artifact
@@ -52,6 +53,7 @@ from .checkpoint import list_checkpoints, load_latest, rng_state, save_checkpoin
 from .config import Config, ConfigError, differences, from_dict
 from .data import default_cache_dir, prepare
 from .descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
+from .distributed import Dist, per_rank_batch
 from .families import get_family
 from .families.base import FitContext, Objective, parameter_count
 from .fsutil import atomic_write_bytes, clean_stale_temp_files
@@ -212,6 +214,22 @@ def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: 
     return chosen
 
 
+def peak_memory_mb(device: torch.device) -> float:
+    """Peak memory of this process so far: the GPU's allocator on CUDA, else the resident set's high water mark."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def _write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode())
 
@@ -227,7 +245,10 @@ class Trainer:
         self.opts = opts
         self.log = log
         self.run_dir = Path(opts.run_dir)
-        self.is_main = int(os.environ.get("RANK", "0")) == 0
+        self.dist = Dist.from_env()
+        self.is_main = self.dist.is_main
+        if not self.is_main:  # one voice: rank 0 speaks for the run
+            self.log = log = lambda m: None
         self._created_run_dir = not self.run_dir.exists()
         try:
             self._setup()
@@ -238,7 +259,7 @@ class Trainer:
     # ------------------------------------------------------------------ set-up
     def _remove_if_unused(self) -> None:
         """A run that failed before its first checkpoint leaves no folder behind (if this call made it)."""
-        if self._created_run_dir and self.run_dir.is_dir() and not list_checkpoints(self.run_dir):
+        if self.is_main and self._created_run_dir and self.run_dir.is_dir() and not list_checkpoints(self.run_dir):
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def _resolve_config(self, init: Artifact | None, ctx: FitContext) -> Config:
@@ -274,11 +295,11 @@ class Trainer:
         run_dir = self.run_dir
         if run_dir.exists() and not run_dir.is_dir():
             raise TrainingError(f"--run-dir {run_dir} is a file, not a folder")
-        if run_dir.is_dir():
+        if run_dir.is_dir() and self.is_main:
             for stale in [p for d in (run_dir / "checkpoints", run_dir, run_dir / "samples")
                           for p in clean_stale_temp_files(d)]:
                 log(f"removed stale temp file {stale}")
-        self.device = device = resolve_device(opts.device)
+        self.device = device = self.dist.start(resolve_device(opts.device))
         resuming = bool(list_checkpoints(run_dir))
         init = None
         if opts.init is not None and resuming:
@@ -290,6 +311,8 @@ class Trainer:
         tc = cfg.train
         if tc.num_threads:
             torch.set_num_threads(tc.num_threads)
+        elif self.dist.enabled and device.type == "cpu":  # the box's cores shared by its processes
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // self.dist.local_world))
         if device.type == "cuda":
             torch.backends.cudnn.benchmark = tc.cudnn_benchmark
         family = get_family(cfg.family)
@@ -316,7 +339,14 @@ class Trainer:
             cfg = cfg.replace("train", micro_batch=micro)
             tc = cfg.train
         self.cfg = cfg
-        self.n_micro = tc.batch_size // micro
+        try:
+            self.per_rank, self.micro = per_rank_batch(tc.batch_size, micro, self.dist.world)
+        except ValueError as e:
+            raise TrainingError(str(e)) from None
+        self.n_micro = self.per_rank // self.micro
+        if self.dist.enabled:
+            log(f"world size {self.dist.world}, per-rank batch {self.per_rank} ({self.n_micro} x {self.micro}), "
+                f"effective batch {tc.batch_size}; backend {'nccl' if device.type == 'cuda' else 'gloo'}")
         if self.is_main:
             run_dir.mkdir(parents=True, exist_ok=True)
             _write_json(run_dir / "config.json", cfg.to_dict())
@@ -338,10 +368,11 @@ class Trainer:
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_scaler)
         self.augmenter = Augmenter(cfg.augment, cfg.data.sample_rate, peak_db=cfg.data.peak_db)
         log(f"model: {parameter_count({'m': self.module}) / 1e6:.2f} M parameters; batch {tc.batch_size} = "
-            f"{self.n_micro} x {micro}; precision {self.amp_dtype or 'fp32'}; checkpointing "
-            f"{'on' if tc.grad_checkpointing else 'off'}")
+            f"{self.dist.world} x {self.n_micro} x {self.micro}; precision {self.amp_dtype or 'fp32'}; "
+            f"checkpointing {'on' if tc.grad_checkpointing else 'off'}")
 
         self.step = 0
+        self.train_seconds = 0.0  # time in train_step over every session of the run (not validation, saving)
         self.best_val = float("inf")
         self.bad_rounds = 0
         self.resumed_from: int | None = None
@@ -351,6 +382,14 @@ class Trainer:
         elif init is None:
             self.objective.fit_data(self.audio[torch.from_numpy(self.train_idx)])
             self.ema = EMA(self.module, tc.ema_decay, tc.ema_warmup)  # with whatever fit_data set
+        # DDP wraps the module for the forward passes that need gradients; the EMA, checkpoints and
+        # exports use the unwrapped one (DDP broadcast rank 0's weights to every rank just now)
+        self.ddp_module = self.module
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.ddp_module = DistributedDataParallel(
+                self.module, device_ids=[device.index] if device.type == "cuda" else None)
         self.total = tc.max_steps
         self.stop_reason: str | None = None
         self.smoothed: float | None = None
@@ -380,7 +419,14 @@ class Trainer:
         self.quantiles = state.get("control_quantiles", self.quantiles)
         self.base_lr = float(state.get("base_lr", self.base_lr))  # a fine-tune keeps its own rate without --init
         self.init_from = state.get("init_from")
+        self.train_seconds = float(state.get("train_seconds", 0.0))
         self.resumed_from = self.step
+        saved_world = int(state.get("world_size", 1))
+        if saved_world != self.dist.world:
+            self.log(f"resuming with world size {self.dist.world} (checkpointed with {saved_world}): the effective "
+                     f"batch stays {self.cfg.train.batch_size}, per-rank batch {self.per_rank}; each process draws "
+                     "its own augmentation and noise, so the steps from here differ from a run that kept "
+                     f"{saved_world} process(es)")
         self.log(f"resumed from step {self.step} ({path.name})"
                  + (f", fine-tuning from {self.init_from}" if self.init_from else ""))
 
@@ -412,38 +458,56 @@ class Trainer:
 
     def train_step(self) -> dict[str, Any]:
         """One optimiser step over batch_size augmented clips (n_micro micro-batches, accumulated)."""
+        t0 = time.perf_counter()
+        metrics = self._step()
+        self.train_seconds += time.perf_counter() - t0
+        return metrics
+
+    def _step(self) -> dict[str, Any]:
         tc, device = self.cfg.train, self.device
         self.module.train()
         lr = lr_at(self.step, self.base_lr, tc.warmup_steps)
         for group in self.opt.param_groups:
             group["lr"] = lr
-        g_aug = step_generator(tc.seed, self.step, 1)
-        g_noise = step_generator(tc.seed, self.step, 2)
+        stream = 1000 * self.dist.rank  # each process its own randomness; rank 0's is a single process's
+        g_aug = step_generator(tc.seed, self.step, 1 + stream)
+        g_noise = step_generator(tc.seed, self.step, 2 + stream)
         loss_sum = 0.0
         extra: dict[str, float] = {}
-        for idx in batch_indices(self.train_idx, tc.seed, self.step, tc.micro_batch, self.n_micro):
-            x = self.augmenter(self.audio[torch.from_numpy(idx)], g_aug)
-            c, m = self.conditioning(x, g_noise)
+        with record_function("data"):
+            flat = batch_indices(self.train_idx, tc.seed, self.step, tc.batch_size, 1)[0]
+            micro_batches = self.dist.shard(flat, self.micro)
+        for i, idx in enumerate(micro_batches):
+            with record_function("augment"):
+                x = self.augmenter(self.audio[torch.from_numpy(idx)], g_aug)
+            with record_function("conditioning"):
+                c, m = self.conditioning(x, g_noise)
             if device.type == "cuda" and tc.pin_memory:
                 x = x.pin_memory()
             x = x.to(device, non_blocking=True)
-            ctx = torch.autocast(device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
-            with ctx:
-                loss, figures = self.objective.loss(self.module, x, c, m, g_noise, self.step)
-            self.scaler.scale(loss / self.n_micro).backward()
+            amp = torch.autocast(device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
+            # gradients are all-reduced once per step: on the last micro-batch
+            sync = self.ddp_module.no_sync() if self.dist.enabled and i < len(micro_batches) - 1 else nullcontext()
+            with sync:
+                with record_function("forward"), amp:
+                    loss, figures = self.objective.loss(self.ddp_module, x, c, m, g_noise, self.step)
+                with record_function("backward"):
+                    self.scaler.scale(loss / self.n_micro).backward()
             loss_sum += loss.item() / self.n_micro
             for k, v in figures.items():
                 extra[k] = extra.get(k, 0.0) + float(v) / self.n_micro
         if not math.isfinite(loss_sum) and not self.use_scaler:  # fp16's scaler skips such steps itself
             raise TrainingError(f"loss became {loss_sum} at step {self.step}; lower the learning rate or "
                                 "turn mixed precision off")
-        self.scaler.unscale_(self.opt)
-        for group in self.objective.clip_groups():
-            torch.nn.utils.clip_grad_norm_(group, tc.grad_clip)
-        self.scaler.step(self.opt)
-        self.scaler.update()
-        self.opt.zero_grad(set_to_none=True)
-        self.ema.update(self.module)
+        with record_function("optimizer"):
+            self.scaler.unscale_(self.opt)
+            for group in self.objective.clip_groups():
+                torch.nn.utils.clip_grad_norm_(group, tc.grad_clip)
+            self.scaler.step(self.opt)
+            self.scaler.update()
+            self.opt.zero_grad(set_to_none=True)
+        with record_function("ema"):
+            self.ema.update(self.module)
         self.step += 1
         self.smoothed = loss_sum if self.smoothed is None else 0.95 * self.smoothed + 0.05 * loss_sum
         return {"loss": loss_sum, "lr": lr, **extra}
@@ -463,7 +527,12 @@ class Trainer:
         summary = {"family": self.cfg.family, "clips": len(data), "train_clips": len(self.train_idx),
                    "val_clips": len(self.val_idx), "skipped": len(data.skipped),
                    "sources": sorted({str(Path(m["source"]).parent) for m in data.manifest}),
-                   "preset": self.cfg.preset, "steps": self.step, "best_val_loss": _finite_or_none(self.best_val)}
+                   "preset": self.cfg.preset, "steps": self.step, "best_val_loss": _finite_or_none(self.best_val),
+                   "train_seconds": round(self.train_seconds, 1), "device": str(self.device),
+                   "threads": torch.get_num_threads(), "peak_memory_mb": round(peak_memory_mb(self.device), 1),
+                   "world_size": self.dist.world,
+                   "samples_per_s": round(self.step * self.cfg.train.batch_size / self.train_seconds, 2)
+                   if self.train_seconds > 0 else None}
         describe = getattr(data, "describe_split", None)
         if describe is not None:
             summary["split"] = describe(self.train_idx, self.val_idx)
@@ -475,7 +544,8 @@ class Trainer:
                 "best_val": self.best_val, "bad_rounds": self.bad_rounds, "control_quantiles": self.quantiles,
                 "data_position": {"step": self.step, "clips_seen": self.step * self.cfg.train.batch_size},
                 "base_lr": self.base_lr, "init_from": self.init_from, "training_summary": self.training_summary(),
-                "code_version": __version__, **self.objective.state_for_checkpoint()}
+                "code_version": __version__, "train_seconds": self.train_seconds, "world_size": self.dist.world,
+                **self.objective.state_for_checkpoint()}
 
     def export(self, path: Path) -> Path:
         """The EMA weights as a served artifact at path (atomic)."""
@@ -484,16 +554,23 @@ class Trainer:
                              training=self.training_summary(), part_configs=self.objective.part_configs(self.cfg))
 
     def checkpoint(self) -> None:
-        if not self.is_main:
-            return
-        path = save_checkpoint(self.run_dir, self.training_state(), self.step, keep=self.cfg.train.keep_checkpoints)
-        if self.opts.export_dir is not None:
-            name = self.opts.export_name or self.run_dir.name
-            folder = Path(self.opts.export_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-            clean_stale_temp_files(folder, prefix=f".{name}.safetensors.")
-            self.export(folder / f"{name}.safetensors")
-        self.log(f"checkpoint {path.name}")
+        """Rank 0 saves (and exports); every rank then checks that all hold the same weights, and waits."""
+        if self.is_main:
+            path = save_checkpoint(self.run_dir, self.training_state(), self.step,
+                                   keep=self.cfg.train.keep_checkpoints)
+            if self.opts.export_dir is not None:
+                name = self.opts.export_name or self.run_dir.name
+                folder = Path(self.opts.export_dir)
+                folder.mkdir(parents=True, exist_ok=True)
+                clean_stale_temp_files(folder, prefix=f".{name}.safetensors.")
+                self.export(folder / f"{name}.safetensors")
+            self.log(f"checkpoint {path.name}")
+        if self.dist.enabled:
+            hashes = self.dist.weight_hashes(self.module)
+            if len(set(hashes)) != 1:
+                raise TrainingError(f"step {self.step}: the {self.dist.world} processes hold different weights")
+            self.log(f"step {self.step}: weights identical on {self.dist.world} processes (sha256 {hashes[0][:16]})")
+            self.dist.barrier()
 
     def preview_generator(self) -> Any:
         """A generator of the current EMA weights, without writing an artifact."""
@@ -521,8 +598,9 @@ class Trainer:
         with _StopFlag() as stop:
             while self.step < self.total:
                 metrics = self.train_step()
-                if stop.signal is not None:
-                    self.stop_reason = f"signal {signal.Signals(stop.signal).name}"
+                if self.dist.any(stop.signal is not None):  # every process stops at the same step
+                    name = signal.Signals(stop.signal).name if stop.signal is not None else "on another process"
+                    self.stop_reason = f"signal {name}"
                 for hook in self.hooks:
                     hook(self, metrics)
                 if self.stop_reason is not None:
@@ -607,7 +685,11 @@ def checkpoint_hook(tr: Trainer, metrics: dict) -> None:
 
 def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
     """Train (or resume) a run. Returns a summary dict (steps, losses, timing, stop reason)."""
-    return Trainer(opts, log).run()
+    dist = Dist.from_env()
+    try:
+        return Trainer(opts, log).run()
+    finally:
+        dist.close()
 
 
 def write_samples(tr: Trainer, real: torch.Tensor, n: int = 4) -> list[Path]:
