@@ -6,7 +6,7 @@
                   [--set section.key=value ...]
     kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...]
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
-    kicktrain eval ARTIFACT --real DIR [--train DIR] [--out DIR]
+    kicktrain eval ARTIFACT [ARTIFACT...] --real DIR [--train DIR] [--out DIR]
     kicktrain map ARTIFACT DATA_DIR... --out DIR [--perplexity 30]
     kicktrain profile DATA_DIR... --out DIR [--family F] [--preset P] [--steps 8] [--device auto]
     torchrun --standalone --nproc-per-node 2 -m trainer fit ...   (DistributedDataParallel; see distributed.py)
@@ -219,8 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--control", action="append", metavar="NAME=VALUE", help="a control value 0..1, e.g. decay=0.8")
     sp.set_defaults(func=_cmd_sample)
 
-    sp = sub.add_parser("eval", help="FAD/KID, novelty and diversity against real kicks, with pictures")
-    sp.add_argument("artifact")
+    sp = sub.add_parser("eval", help="FAD/KID, novelty, diversity, haze against real kicks, one or several models")
+    sp.add_argument("artifacts", nargs="+", metavar="ARTIFACT", help="one or several models, of any families")
     sp.add_argument("--real", required=True, help="folder of real (held-out) kicks")
     sp.add_argument("--train", help="folder of the training kicks (for novelty)")
     sp.add_argument("--out", default="eval", help="folder for report.json and PNGs")

@@ -1,14 +1,17 @@
-"""`kicktrain eval`: how close a model's kicks are to real ones, whether it copies, at which steps.
+"""`kicktrain eval`: how close models' kicks are to real ones, whether they copy, at which steps.
 
     kicktrain eval model.safetensors --real heldout/ --train train/ --out eval/ [--steps 10,25,50]
-    kicktrain eval model.safetensors --real kicks/ --train kicks/   # the folder it was trained on:
-                                                                    # its held-out split, as `fit` made it
+    kicktrain eval model.safetensors --real kicks/ --train kicks/   # the folder it was trained on: the
+                                                                    # split it recorded (or `fit`'s split)
+    kicktrain eval wave.safetensors vae.safetensors ld.safetensors --real kicks/ --train kicks/
+                                                                    # families side by side, one table
 
 One run scores these sets against the same real reference and prints one table (also report.json):
-"model @ N" for each step count (n kicks from seeds seed..seed+n-1, no controls set, passed through
-`finish_kick` like the daemon's), "synth" (n procedural kicks from `trainer.synth`, finished the
-same way: the baseline a model must beat by far), and "real vs real" (real held-out kicks against
-other real held-out kicks: the floor a perfect model would reach). Real and training clips are
+"NAME @ N" for each model and step count ("NAME" alone for a one-pass family; n kicks from seeds
+seed..seed+n-1, no controls set, rendered and finished as the daemon renders them), "synth" (n
+procedural kicks from `trainer.synth`, finished the same way: the baseline a model must beat by
+far), and "real vs real" (real held-out kicks against other real held-out kicks: the floor a perfect
+model would reach). Real and training clips are
 decoded with `trainer.data.load_clip` and the artifact's DataConfig, so every set has the same rate,
 length, onset alignment and peak level.
 
@@ -45,7 +48,12 @@ Distances (on a clip-level embedding, `trainer.embeddings`, default "mfcc-stats"
   decay to near silence; the first naive model's hiss sat ~30 dB under the peak.
 - End level: RMS of the 50 ms before the last 30 ms (before the fades), dB re. peak: a kick still
   ringing when the clip is cut.
-- Recommended steps: see STEP_RULE.
+- Haze: `body_haze_db`, the body's energy between 1 and 8 kHz (30..200 ms after the onset) re. the
+  window's energy; the table shows each set's median minus the real held-out kicks' (0: as real).
+- Cost: s/kick is one kick rendered alone (median of LATENCY_REPS, the daemon's case) on the eval's
+  device; the training columns (hours in training steps, samples/s, peak memory) come from the
+  artifact's training summary, measured by `kicktrain fit` on its own machine.
+- Recommended steps (per diffusion model): see STEP_RULE.
 """
 
 from __future__ import annotations
@@ -66,8 +74,9 @@ from typing import Any
 import numpy as np
 import torch
 
-REPORT_VERSION = 1
+REPORT_VERSION = 2
 EVAL_BATCH = 16  # kicks per sampler call
+LATENCY_REPS = 3  # one-kick renders timed per row (median)
 STD_FLOOR_REL = 0.1
 DEFAULT_SPLITS = 50
 NCC_MAX_LAG_MS = 5.0
@@ -77,6 +86,8 @@ TAIL_MS = (400.0, 900.0)
 TAIL_HZ = 4000.0
 END_MS = (80.0, 30.0)  # the window from 80 ms to 30 ms before the end
 FLOOR_DB = -120.0
+HAZE_MS = (30.0, 200.0)
+HAZE_HZ = (1000.0, 8000.0)
 STEP_REL_TOL = 0.10
 STEP_RULE = ("the smallest step count whose mean KID is within 10 % of the best step count's, or whose "
              "per-split KID excess over the best is below its standard error (std / sqrt(splits))")
@@ -280,6 +291,22 @@ def tail_hiss_db(clips: np.ndarray, sample_rate: int, cutoff_hz: float = TAIL_HZ
     return _db(ms / np.maximum(peak2, 1e-300))
 
 
+def body_haze_db(clips: np.ndarray, sample_rate: int) -> np.ndarray:
+    """The haze over the body: energy between HAZE_HZ over HAZE_MS after the onset (the first sample at 10 %
+    of the peak), dB re. all the energy in that window (Hann window). Real kick bodies are nearly pure
+    low tones; the first bundled model put about 11 dB more here than real kicks."""
+    x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
+    peak = np.abs(x).max(axis=1, keepdims=True)
+    on = np.argmax(np.abs(x) >= 0.1 * np.maximum(peak, 1e-12), axis=1)
+    a, n = int(HAZE_MS[0] * sample_rate / 1000), int((HAZE_MS[1] - HAZE_MS[0]) * sample_rate / 1000)
+    idx = on[:, None] + a + np.arange(n)[None, :]
+    body = np.where(idx < x.shape[1], np.take_along_axis(x, np.minimum(idx, x.shape[1] - 1), axis=1), 0.0)
+    spec = np.abs(np.fft.rfft(body * np.hanning(n), axis=1)) ** 2
+    f = np.fft.rfftfreq(n, 1.0 / sample_rate)
+    hf = spec[:, (f >= HAZE_HZ[0]) & (f <= HAZE_HZ[1])].sum(axis=1)
+    return _db(hf / np.maximum(spec.sum(axis=1), 1e-300))
+
+
 def end_level_db(clips: np.ndarray, sample_rate: int) -> np.ndarray:
     """Per clip: RMS from END_MS[0] to END_MS[1] ms before the end, dB re. the clip's peak."""
     x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
@@ -295,15 +322,29 @@ def end_level_db(clips: np.ndarray, sample_rate: int) -> np.ndarray:
 
 
 @dataclass
+class ModelRow:
+    """One generated set: an artifact at one step count (one-pass families: steps None)."""
+
+    label: str
+    artifact: str
+    name: str
+    family: str
+    steps: int | None
+    clips: np.ndarray
+    seconds_per_kick: float  # batch of EVAL_BATCH, per kick
+    latency_s: float  # one kick alone (median of LATENCY_REPS), the daemon's case
+    training: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class EvalSets:
     """Every clip an evaluation looked at, [n, L] float32 at sample_rate."""
 
     sample_rate: int
     real: np.ndarray
     train: np.ndarray | None
-    model: dict[int, np.ndarray]
+    models: list[ModelRow]
     synth: np.ndarray
-    seconds_per_kick: dict[int, float] = field(default_factory=dict)
     real_sources: list[str] = field(default_factory=list)
     train_sources: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -347,9 +388,10 @@ def _heldout_split(clips: np.ndarray, sources: list[str], shas: list[str], cfg) 
         cfg.val_fraction)
 
 
-def generate(gen, n: int, steps: int, sampler: str | None, seed: int,
-             batch: int = EVAL_BATCH) -> tuple[np.ndarray, float]:
-    """(n finished kicks from seeds seed..seed+n-1 with no controls set, seconds per kick)."""
+def generate(gen, n: int, steps: int | None, sampler: str | None, seed: int,
+             batch: int = EVAL_BATCH) -> tuple[np.ndarray, float, float]:
+    """(n finished kicks from seeds seed..seed+n-1 with no controls set, seconds per kick in batches,
+    seconds for one kick alone)."""
     from .generator import Item
 
     gen.render([Item(seed=seed)], steps=1 if gen.samplers else None, sampler=sampler)  # warm-up, not timed
@@ -359,22 +401,58 @@ def generate(gen, n: int, steps: int, sampler: str | None, seed: int,
         items = [Item(seed=seed + i) for i in range(s, min(n, s + batch))]
         out.append(gen.render(items, steps=steps, sampler=sampler))
     elapsed = time.perf_counter() - t0
-    return np.concatenate(out), elapsed / n
+    alone = []
+    for r in range(LATENCY_REPS):
+        t1 = time.perf_counter()
+        gen.render([Item(seed=seed + r)], steps=steps, sampler=sampler)
+        alone.append(time.perf_counter() - t1)
+    return np.concatenate(out), elapsed / n, float(np.median(alone))
 
 
-def collect(artifact: str | Path, real: Sequence[str | Path], train: Sequence[str | Path] | None = None, *,
-            n: int = 64, steps: Sequence[int] = (10, 25, 50), sampler: str | None = None, seed: int = 0,
-            device: str = "auto", log: Log = _stderr) -> tuple[Any, EvalSets]:
-    """Load the model and the real/training clips, generate the model and synth sets."""
+def _recorded_split(gens: Sequence[Any]) -> dict[str, str] | None:
+    """{sha256: "train" | "heldout"} recorded in the artifacts (all the same), or None when none records one."""
+    splits = []
+    for gen in gens:
+        rec = getattr(getattr(gen, "artifact", None), "training", {}).get("split")
+        if isinstance(rec, dict) and isinstance(rec.get("train"), list) and isinstance(rec.get("heldout"), list):
+            table = {e["sha256"]: side for side in ("train", "heldout") for e in rec[side]
+                     if isinstance(e, dict) and isinstance(e.get("sha256"), str)}
+            splits.append(table)
+    if not splits:
+        return None
+    if any(t != splits[0] for t in splits[1:]):
+        raise ValueError("the models were trained on different splits of the data; compare models trained on "
+                         "the same split, or give --real and --train as separate folders")
+    return splits[0]
+
+
+def _labels(gens: Sequence[Any]) -> list[str]:
+    names = [g.name for g in gens]
+    return [n if names.count(n) == 1 else f"{n}#{i + 1}" for i, n in enumerate(names)]
+
+
+def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | Path],
+            train: Sequence[str | Path] | None = None, *, n: int = 64, steps: Sequence[int] = (10, 25, 50),
+            sampler: str | None = None, seed: int = 0, device: str = "auto", log: Log = _stderr
+            ) -> tuple[list[Any], EvalSets]:
+    """Load the models and the real/training clips, generate every model's sets and the synth set.
+    Diffusion models get a row per step count; one-pass models one row."""
     from .config import DataConfig
     from .generator import finish_kick, load_generator
     from .synth import synth_batch
 
-    gen = load_generator(Path(artifact), device)
-    cfg_all = getattr(gen, "config", None)
-    cfg = cfg_all.data if cfg_all is not None else DataConfig(sample_rate=gen.sample_rate, length=gen.length)
-    if not gen.samplers:  # a one-pass family: one row, whatever steps were asked for
-        steps = list(steps)[:1]
+    artifacts = [artifacts] if isinstance(artifacts, (str, Path)) else list(artifacts)
+    if not artifacts:
+        raise ValueError("no model to evaluate")
+    gens = [load_generator(Path(a), device) for a in artifacts]
+    first = gens[0]
+    cfg_all = getattr(first, "config", None)
+    cfg = cfg_all.data if cfg_all is not None else DataConfig(sample_rate=first.sample_rate, length=first.length)
+    for a, g in zip(artifacts, gens):
+        if (g.sample_rate, g.length) != (cfg.sample_rate, cfg.length):
+            raise ValueError(f"{Path(a).name} makes {g.length} samples at {g.sample_rate} Hz and "
+                             f"{Path(artifacts[0]).name} {cfg.length} at {cfg.sample_rate} Hz; compare models "
+                             "of the same clip length and rate")
     notes: list[str] = []
 
     from .data import scan_audio
@@ -386,23 +464,33 @@ def collect(artifact: str | Path, real: Sequence[str | Path], train: Sequence[st
         if not same:
             train_clips, train_src, train_sha, skipped_t = load_folder(train, cfg, log)
             skipped += [s for s in skipped_t if s not in skipped]
-        if same:
-            tr, va = _heldout_split(real_clips, real_src, real_sha, cfg)
-            notes.append(f"--real and --train are the same files: using the held-out split as `fit` makes it "
-                         f"(val_fraction {cfg.val_fraction:g}): {len(va)} real held-out, {len(tr)} training clips")
-            train_clips, train_src = real_clips[tr], [real_src[i] for i in tr]
-            real_clips, real_src = real_clips[va], [real_src[i] for i in va]
-        else:
             shared = set(real_sha) & set(train_sha)
             if shared:
                 notes.append(f"{sum(h in shared for h in real_sha)} real clip(s) are identical to training files: "
                              "they are not held out")
+        else:
+            recorded = _recorded_split(gens)
+            if recorded is not None:
+                va = np.array([i for i, h in enumerate(real_sha) if recorded.get(h) == "heldout"], dtype=np.int64)
+                tr = np.array([i for i, h in enumerate(real_sha) if recorded.get(h) == "train"], dtype=np.int64)
+                unknown = len(real_sha) - len(va) - len(tr)
+                notes.append(f"--real and --train are the same files: using the split the model(s) recorded: "
+                             f"{len(va)} real held-out, {len(tr)} training clips"
+                             + (f" ({unknown} file(s) the model never saw left out)" if unknown else ""))
+            else:
+                tr, va = _heldout_split(real_clips, real_src, real_sha, cfg)
+                notes.append(f"--real and --train are the same files: using the held-out split as `fit` makes it "
+                             f"(val_fraction {cfg.val_fraction:g}): {len(va)} real held-out, {len(tr)} training "
+                             "clips")
+            train_clips, train_src = real_clips[tr], [real_src[i] for i in tr]
+            real_clips, real_src = real_clips[va], [real_src[i] for i in va]
     else:
-        sources = getattr(getattr(gen, "artifact", None), "training", {}).get("sources", [])
-        folders = {str(Path(s).resolve()) for s in sources}
-        if folders & {str(Path(s).parent) for s in real_src}:
-            notes.append("the real set lies in a folder the model was trained on; pass --train with the same "
-                         "folder to evaluate on its held-out split")
+        for g in gens:
+            sources = getattr(getattr(g, "artifact", None), "training", {}).get("sources", [])
+            folders = {str(Path(s).resolve()) for s in sources}
+            if folders & {str(Path(s).parent) for s in real_src}:
+                notes.append(f"the real set lies in a folder {g.name} was trained on; pass --train with the same "
+                             "folder to evaluate on its held-out split")
     for note in notes:
         log(f"note: {note}")
     if len(real_clips) < 4:
@@ -410,15 +498,21 @@ def collect(artifact: str | Path, real: Sequence[str | Path], train: Sequence[st
     if n < 2:
         raise ValueError("--n must be at least 2")
 
-    model, spk = {}, {}
-    for s in steps:
-        t0 = time.perf_counter()
-        model[s], spk[s] = generate(gen, n, s, sampler, seed)
-        log(f"model @ {s} steps: {n} kicks in {time.perf_counter() - t0:.1f} s ({spk[s]:.3f} s per kick)")
+    rows: list[ModelRow] = []
+    for label, path, gen in zip(_labels(gens), artifacts, gens):
+        training = dict(getattr(getattr(gen, "artifact", None), "training", {}) or {})
+        for s in (sorted(steps) if gen.samplers else [None]):
+            t0 = time.perf_counter()
+            clips, spk, alone = generate(gen, n, s, sampler, seed)
+            name = f"{label} @ {s}" if s is not None else label
+            log(f"{name}: {n} kicks in {time.perf_counter() - t0:.1f} s ({spk:.3f} s per kick in batches, "
+                f"{alone:.3f} s alone)")
+            rows.append(ModelRow(label=name, artifact=str(path), name=gen.name, family=gen.family, steps=s,
+                                 clips=clips, seconds_per_kick=spk, latency_s=alone, training=training))
     synth = finish_kick(synth_batch(n, seed=seed, sample_rate=cfg.sample_rate, length=cfg.length), cfg.sample_rate)
-    sets = EvalSets(sample_rate=cfg.sample_rate, real=real_clips, train=train_clips, model=model, synth=synth,
-                    seconds_per_kick=spk, real_sources=real_src, train_sources=train_src, skipped=skipped, notes=notes)
-    return gen, sets
+    sets = EvalSets(sample_rate=cfg.sample_rate, real=real_clips, train=train_clips, models=rows, synth=synth,
+                    real_sources=real_src, train_sources=train_src, skipped=skipped, notes=notes)
+    return gens, sets
 
 
 # ----------------------------------------------------------------------------------------------
@@ -461,8 +555,9 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
     sr = sets.sample_rate
     t0 = time.perf_counter()
     named: list[tuple[str, str, int | None, np.ndarray]] = [("real vs real", "real", None, sets.real)]
-    named += [(f"model @ {s}", "model", s, clips) for s, clips in sorted(sets.model.items())]
+    named += [(m.label, "model", m.steps, m.clips) for m in sets.models]
     named.append(("synth", "synth", None, sets.synth))
+    by_label = {m.label: m for m in sets.models}
     emb = {name: np.asarray(embedding(clips, sr), dtype=np.float64) for name, _, _, clips in named}
     train_emb = np.asarray(embedding(sets.train, sr), dtype=np.float64) if sets.train is not None else None
     t_emb = time.perf_counter() - t0
@@ -477,6 +572,7 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
     max_lag = int(round(NCC_MAX_LAG_MS * sr / 1000))
     real_div = diversity(z_real)
     real_nov = _median(novelty(z_real, z_train)) if z_train is not None else None
+    real_haze = _median(body_haze_db(sets.real, sr))
 
     rows: list[dict[str, Any]] = []
     per_split_kid: dict[str, np.ndarray] = {}
@@ -506,9 +602,18 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
             row.update({k: None for k in ("fad_train", "fad_train_std", "kid_train", "kid_train_std", "novelty",
                                           "novelty_ratio", "ncc_median", "ncc_max", "copies")})
         div = diversity(zs)
+        haze = _median(body_haze_db(clips, sr))
         row.update({"diversity": div, "diversity_ratio": div / real_div if real_div > 0 else None,
-                    "tail_hiss_db": _median(tail_hiss_db(clips, sr)), "end_db": _median(end_level_db(clips, sr)),
-                    "seconds_per_kick": sets.seconds_per_kick.get(steps) if kind == "model" else None})
+                    "haze_db": haze, "haze_vs_real_db": haze - real_haze,
+                    "tail_hiss_db": _median(tail_hiss_db(clips, sr)), "end_db": _median(end_level_db(clips, sr))})
+        mr = by_label.get(name)
+        tr = mr.training if mr is not None else {}
+        row.update({"artifact": mr.name if mr else None, "family": mr.family if mr else None,
+                    "seconds_per_kick": mr.seconds_per_kick if mr else None,
+                    "latency_s": mr.latency_s if mr else None,
+                    "train_seconds": tr.get("train_seconds"), "train_samples_per_s": tr.get("samples_per_s"),
+                    "train_peak_memory_mb": tr.get("peak_memory_mb"), "train_device": tr.get("device"),
+                    "train_steps": tr.get("steps")})
         desc = measure(torch.from_numpy(np.ascontiguousarray(clips)), sr).numpy()
         row["descriptors"] = {c: float(np.median(desc[:, i])) for i, c in enumerate(CONTROL_NAMES)}
         rows.append(row)
@@ -526,7 +631,11 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
             "novelty_at_least_half_of_real": (bool(r["novelty_ratio"] >= 0.5)
                                               if r["novelty_ratio"] is not None else None),
         }
-    recommended = recommend_steps({r["steps"]: per_split_kid[r["name"]] for r in model_rows})
+    recommended = {}
+    for artifact in dict.fromkeys(r["artifact"] for r in model_rows):
+        mine = [r for r in model_rows if r["artifact"] == artifact and r["steps"] is not None]
+        if mine:
+            recommended[artifact] = recommend_steps({r["steps"]: per_split_kid[r["name"]] for r in mine})
     log(f"scored {len(rows)} sets in {time.perf_counter() - t0:.1f} s (embedding {t_emb:.1f} s)")
     return {"rows": rows, "recommended_steps": recommended, "splits": len(plan), "reference_size": len(plan[0][0]),
             "compared_size": m, "real_diversity": real_div, "real_novelty": real_nov,
@@ -559,20 +668,28 @@ def _pm(v: float | None, sd: float | None) -> str:
     return "-" if v is None else f"{v:.3g} ±{sd or 0.0:.2g}"
 
 
-TABLE_COLUMNS = ("set", "n", "FAD", "KID", "KID(train)", "novelty", "nov/real", "ncc max", "copies", "diversity",
-                 "div/real", "hiss dB", "end dB", "s/kick")
+TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "nov/real", "ncc max", "copies", "div/real",
+                 "haze dB", "hiss dB", "s/kick", "train h", "train kicks/s", "train MB")
+
+
+def _family_short(name: str | None) -> str:
+    return {"waveform_diffusion": "waveform", "mel_vae": "mel-vae", "latent_diffusion": "latent"}.get(name or "", "-")
 
 
 def format_table(report: dict[str, Any]) -> str:
-    """The rows as an aligned text table."""
+    """The rows as an aligned text table. haze dB: the body's 1..8 kHz energy minus the real kicks' (0 = as
+    real); s/kick: one kick alone, the daemon's case; train: the run's time in training steps, its speed
+    and peak memory, from the artifact."""
     lines = []
     for r in report["rows"]:
-        lines.append([r["name"], str(r["n"]), f"{r['fad']:.3g} ±{r['fad_std']:.2g}",
-                      f"{r['kid']:.3g} ±{r['kid_std']:.2g}", _pm(r["kid_train"], r["kid_train_std"]),
-                      _fmt(r["novelty"]), _fmt(r["novelty_ratio"], ".2f"),
-                      _fmt(r["ncc_max"], ".3f"), _fmt(r["copies"], "d"), _fmt(r["diversity"]),
-                      _fmt(r["diversity_ratio"], ".2f"), _fmt(r["tail_hiss_db"], ".1f"), _fmt(r["end_db"], ".1f"),
-                      _fmt(r["seconds_per_kick"], ".3f")])
+        hours = r.get("train_seconds")
+        lines.append([r["name"], _family_short(r.get("family")) if r["kind"] == "model" else "-", str(r["n"]),
+                      f"{r['fad']:.3g} ±{r['fad_std']:.2g}", f"{r['kid']:.3g} ±{r['kid_std']:.2g}",
+                      _pm(r["kid_train"], r["kid_train_std"]), _fmt(r["novelty_ratio"], ".2f"),
+                      _fmt(r["ncc_max"], ".3f"), _fmt(r["copies"], "d"), _fmt(r["diversity_ratio"], ".2f"),
+                      _fmt(r.get("haze_vs_real_db"), "+.1f"), _fmt(r["tail_hiss_db"], ".1f"),
+                      _fmt(r.get("latency_s"), ".3f"), _fmt(hours / 3600 if hours else None, ".2f"),
+                      _fmt(r.get("train_samples_per_s"), ".1f"), _fmt(r.get("train_peak_memory_mb"), ".0f")])
     widths = [max(len(c), *(len(row[i]) for row in lines)) for i, c in enumerate(TABLE_COLUMNS)]
     fmt_row = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
                                       for i, (c, w) in enumerate(zip(cells, widths)))
@@ -615,8 +732,7 @@ def write_pictures(sets: EvalSets, out: Path, run: Path | None = None, title: st
     from . import plots
 
     sr = sets.sample_rate
-    groups = [("real", sets.real)] + [(f"{s}-step model", c) for s, c in sorted(sets.model.items())] + \
-             [("synth", sets.synth)]
+    groups = [("real", sets.real)] + [(m.label, m.clips) for m in sets.models] + [("synth", sets.synth)]
     written = []
     p = _save_png(lambda t: plots.spectrogram_grid([(k, v[:4]) for k, v in groups], sr, t, title=title),
                   out / "spectrograms.png")
@@ -629,30 +745,32 @@ def write_pictures(sets: EvalSets, out: Path, run: Path | None = None, title: st
     return written
 
 
-def evaluate(artifact: str | Path, real: str | Path | Sequence[str | Path],
+def evaluate(artifacts: str | Path | Sequence[str | Path], real: str | Path | Sequence[str | Path],
              train: str | Path | Sequence[str | Path] | None = None, *,
              n: int = 64, steps: Sequence[int] = (10, 25, 50), sampler: str | None = None, seed: int = 0,
              embedding: str = "mfcc-stats", device: str = "auto", splits: int = DEFAULT_SPLITS,
              log: Log = _stderr) -> tuple[dict[str, Any], EvalSets]:
-    """The whole evaluation: (report dict, the sets it looked at). Writes nothing. real and train are
-    folders or files (one or a list); train may be the same as real (then `fit`'s held-out split)."""
+    """The whole evaluation of one or several models (of any families) on the same real sets: (report
+    dict, the sets it looked at). Writes nothing. real and train are folders or files (one or a list);
+    train may be the same as real (then the models' recorded split, or `fit`'s held-out split)."""
     from .embeddings import get_embedding
 
     emb = get_embedding(embedding)  # fail on a bad spec before generating anything
     real = [real] if isinstance(real, (str, Path)) else list(real)
     train = [train] if isinstance(train, (str, Path)) else (list(train) if train else None)
+    artifacts = [artifacts] if isinstance(artifacts, (str, Path)) else list(artifacts)
     steps = sorted({int(s) for s in steps})
     t0 = time.perf_counter()
-    gen, sets = collect(artifact, real, train, n=n, steps=steps, sampler=sampler, seed=seed, device=device, log=log)
+    gens, sets = collect(artifacts, real, train, n=n, steps=steps, sampler=sampler, seed=seed, device=device,
+                         log=log)
     t_collect = time.perf_counter() - t0
     scored = score(sets, emb, splits=splits, seed=seed, log=log)
     scored["timings"]["collect_s"] = t_collect
-    describe = gen.describe() if hasattr(gen, "describe") else {"name": gen.name}
     names = emb.feature_names() if hasattr(emb, "feature_names") else None
     report = {
         "version": REPORT_VERSION,
-        "artifact": str(artifact),
-        "model": describe,
+        "artifacts": [str(a) for a in artifacts],
+        "models": [g.describe() if hasattr(g, "describe") else {"name": g.name} for g in gens],
         "embedding": {"name": emb.name, "dim": int(emb.dim), "version": getattr(emb, "version", None),
                       "features": names},
         "normalisation": NORMALISATION,
@@ -662,16 +780,18 @@ def evaluate(artifact: str | Path, real: str | Path | Sequence[str | Path],
         "n_real": int(len(sets.real)),
         "n_train": int(len(sets.train)) if sets.train is not None else 0,
         "steps": steps,
-        "sampler": sampler or getattr(gen, "default_sampler", None),
+        "sampler": sampler,
         "seed": seed,
         "seeds": f"model kicks: seeds {seed}..{seed + n - 1}; synth: synth_batch(n, seed={seed}); splits: seed {seed}",
-        "device": str(getattr(gen, "device", device)),
+        "device": str(getattr(gens[0], "device", device)),
         "batch": EVAL_BATCH,
+        "latency": f"one kick alone, median of {LATENCY_REPS} (s/kick)",
         "step_rule": STEP_RULE,
         "copy_ncc": COPY_NCC,
         "ncc_max_lag_ms": NCC_MAX_LAG_MS,
         "tail_window_ms": list(tail_window_ms(int(sets.real.shape[1]), sets.sample_rate)),
         "tail_hz": TAIL_HZ,
+        "haze": {"window_ms": list(HAZE_MS), "band_hz": list(HAZE_HZ)},
         "notes": sets.notes,
         "skipped": [list(s) for s in sets.skipped],
         "real_sources": sets.real_sources,
@@ -697,10 +817,10 @@ def main(args: argparse.Namespace) -> int:
     steps = parse_steps(args.steps)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    report, sets = evaluate(args.artifact, [args.real], [args.train] if args.train else None, n=args.n, steps=steps,
-                            sampler=args.sampler, seed=args.seed, embedding=args.embedding, device=args.device,
-                            splits=getattr(args, "splits", DEFAULT_SPLITS))
-    title = f"{report['model'].get('name', '')} (step {report['model'].get('step', '?')})"
+    report, sets = evaluate(args.artifacts, [args.real], [args.train] if args.train else None, n=args.n,
+                            steps=steps, sampler=args.sampler, seed=args.seed, embedding=args.embedding,
+                            device=args.device, splits=getattr(args, "splits", DEFAULT_SPLITS))
+    title = ", ".join(f"{m.get('name', '')} (step {m.get('step', '?')})" for m in report["models"])
     pictures = write_pictures(sets, out, Path(args.run) if args.run else None, title=title)
     if args.run and not any(p.name == "loss.png" for p in pictures):
         _stderr(f"note: no loss curve: {Path(args.run) / 'metrics.jsonl'} is missing or has no losses")
@@ -709,7 +829,8 @@ def main(args: argparse.Namespace) -> int:
     json.dump(report, buf, indent=1, allow_nan=False)
     atomic_write_bytes(out / "report.json", buf.getvalue().encode())
     print(format_table(report))
-    print(f"recommended steps: {report['recommended_steps']} ({STEP_RULE})")
+    for name, rec in report["recommended_steps"].items():
+        print(f"recommended steps for {name}: {rec} ({STEP_RULE})")
     print(f"embedding {report['embedding']['name']} ({report['embedding']['dim']} features); "
           f"{report['n_real']} real held-out clips, {report['n_train']} training clips; "
           f"FAD/KID over {report['splits']} splits of {report['reference_size']} reference vs "

@@ -205,19 +205,21 @@ def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
                "--out", str(out), "--n", "6", "--steps", "3,2", "--device", "cpu", "--run", str(run)])
     assert rc == 0
     printed = capsys.readouterr().out
-    assert "real vs real" in printed and "model @ 2" in printed and "synth" in printed
+    assert "real vs real" in printed and "tiny @ 2" in printed and "synth" in printed
 
     report = json.loads((out / "report.json").read_text())
     names = [r["name"] for r in report["rows"]]
-    assert names == ["real vs real", "model @ 2", "model @ 3", "synth"]
-    assert report["steps"] == [2, 3] and report["recommended_steps"] in (2, 3)
+    assert names == ["real vs real", "tiny @ 2", "tiny @ 3", "synth"]
+    assert report["steps"] == [2, 3] and report["recommended_steps"]["tiny"] in (2, 3)
     assert report["embedding"]["name"] == "mfcc-stats" and report["n_real"] == 6 and report["n_train"] == 6
     assert report["splits"] == 20 and report["reference_size"] == 3 and report["compared_size"] == 3
     for r in report["rows"]:
-        for key in ("fad", "kid", "kid_train", "novelty", "diversity", "tail_hiss_db", "ncc_max"):
+        for key in ("fad", "kid", "kid_train", "novelty", "diversity", "tail_hiss_db", "ncc_max", "haze_vs_real_db"):
             assert isinstance(r[key], float), (r["name"], key)
         if r["kind"] == "model":
             assert r["seconds_per_kick"] > 0 and r["n"] == 6 and "kid_at_most_tenth_of_synth" in r["targets"]
+            assert 0 < r["latency_s"] and r["family"] == "waveform_diffusion"
+    assert report["rows"][0]["haze_vs_real_db"] == 0.0
     for name in ("spectrograms.png", "envelopes.png", "loss.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
     assert sorted(report["pictures"]) == ["envelopes.png", "loss.png", "spectrograms.png"]
@@ -246,3 +248,27 @@ def test_kicktrain_eval_same_folder_uses_the_heldout_split(tmp_path, tiny_artifa
     assert main(["eval", str(tiny_artifact), "--real", str(tmp_path / "nope"), "--out", str(out)]) == 2
     assert main(args + ["--embedding", "nope"]) == 2
     assert "kicktrain eval:" in capsys.readouterr().err
+
+
+def test_kicktrain_eval_compares_families_side_by_side(tmp_path, tiny_artifact, capsys):
+    """Several artifacts of different families: one table, a row per step count for diffusion models and one
+    row for a one-pass model, each with its family, latency and haze."""
+    from daemon_util import make_artifact
+
+    from trainer.cli import main
+
+    vae = make_artifact(tmp_path / "vae.safetensors", family="mel_vae")
+    clips = synth_batch(12, seed=13, length=4096)
+    _write_kicks(tmp_path / "real", clips[:6])
+    _write_kicks(tmp_path / "train", clips[6:])
+    out = tmp_path / "eval"
+    assert main(["eval", str(tiny_artifact), str(vae), "--real", str(tmp_path / "real"), "--train",
+                 str(tmp_path / "train"), "--out", str(out), "--n", "4", "--steps", "2,3", "--device", "cpu"]) == 0
+    printed = capsys.readouterr().out
+    assert "waveform" in printed and "mel-vae" in printed and "haze dB" in printed
+    report = json.loads((out / "report.json").read_text())
+    rows = {r["name"]: r for r in report["rows"]}
+    assert list(rows) == ["real vs real", "tiny @ 2", "tiny @ 3", "vae", "synth"]
+    assert rows["vae"]["family"] == "mel_vae" and rows["vae"]["steps"] is None and rows["vae"]["latency_s"] > 0
+    assert list(report["recommended_steps"]) == ["tiny"]
+    assert [m["family"] for m in report["models"]] == ["waveform_diffusion", "mel_vae"]

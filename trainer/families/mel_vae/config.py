@@ -25,7 +25,7 @@ class VAEConfig:
     blocks_per_level: int = 2
     latent_dim: int = 32
     kernel: int = 5
-    beta: float = 0.02  # weight of the KL term at the end of warm-up (reconstruction is a per-bin mean)
+    beta: float = 1e-4  # weight of the KL (nats per kick) against the mean per-bin error, after warm-up
     kl_warmup_steps: int = 2000  # beta rises linearly from 0 over these steps (against posterior collapse)
     free_bits: float = 0.05  # nats per latent dimension below which the KL is not pushed down
     recon: str = "l1"  # "l1" | "l2" on the normalised log-mel
