@@ -6,6 +6,7 @@
     gen.render([Item(seed=7, controls={"decay": 0.8})], steps=10, sample_rate=48000, cancel=flag.is_set)
         -> [n, samples] float32: finished kicks (DC-free, high-passed, faded, peak -1 dBFS) at sample_rate
     gen.render(items, variation=Variation(gen.prepare_source(audio, sr), strength=0.3))
+    gen.render(items, interpolation=Interpolation(Endpoint(seed=1), Endpoint(seed=2), ts=[0, 0.5, 1]))
 
 `render` is the daemon's whole contract. Families implement `sample` (new kicks) and `vary`
 (variations of a prepared source) returning raw audio at the model's own rate; GeneratorBase turns
@@ -43,6 +44,27 @@ class Variation:
 
     source: np.ndarray
     strength: float = 0.5
+
+
+@dataclass
+class Endpoint:
+    """One end of an interpolation: a seed (the model's own kick for it, no controls) or a prepared clip."""
+
+    seed: int | None = None
+    source: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if (self.seed is None) == (self.source is None):
+            raise ValueError("an interpolation endpoint is a seed or a source clip")
+
+
+@dataclass
+class Interpolation:
+    """A morph from a to b: one kick per t in ts (0: a, 1: b) through the model's noise or latent space."""
+
+    a: Endpoint
+    b: Endpoint
+    ts: list[float] = field(default_factory=list)
 
 
 class Cancelled(Exception):
@@ -198,6 +220,10 @@ class GeneratorBase:
              sampler: str | None = None) -> np.ndarray:
         raise NotImplementedError
 
+    def interpolate(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item],
+                    steps: int | None = None, sampler: str | None = None) -> np.ndarray:
+        raise NotImplementedError(f"model family {self.family} cannot interpolate")
+
     def _source_tensor(self, source: np.ndarray, n: int) -> torch.Tensor:
         src = torch.as_tensor(np.asarray(source, dtype=np.float32)).reshape(1, -1)
         if src.shape[-1] != self.length:
@@ -219,13 +245,19 @@ class GeneratorBase:
         return clip
 
     def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
-               variation: Variation | None = None, sample_rate: int | None = None,
-               cancel: Callable[[], bool] | None = None) -> np.ndarray:
-        """Finished kicks [n, samples] at sample_rate (default: the model's), one per item."""
+               variation: Variation | None = None, interpolation: Interpolation | None = None,
+               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None) -> np.ndarray:
+        """Finished kicks [n, samples] at sample_rate (default: the model's), one per item (for an
+        interpolation, one per t: items give each kick's controls)."""
         steps, sampler = self.check_settings(steps, sampler)
         self._cancel = cancel
         try:
-            if variation is not None:
+            if interpolation is not None:
+                ts = [float(t) for t in interpolation.ts]
+                if len(ts) != len(items) or not all(0.0 <= t <= 1.0 for t in ts):
+                    raise ValueError("an interpolation needs one t within 0..1 per kick")
+                raw = self.interpolate(interpolation.a, interpolation.b, ts, items, steps=steps, sampler=sampler)
+            elif variation is not None:
                 if not 0.0 <= float(variation.strength) <= 1.0:
                     raise ValueError(f"strength must be within 0..1, got {variation.strength}")
                 raw = self.vary(variation.source, float(variation.strength), items, steps=steps, sampler=sampler)

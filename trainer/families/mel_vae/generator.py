@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ...artifact import Artifact
-from ...generator import GeneratorBase, Item
+from ...generator import Endpoint, GeneratorBase, Item
 from .inverter import build_inverter
 from .mel import MelFrontEnd
 from .network import MelVAE
@@ -73,6 +73,20 @@ class MelVAEGenerator(GeneratorBase):
             return src.float().cpu().numpy().copy()
         mu = self.vae.encode(self.front(src))[0]
         z = mu + strength * (self.prior_latents(items) - mu)
+        return self.decode(z)
+
+    def _endpoint_latent(self, e: Endpoint, controls: dict) -> torch.Tensor:
+        if e.seed is not None:
+            return self.prior_latents([Item(seed=e.seed, controls=controls)])[0]
+        return self.vae.encode(self.front(self._source_tensor(e.source, 1)))[0][0]
+
+    @torch.inference_mode()
+    def interpolate(self, a: Endpoint, b: Endpoint, ts, items, steps=None, sampler=None) -> np.ndarray:
+        """Kicks along the straight line between a's and b's latents (a seed's prior sample given the
+        controls, a file's posterior mean): t = 0 decodes a's latent, 1 b's."""
+        controls = dict(items[0].controls) if items else {}
+        za, zb = self._endpoint_latent(a, controls), self._endpoint_latent(b, controls)
+        z = torch.stack([za if t == 0.0 else zb if t == 1.0 else za + t * (zb - za) for t in ts])
         return self.decode(z)
 
     def describe(self) -> dict:
