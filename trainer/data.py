@@ -148,8 +148,18 @@ def load_clip(path: Path, cfg: DataConfig) -> tuple[np.ndarray, float]:
     cosine fade-out when cropped) or zero-pad (with a 2 ms fade at the natural end) -> peak to
     cfg.peak_db. Raises BadAudio with the reason.
     """
-    path = Path(path)
-    data, sr = _read(path)
+    data, sr = _read(Path(path))
+    return clip_from_audio(data, sr, cfg)
+
+
+def clip_from_audio(data: np.ndarray, sr: int, cfg: DataConfig) -> tuple[np.ndarray, float]:
+    """load_clip's preparation for samples already decoded: data [frames] (mono) or [frames, channels]
+    float32 at sr. Returns (clip of exactly cfg.length samples, original duration in s); raises BadAudio."""
+    data = np.asarray(data, dtype=np.float32)
+    if data.ndim == 1:
+        data = data[:, None]
+    if data.shape[0] == 0:
+        raise BadAudio("empty file")
     duration = data.shape[0] / sr
     if not np.isfinite(data).all():
         raise BadAudio("contains NaN" if np.isnan(data).any() else "contains inf")
