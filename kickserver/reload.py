@@ -65,7 +65,8 @@ _meta_cache: dict[str, tuple[tuple[int, int], bool]] = {}
 
 
 def looks_valid(path: Path) -> bool:
-    """A cheap check (header and metadata only, cached by mtime and size) for listing models."""
+    """Whether an artifact would load, for listing models: its header, metadata, config and tensor shapes are
+    checked without reading a weight (`_tensors_fit`); cached by mtime and size."""
     try:
         st = path.stat()
     except OSError:
@@ -83,10 +84,45 @@ def looks_valid(path: Path) -> bool:
         if ok:
             meta = read_metadata(path)
             ok = meta.get(FORMAT_KEY) == str(FORMAT_VERSION) and meta.get("family") in FAMILIES
+            ok = ok and _tensors_fit(path, meta)
     except (ArtifactError, OSError):
         ok = False
     _meta_cache[str(path)] = (key, ok)
     return ok
+
+
+MAX_LISTED_PARAMS = 500_000_000  # more weights than this is not an artifact this daemon can serve
+
+
+def _tensors_fit(path: Path, meta: dict[str, str]) -> bool:
+    """The header names exactly the tensors (and shapes) of the network its config describes, as the loader's
+    strict load_state_dict wants. The network is built on torch's meta device: shapes only, no memory."""
+    import json
+    import math
+
+    import torch
+    from safetensors import safe_open
+
+    from trainer.config import from_json
+    from trainer.model import build_network
+
+    try:
+        cfg = from_json(meta["config"])
+        controls = json.loads(meta.get("controls", "[]"))
+        if controls != list(cfg.model.controls):
+            return False
+        if controls and len(json.loads(meta.get("control_quantiles", "[]"))) != len(controls):
+            return False
+        with safe_open(str(path), framework="pt") as f:
+            shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+        if sum(math.prod(s) for s in shapes.values()) > MAX_LISTED_PARAMS:
+            return False
+        with torch.device("meta"):
+            net = build_network(cfg)
+        return shapes == {k: tuple(v.shape) for k, v in net.state_dict().items()}
+    except Exception as e:  # noqa: BLE001 - any failure means "would not load": not listed
+        log.debug("%s would not load: %s: %s", path.name, type(e).__name__, e)
+        return False
 
 
 def remember(path: Path, ok: bool) -> None:
@@ -106,20 +142,24 @@ def list_models(models_dir: Path) -> list[str]:
     return sorted(names)
 
 
-def resolve_model(models_dir: Path, name: str | None) -> tuple[Path, str]:
+def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True) -> tuple[Path, str]:
     """The artifact to serve for `name` (None: not configured). Raises ModelNotFound with a reason.
 
-    NAME -> <models>/NAME.safetensors; `default` (or NAME with an empty models folder) -> the
-    bundled model; None -> <models>/default.safetensors, the bundled model, else the newest
-    valid artifact in the folder.
+    NAME -> <models>/NAME.safetensors; `default` (or NAME with an empty models folder, unless
+    fall_back is False) -> the bundled model; None -> <models>/default.safetensors, the bundled
+    model, else the newest valid artifact in the folder.
     """
     models_dir = Path(models_dir)
     files = _files(models_dir)
     if name is not None:
         path = models_dir / f"{name}{SUFFIX}"
-        if path.is_file():
-            return path, name
-        if (name == DEFAULT_NAME or not files) and BUNDLED.is_file():
+        try:
+            if path.is_file():
+                return path, name
+        except OSError as e:  # e.g. a name too long for the filesystem
+            raise ModelNotFound(f"model {name[:60]!r} cannot be looked up in {models_dir} "
+                                f"({e.strerror or e})") from None
+        if (name == DEFAULT_NAME or (not files and fall_back)) and BUNDLED.is_file():
             if name != DEFAULT_NAME:
                 log.warning("model %s not found and %s has no artifacts; serving the bundled model", name, models_dir)
             return BUNDLED, DEFAULT_NAME
