@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import socket
 import sys
 import time
@@ -26,8 +27,8 @@ from . import __version__
 from .config import ServerConfig, ServerConfigError, default_config_path, load_config
 
 SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
-                 "read_roots", "max_files", "max_mb", "queue_limit", "max_batch", "max_steps", "steps", "threads",
-                 "log_level")
+                 "read_roots", "max_files", "max_mb", "queue_limit", "client_queue_limit", "max_batch", "max_steps",
+                 "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb")
 
 # `kickserver send`'s default wait: SEND_BASE_S + SEND_PER_KICK_STEP_S x count x steps (steps: the request's, else
 # SEND_DEFAULT_STEPS, a margin over the bundled model's 10). One kick-step costs 0.03 s on a 2-core CPU alone and
@@ -39,8 +40,9 @@ SEND_DEFAULT_STEPS = 25
 
 
 def _setup_logging(level: str = "info") -> None:
-    logging.basicConfig(stream=sys.stderr, level=level.upper(), format="%(levelname)s %(name)s: %(message)s",
-                        force=True)
+    from .logs import setup
+
+    setup(level)  # one line per event, messages clipped (logs.py)
 
 
 def _add_model_options(p: argparse.ArgumentParser, **kw: Any) -> None:
@@ -74,6 +76,12 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
                    help="keep generated kicks in --out under MB megabytes (oldest removed first)")
     p.add_argument("--queue-limit", dest="queue_limit", type=int, metavar="N",
                    help="kicks that may wait; past that requests get 'busy' (default 64)")
+    p.add_argument("--client-queue-limit", dest="client_queue_limit", type=int, metavar="N",
+                   help="kicks one client (source address and port) may have waiting (default 32)")
+    p.add_argument("--reply-rate-kb", dest="reply_rate_kb", type=float, metavar="KB",
+                   help="reply budget per source address, KB per second (default 32)")
+    p.add_argument("--reply-burst-kb", dest="reply_burst_kb", type=float, metavar="KB",
+                   help="reply budget per source address, largest burst in KB (default 128)")
     p.add_argument("--max-batch", dest="max_batch", type=int, metavar="N",
                    help="kicks generated together on the device (default 8)")
     p.add_argument("--max-steps", dest="max_steps", type=int, metavar="N",
@@ -151,6 +159,10 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     cfg, path = loaded
     log = logging.getLogger("kickserver")
     log.info("kickserver %s%s", __version__, f" (config {path})" if path else "")
+    # Before torch (and its OpenMP runtime) is imported: worker threads that wait for work sleep instead of
+    # spinning. Spinning threads on a busy desktop made one kick take 6-16 s instead of 0.5-1 s on 2 cores
+    # (bench/contention.py, docs/daemon.md). A value set in the environment is kept.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from .daemon import serve
 
     return serve(cfg, config_arg=ns.config, overrides=overrides, config_path=path)

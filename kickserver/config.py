@@ -69,11 +69,14 @@ class ServerConfig:
     max_files: int | None = None
     max_mb: float | None = None
     queue_limit: int = 64  # kicks waiting at most; past that a request is refused with "busy"
+    client_queue_limit: int = 32  # kicks one client (source address and port) may have waiting
     max_batch: int = 8  # kicks generated together on the device
     max_steps: int = 200  # upper bound for a request's steps (raise to 1000 for benchmarking baselines)
     steps: int = 0  # sampler steps when a request names none; 0: the model's own default
     threads: int = 0  # torch CPU threads; 0: torch's default
     log_level: str = "info"
+    reply_rate_kb: float = 32.0  # reply budget per source IP: KB per second ...
+    reply_burst_kb: float = 128.0  # ... and at most this many KB at once (ratelimit.py)
 
     # ------------------------------------------------------------ derived
     @property
@@ -113,6 +116,11 @@ class ServerConfig:
             raise bad(f"max_mb must be > 0, got {self.max_mb}")
         if self.queue_limit < 1:
             raise bad(f"queue_limit must be >= 1, got {self.queue_limit}")
+        if self.client_queue_limit < 1:
+            raise bad(f"client_queue_limit must be >= 1, got {self.client_queue_limit}")
+        if not self.reply_rate_kb > 0 or not self.reply_burst_kb >= 4:
+            raise bad(f"reply_rate_kb must be > 0 and reply_burst_kb >= 4 (one reply datagram), got "
+                      f"{self.reply_rate_kb:g} and {self.reply_burst_kb:g}")
         if self.max_batch < 1:
             raise bad(f"max_batch must be >= 1, got {self.max_batch}")
         if not 1 <= self.max_steps <= HARD_MAX_STEPS:
@@ -130,9 +138,12 @@ class ServerConfig:
         return self
 
 
+MAX_MODEL_NAME = 128  # characters, and at most 200 bytes: NAME.safetensors stays under NAME_MAX (255 bytes)
+
+
 def valid_model_name(name: str) -> bool:
-    return (0 < len(name) <= 128 and "/" not in name and "\\" not in name and "\0" not in name
-            and not name.startswith("."))
+    return (0 < len(name) <= MAX_MODEL_NAME and len(name.encode("utf-8", "surrogatepass")) <= 200
+            and "/" not in name and "\\" not in name and "\0" not in name and not name.startswith("."))
 
 
 # ------------------------------------------------------------ reading

@@ -21,62 +21,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pythonosc.osc_packet import OscPacket, ParseError
-
-from . import __version__, osc_api
+from . import __version__, osc_api, state
 from .config import ServerConfig, ServerConfigError, load_config
+from .ratelimit import ReplyBudget
 from .reload import ModelLoader, ModelNotFound, list_models, resolve_model, warm_up
-from .worker import Job, SourceTooBig, Worker, check_source
+from .sources import SourceError, open_source
+from .worker import Job, Worker
 from .writer import KickWriter
 
 log = logging.getLogger("kickserver")
 
 RECV_BUFFER = 4 << 20  # ask for a large socket buffer so a burst of requests is not dropped by the kernel
 SHUTDOWN_BUDGET_S = 8.0
-
-
-class SourceRefused(Exception):
-    pass
-
-
-def _within(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-        return True
-    except ValueError:
-        return False
-
-
-def resolve_source(source: str, out_dir: Path, read_roots: list[Path]) -> Path:
-    """The file a /kick/variation may read: a bare name in the out folder, or an absolute path under
-    the out folder or a read root (after resolving links). Anything else raises SourceRefused."""
-    if not source or "\0" in source:
-        raise SourceRefused("source is empty")
-    roots = [Path(out_dir)] + [Path(r) for r in read_roots]
-    if os.path.isabs(source):
-        p = Path(source)
-        if ".." in p.parts:
-            raise SourceRefused("source may not contain '..'")
-        if not any(_within(p, r) for r in roots):
-            raise SourceRefused("source must be a file name in the output folder or a path under a read root")
-        candidates = roots
-    else:
-        if "/" in source or "\\" in source or source in (".", "..") or source.startswith("."):
-            raise SourceRefused("source must be a bare file name in the output folder or an absolute path "
-                                "under a read root")
-        p = Path(out_dir) / source
-        candidates = [Path(out_dir)]
-    try:
-        real = p.resolve(strict=True)
-    except (FileNotFoundError, NotADirectoryError):
-        raise SourceRefused(f"source {osc_api.clip(source, 80)} does not exist") from None
-    except (OSError, RuntimeError) as e:
-        raise SourceRefused(f"source {osc_api.clip(source, 80)} cannot be opened ({e})") from None
-    if not any(_within(real, r.resolve()) for r in candidates):
-        raise SourceRefused("source links out of the output folder and read roots")
-    if not real.is_file():
-        raise SourceRefused(f"source {osc_api.clip(source, 80)} is not a file")
-    return real
+STATUS_INTERVAL_S = 1.0  # STATUS= updates as kicks are made, at most this often
 
 
 def _is_loopback_host(host: str) -> bool:
@@ -102,11 +59,17 @@ class Server:
         self._stop = threading.Event()
         self._hup = threading.Event()
         self._receiving = threading.Event()
-        self._ids = itertools.count(1)
+        self._ids = itertools.count(0)  # server-assigned ids: -2, -3, ... (see _next_id)
         self._dropped: dict[str, int] = {}
+        self._junk: dict[str, int] = {}
         self._refused = 0
         self._rng = random.Random()
         self._model_path: Path | None = None
+        self._model_sig: tuple[int, int] | None = None  # (mtime_ns, size) of the served model's file when loaded
+        self._state: state.StateFile | None = None
+        self._settling: _Settled | None = None  # a SIGHUP's model load, until it is swapped in or failed
+        self._status_sent = (0.0, "")
+        self.budget = ReplyBudget(cfg.reply_rate_kb * 1024, cfg.reply_burst_kb * 1024)
         self.device: Any = None
 
     # ------------------------------------------------------------ start-up
@@ -124,6 +87,9 @@ class Server:
         # second team, a 50-step kick took 4.1 s instead of 1.4 s on 2 cores; docs/daemon.md).
         worker_threads = cfg.threads or torch.get_num_threads()
         torch.set_num_threads(1)
+        log.info("generating on %d CPU thread%s (%s; OMP_WAIT_POLICY=%s)", worker_threads,
+                 "" if worker_threads == 1 else "s", "--threads" if cfg.threads else "all cores",
+                 os.environ.get("OMP_WAIT_POLICY", "unset"))
         try:
             self.device = resolve_device(cfg.device)
         except RuntimeError as e:
@@ -134,14 +100,17 @@ class Server:
                      "CUDA is available" if self.device.type == "cuda" else "no CUDA device found")
         else:
             log.info("device %s", self.device)
+        _ensure_folder(cfg.models_dir)
+        self._state = state.StateFile(cfg.models_dir)
         try:
-            path, name = resolve_model(cfg.models_dir, cfg.model)
+            path, name = self._startup_model(cfg)
             t0 = time.perf_counter()
             gen = load_generator(path, self.device)
         except (ModelNotFound, ArtifactError) as e:
             log.error("%s", e)
             return 2
-        self._model_path = path
+        self._model_path, self._model_sig = path, _signature(path)
+        self._state.remember(name)
         warm = warm_up(gen)
         log.info("loaded model %s (%s) from %s in %.2f s (warm-up %.2f s; %d Hz, %d samples, %s)", name,
                  gen.family, path, time.perf_counter() - t0, warm, gen.sample_rate, gen.length,
@@ -159,24 +128,24 @@ class Server:
             log.error("cannot bind UDP %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
             return 2
         self.worker = Worker(gen, name, writer, sample_rate=cfg.sample_rate, queue_limit=cfg.queue_limit,
-                             max_batch=cfg.max_batch, software=f"kickserver {__version__}",
-                             threads=worker_threads)
+                             client_limit=cfg.client_queue_limit, max_batch=cfg.max_batch,
+                             software=f"kickserver {__version__}", threads=worker_threads)
         self.worker.start()
         # --model pins what is served: a new artifact in the folder is listed, not swapped in
         self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed, pinned=cfg.model)
         self.loader.start()
         self.loader.watch(cfg.models_dir)  # never raises: falls back to polling, or to no live reload
-        if self.loader.models_dir is not None and path.parent == cfg.models_dir:
-            st = path.stat()
-            self.loader.last_seen[path] = (st.st_mtime_ns, st.st_size)
+        if self.loader.models_dir is not None and path.parent == cfg.models_dir and self._model_sig is not None:
+            self.loader.last_seen[path] = self._model_sig
         recv = threading.Thread(target=self._receive_loop, name="kick-receive", daemon=True)
         self._receiving.set()
         recv.start()
         if not _is_loopback_host(cfg.host) and not cfg.allow:
             log.warning("bound to %s but no --allow networks: only loopback clients are served", cfg.host)
+        _warn_open_allow(cfg)
         log.info("serving %s on udp %s:%d (replies also to port %d), writing to %s", name, cfg.host, cfg.port,
                  cfg.reply_port, cfg.out_dir)
-        self.notifier.ready(self._status_line())
+        self._ready()
         self.notifier.start_watchdog(alive=lambda: self.worker is not None and self.worker._thread.is_alive())
         while not self._stop.is_set():
             self._stop.wait(0.2)
@@ -187,8 +156,29 @@ class Server:
                 except Exception as e:  # noqa: BLE001 - a failed reload must not end serving (nor skip STOPPING=1)
                     log.error("SIGHUP: reload failed (%s: %s); serving on with what was loaded", type(e).__name__, e,
                               exc_info=log.isEnabledFor(logging.DEBUG))
-                    self.notifier.ready(self._status_line())
+                    self._settling = None
+                    self._ready()
+            if self._settling is not None and self._settling.event.is_set():
+                self._settling = None
+                self._ready()  # the reloaded model serves (or its load failed): the reload is over
+            elif self._settling is None:
+                self._update_status()
         return self._shutdown(recv)
+
+    def _startup_model(self, cfg: ServerConfig) -> tuple[Path, str]:
+        """What to serve at start: the configured model; with none configured, the one that served last (if
+        its file is still there), else resolve_model's choice."""
+        if cfg.model is None:
+            last = state.read_last_model(cfg.models_dir)
+            if last is not None:
+                try:
+                    path, name = resolve_model(cfg.models_dir, last, fall_back=False)
+                except ModelNotFound:
+                    log.info("the model that served last (%s) is gone; choosing another", last)
+                else:
+                    log.info("serving %s, the model that served last", name)
+                    return path, name
+        return resolve_model(cfg.models_dir, cfg.model)
 
     def _bind(self) -> socket.socket:
         cfg = self.cfg
@@ -207,7 +197,21 @@ class Server:
         w = self.worker
         if w is None:
             return "starting"
-        return f"serving {w.model_name} on {w.device}, OSC {self.cfg.host}:{self.cfg.port}, {w.generated} kicks"
+        return (f"serving {w.model_name} on {w.device}, OSC {self.cfg.host}:{self.cfg.port}, {w.generated} kicks, "
+                f"{w.queued} queued")
+
+    def _ready(self) -> None:
+        line = self._status_line()
+        self.notifier.ready(line)
+        self._status_sent = (time.monotonic(), line)
+
+    def _update_status(self) -> None:
+        """STATUS= as kicks are made: when the line changed, at most once every STATUS_INTERVAL_S."""
+        line = self._status_line()
+        t, last = self._status_sent
+        if line != last and time.monotonic() - t >= STATUS_INTERVAL_S:
+            self.notifier.status(line)
+            self._status_sent = (time.monotonic(), line)
 
     # ------------------------------------------------------------ signals
     def _install_signals(self) -> None:
@@ -242,13 +246,16 @@ class Server:
         return 0
 
     def _reload_config(self) -> None:
-        """SIGHUP: re-read the config, apply what can change live, rescan the models folder."""
+        """SIGHUP: re-read the config, apply what can change live, rescan the models folder.
+
+        RELOADING=1 first; READY=1 once it is over: at once when the served model stays, else when the
+        reloaded model has been swapped in (or its load failed), from the main loop."""
         self.notifier.reloading("re-reading config")
         try:
             new, path = load_config(self.config_arg, self.overrides)
         except ServerConfigError as e:
             log.error("SIGHUP: config not reloaded: %s", e)
-            self.notifier.ready(self._status_line())
+            self._ready()
             return
         old = self.cfg
         restart = [k for k in ("host", "port", "device", "threads") if getattr(old, k) != getattr(new, k)]
@@ -266,37 +273,51 @@ class Server:
             except OSError as e:
                 log.error("SIGHUP: cannot use the output folder %s (%s); keeping %s", new.out_dir, e, old.out_dir)
                 new.out, new.sample_rate = old.out, old.sample_rate
-        w.queue_limit, w.max_batch = new.queue_limit, new.max_batch
+        w.queue_limit, w.client_limit, w.max_batch = new.queue_limit, new.client_queue_limit, new.max_batch
+        self.budget.rate, self.budget.burst = new.reply_rate_kb * 1024, new.reply_burst_kb * 1024
         logging.getLogger().setLevel(new.log_level.upper())
         self.cfg, self.config_path = new, path
+        _warn_open_allow(new)
         self.loader.pinned = new.model
+        if new.models_dir != old.models_dir:
+            _ensure_folder(new.models_dir)
+            self._state = state.StateFile(new.models_dir)
         self.loader.watch(new.models_dir)
+        settling = None
         try:
             mpath, name = resolve_model(new.models_dir, new.model)
         except ModelNotFound as e:
             log.error("SIGHUP: %s; keeping %s", e, w.model_name)
         else:
-            try:
-                st = mpath.stat()
-                sig = (st.st_mtime_ns, st.st_size)
-            except OSError:
-                sig = None
-            if name != w.model_name or mpath != self._model_path or self.loader.last_seen.get(mpath) != sig:
-                self.loader.request(mpath, name)
+            if name != w.model_name or mpath != self._model_path or _signature(mpath) != self._model_sig:
+                settling = _Settled()
+                self.loader.request(mpath, name, settling)
+            else:
+                log.info("SIGHUP: model %s unchanged; not reloading it", name)
         log.info("SIGHUP: config re-read%s; models: %s", f" from {path}" if path else "",
                  ", ".join(list_models(new.models_dir)) or "none")
-        self.notifier.ready(self._status_line())
+        if settling is None:
+            self._ready()
+        else:
+            self._settling = settling  # READY=1 from the main loop once the model serves
 
     # ------------------------------------------------------------ model hand-over
     def _on_model_loaded(self, gen: Any, name: str, path: Path, reply: Callable[[bytes], None] | None) -> None:
         if gen.sample_rate not in (22050, 32000, 44100, 48000):  # pragma: no cover - config validation already
             self._on_model_failed(f"model {name} has an unusable sample rate", reply)
             return
-        self._model_path = path
         assert self.worker is not None and self.loader is not None
-        if reply is not None and self.loader.pinned is not None:
+        chosen = reply is not None and not isinstance(reply, _Settled)  # by /kick/model, not by SIGHUP
+        if chosen and self.loader.pinned is not None:
             self.loader.pinned = name  # the user chose this one: follow its file from now on (until SIGHUP)
-        self.worker.offer_model(gen, name, reply)
+        sig = self.loader.last_seen.get(path) or _signature(path)
+
+        def swapped() -> None:  # in the worker thread, once gen serves
+            self._model_path, self._model_sig = path, sig
+            if self._state is not None:
+                self._state.remember(name)
+
+        self.worker.offer_model(gen, name, reply, on_swap=swapped)
 
     def _on_model_failed(self, reason: str, reply: Callable[[bytes], None] | None) -> None:
         if reply is not None:
@@ -316,13 +337,26 @@ class Server:
             return True
         return any(addr in net for net in self.cfg.allow_networks if addr.version == net.version)
 
-    def _replier(self, addr: tuple) -> Callable[[bytes], None]:
+    def _replier(self, addr: tuple, *, work: bool = False) -> Callable[[bytes], None]:
+        """Replies to a request from addr: to its source port and to the reply port at its IP.
+
+        Every reply is charged to the IP's reply budget (ratelimit.py): an immediate one is dropped when the
+        budget cannot pay for it; one answering accepted work (work=True: a kick, a model load) always goes."""
         targets = [addr]
         if addr[1] != self.cfg.reply_port:
             targets.append((addr[0], self.cfg.reply_port) + tuple(addr[2:]))
-        sock = self.sock
+        sock, budget, ip = self.sock, self.budget, addr[0]
 
         def reply(data: bytes) -> None:
+            n = len(data) * len(targets)
+            if work:
+                budget.charge(ip, n)
+            elif not budget.take(ip, n):
+                dropped = budget.dropped.get(ip, 0)
+                if dropped == 1 or dropped % 1000 == 0:
+                    log.warning("dropped %d repl%s to %s: over its reply budget (%g KB/s, bursts of %g KB)", dropped,
+                                "y" if dropped == 1 else "ies", ip, budget.rate / 1024, budget.burst / 1024)
+                return
             for t in targets:
                 try:
                     sock.sendto(data, t)
@@ -349,31 +383,48 @@ class Server:
                 if n == 1 or n % 1000 == 0:
                     log.warning("dropped %d datagram(s) from %s: not in --allow", n, addr[0])
                 continue
-            reply = self._replier(addr)
             try:
-                self._handle_datagram(data, reply)
+                self._handle_datagram(data, addr)
             except Exception as e:  # noqa: BLE001 - a handler never takes the server down
                 log.error("request from %s failed: %s: %s", addr[0], type(e).__name__, e,
                           exc_info=log.isEnabledFor(logging.DEBUG))
-                reply(osc_api.error(osc_api.NO_ID, f"internal error: {type(e).__name__}"))
+                self._replier(addr)(osc_api.error(osc_api.NO_ID, f"internal error: {type(e).__name__}"))
 
-    def _handle_datagram(self, data: bytes, reply: Callable[[bytes], None]) -> None:
+    def _handle_datagram(self, data: bytes, addr: tuple) -> None:
+        """One datagram: no reply at all unless it is OSC; at most one /kick/error for it (a bundle's messages
+        are answered one by one, but only its first refusal is); none for a bundle's elements that are not OSC."""
         try:
-            packet = OscPacket(data)
-        except ParseError as e:
-            reply(osc_api.error(osc_api.NO_ID, f"not a valid OSC message ({osc_api.clip(str(e), 100)})"))
+            dg = osc_api.split_datagram(data)
+        except osc_api.NotOSC as e:
+            n = self._junk.get(addr[0], 0) + 1
+            self._junk[addr[0]] = n
+            if len(self._junk) > 4096:
+                self._junk.pop(next(iter(self._junk)))
+            if n == 1 or n % 1000 == 0:
+                log.warning("ignored %d datagram(s) from %s that are not OSC (%s, %d bytes); not answered", n,
+                            addr[0], e, len(data))
             return
-        except Exception:  # noqa: BLE001 - python-osc can raise others on hostile bytes
-            reply(osc_api.error(osc_api.NO_ID, "not a valid OSC message"))
+        reply = _OneError(self._replier(addr))
+        if dg.dropped:
+            total = len(dg.messages) + dg.dropped
+            log.info("refused a bundle of %d messages from %s", total, addr[0])
+            reply(osc_api.error(osc_api.NO_ID, f"a bundle may hold at most {osc_api.MAX_BUNDLE_MESSAGES} "
+                                               f"messages; this one holds {total}, none was run"))
             return
-        for timed in packet.messages:
-            msg = timed.message
+        if dg.junk:
+            log.info("ignored %d element(s) of a bundle from %s that are not OSC", dg.junk, addr[0])
+        if dg.bundle and not dg.messages:
+            if not dg.junk:
+                reply(osc_api.error(osc_api.NO_ID, "an empty bundle: nothing to do"))
+            return
+        for raw in dg.messages:
             try:
-                params = list(msg.params)
-            except Exception:  # noqa: BLE001
-                reply(osc_api.error(osc_api.NO_ID, "malformed OSC arguments"))
+                address, params = osc_api.decode_message(raw)
+            except osc_api.RequestError as e:
+                log.info("refused a message from %s: %s", addr[0], e.reason)
+                reply(osc_api.error(e.id, e.reason))
                 continue
-            self._handle_message(msg.address, params, reply)
+            self._handle_message(address, params, addr, reply)
 
     def _limits(self) -> osc_api.Limits:
         assert self.worker is not None
@@ -383,7 +434,7 @@ class Server:
         max_steps = min(self.cfg.max_steps, gen.max_steps) if gen.samplers else self.cfg.max_steps
         return osc_api.Limits(controls=tuple(gen.controls), samplers=samplers, max_steps=max_steps)
 
-    def _handle_message(self, address: str, args: list, reply: Callable[[bytes], None]) -> None:
+    def _handle_message(self, address: str, args: list, addr: tuple, reply: Callable[[bytes], None]) -> None:
         w = self.worker
         assert w is not None and self.loader is not None
         try:
@@ -408,33 +459,100 @@ class Server:
                 reply(osc_api.model(name))
             else:
                 log.info("loading model %s on request", name)
-                self.loader.request(path, name, reply)
+                self.loader.request(path, name, self._replier(addr, work=True))
         elif isinstance(req, osc_api.Generate):
-            self._enqueue(req, reply)
+            self._enqueue(req, addr, reply)
 
-    def _enqueue(self, req: osc_api.Generate, reply: Callable[[bytes], None]) -> None:
+    def _next_id(self) -> int:
+        """A server-assigned id: -2, -3, ... down to int32's minimum, then -2 again. Clients choose ids >= 0 and
+        -1 means "no id", so the two can never be mistaken for each other."""
+        return -2 - next(self._ids) % (2**31 - 1)
+
+    def _enqueue(self, req: osc_api.Generate, addr: tuple, reply: Callable[[bytes], None]) -> None:
         assert self.worker is not None
-        id = req.id if req.id is not None else next(self._ids)
+        id = req.id if req.id is not None else self._next_id()
         source = None
         if isinstance(req, osc_api.Variation):
             try:
-                source = resolve_source(req.source, self.cfg.out_dir, self.cfg.read_root_dirs)
-                check_source(source)
-            except (SourceRefused, SourceTooBig) as e:
+                source = open_source(req.source, self.cfg.out_dir, self.cfg.read_root_dirs)
+            except SourceError as e:
                 log.info("refused variation %d: %s", id, e)
                 reply(osc_api.error(id, str(e)))
                 return
-        base = req.seed if req.seed is not None else self._rng.randrange(0, osc_api.INT32_MAX - osc_api.MAX_COUNT)
+        base = req.seed if req.seed is not None else osc_api.pick_seed(self._rng, req.count)
         steps = req.steps if req.steps is not None else (self.cfg.steps or None)
-        job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=reply, steps=steps,
-                  sampler=req.sampler, controls=dict(req.controls), source=source,
-                  strength=req.strength if isinstance(req, osc_api.Variation) else 0.5)
+        job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=self._replier(addr, work=True),
+                  steps=steps, sampler=req.sampler, controls=dict(req.controls), source=source,
+                  strength=req.strength if isinstance(req, osc_api.Variation) else 0.5, client=addr[:2])
         refused = self.worker.submit(job)
         if refused is not None:
+            if source is not None:
+                source.close()
             self._refused += 1
             if not refused.startswith("busy") or self._refused % 100 == 1:
                 log.info("refused request %d: %s (%d refused so far)", id, refused, self._refused)
             reply(osc_api.error(id, refused))
+
+
+class _OneError:
+    """A reply function that lets through at most one /kick/error (a datagram's one refusal); others pass."""
+
+    def __init__(self, reply: Callable[[bytes], None]) -> None:
+        self._reply = reply
+        self._errors = 0
+
+    def __call__(self, data: bytes) -> None:
+        if data.startswith(ERROR_PREFIX):
+            self._errors += 1
+            if self._errors > 1:
+                return
+        self._reply(data)
+
+
+ERROR_PREFIX = osc_api.ERROR.encode() + b"\0"
+
+
+class _Settled:
+    """The reply target of a SIGHUP's model load: sends nothing, records that the load is over (swapped in,
+    failed, or superseded), so READY=1 can follow."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def __call__(self, _data: bytes) -> None:
+        self.event.set()
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _ensure_folder(models_dir: Path) -> None:
+    """Create the models folder (parents too) so a fresh install watches it from the start."""
+    if models_dir.is_dir():
+        return
+    try:
+        models_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        log.warning("cannot create the models folder %s (%s); new models there are not seen until SIGHUP",
+                    models_dir, e.strerror or e)
+    else:
+        log.info("created the models folder %s", models_dir)
+
+
+def _warn_open_allow(cfg: ServerConfig) -> None:
+    if _is_loopback_host(cfg.host):
+        return  # only loopback can reach the socket: the allow list does not matter
+    for net in cfg.allow_networks:
+        if net.prefixlen == 0:
+            log.warning("--allow %s serves every address on the network: anyone who reaches udp port %d can make "
+                        "kicks, fill %s and, with a forged source address, aim replies at a third party (bounded "
+                        "by the reply budget); allow only your LAN (e.g. 192.168.1.0/24)", net, cfg.port,
+                        cfg.out_dir)
 
 
 def _make_notifier() -> Any:

@@ -9,11 +9,15 @@ as `/kick/error <id> <reason>`. Replies are built with explicit int32/float32/st
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pythonosc.osc_message import OscMessage, ParseError
 from pythonosc.osc_message_builder import OscMessageBuilder
+
+from .config import MAX_MODEL_NAME, valid_model_name
 
 PING = "/kick/ping"
 GENERATE = "/kick/generate"
@@ -32,7 +36,17 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_STRING = 256  # longest string accepted in a request
 MAX_DATAGRAM = 4000  # replies stay under Max's and Pd's 4096-byte datagrams
 MAX_COUNT = 16
-NO_ID = -1
+NO_ID = -1  # in /kick/error: the request named no id and none was assigned
+ID_MIN = 0  # ids a client chooses; the server assigns -2, -3, ... (daemon.Server._next_id), so they never collide
+SERVER_SEED_LIMIT = 1 << 24  # seeds the server picks stay below 2^24: exact as float32, Pd's and Max's numbers
+MAX_ARGS = 64  # arguments in one request message
+MAX_BUNDLE_MESSAGES = 32  # messages in one datagram (a bundle, nested bundles included)
+MAX_BUNDLE_DEPTH = 4
+# Type tags a request may carry: int32, float32, string, and int64 / float64 read as int and float. python-osc
+# also decodes T, F, N and b, which `parse` refuses with the request's id; any other tag refuses the whole
+# message before python-osc sees it (it would drop the tag silently and misread what follows).
+ACCEPTED_TAGS = frozenset("ifsdh")
+DECODED_TAGS = ACCEPTED_TAGS | frozenset("TFNb")
 
 GENERATE_KEYS = ("id", "count", "seed", "steps", "sampler")
 VARIATION_KEYS = ("id", "count", "seed", "steps", "sampler", "strength")
@@ -168,7 +182,7 @@ def _find_id(args: Sequence[Any]) -> int:
     for i in range(len(args) - 1):
         if isinstance(args[i], str) and args[i] == "id":
             try:
-                return as_int("id", args[i + 1], INT32_MIN, INT32_MAX)
+                return as_int("id", args[i + 1], ID_MIN, INT32_MAX)
             except RequestError:
                 return NO_ID
     return NO_ID
@@ -194,7 +208,7 @@ def _pairs(args: Sequence[Any], id: int) -> list[tuple[str, Any]]:
 def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], limits: Limits, id: int) -> None:
     for k, v in pairs:
         if k == "id":
-            req.id = as_int("id", v, INT32_MIN, INT32_MAX, id)
+            req.id = as_int("id", v, ID_MIN, INT32_MAX, id)
         elif k == "count" and k in keys:
             req.count = as_int("count", v, 1, MAX_COUNT, id)
         elif k == "seed" and k in keys:
@@ -217,6 +231,11 @@ def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], li
         raise RequestError(f"seed + count - 1 must stay within 0..{INT32_MAX}", id)
 
 
+def pick_seed(rng: random.Random, count: int) -> int:
+    """A first seed for `count` kicks when the client gave none: base .. base + count - 1 < SERVER_SEED_LIMIT."""
+    return rng.randrange(0, SERVER_SEED_LIMIT - max(1, int(count)) + 1)
+
+
 def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
     """One OSC message as a request; RequestError (with the request's id if it has one) otherwise."""
     if not isinstance(address, str) or address not in ADDRESSES:
@@ -224,6 +243,8 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
         raise RequestError(f"unknown address {shown}; known: {' '.join(ADDRESSES)}")
     args = list(args)
     id = _find_id(args) if address in (GENERATE, VARIATION) else NO_ID
+    if len(args) > MAX_ARGS:
+        raise RequestError(f"{address} takes at most {MAX_ARGS} arguments, got {len(args)}", id)
     _check_arg_types(args, id)
     if address in (PING, STATUS, MODELS):
         if args:
@@ -233,7 +254,9 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
         if len(args) != 1:
             raise RequestError(f"{MODEL} takes one argument (a model name), got {len(args)}")
         name = as_str("name", args[0])
-        if not name or "/" in name or "\\" in name or name.startswith("."):
+        if len(name) > MAX_MODEL_NAME:
+            raise RequestError(f"a model name has at most {MAX_MODEL_NAME} characters; got {len(name)}")
+        if not valid_model_name(name):
             raise RequestError(f"{clip(name, 60)!r} is not a model name (a file name without extension)")
         return SelectModel(name)
     if address == GENERATE:
@@ -261,6 +284,104 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
         raise RequestError("source is empty", id)
     _fill(req, pairs, VARIATION_KEYS, limits, id)
     return req
+
+
+# ------------------------------------------------------------------ datagrams
+
+
+class NotOSC(Exception):
+    """A datagram that is neither an OSC message nor an OSC bundle (it gets no reply)."""
+
+
+BUNDLE_HEAD = b"#bundle\0"
+
+
+@dataclass
+class Datagram:
+    """What one datagram holds: its OSC messages in order (raw), and what had to be left out."""
+
+    messages: list[bytes] = field(default_factory=list)
+    bundle: bool = False
+    junk: int = 0  # elements of a bundle that are neither a message nor a bundle (never answered)
+    dropped: int = 0  # messages beyond MAX_BUNDLE_MESSAGES
+
+
+def split_datagram(data: bytes) -> Datagram:
+    """The messages of one datagram: a message, or a bundle's messages (nested bundles flattened, their time
+    tags ignored). Raises NotOSC when the datagram itself is neither a message nor a well-formed bundle."""
+    out = Datagram()
+    if data.startswith(b"/"):
+        out.messages.append(data)
+        return out
+    if not data.startswith(BUNDLE_HEAD):
+        raise NotOSC("neither an OSC message nor a bundle")
+    out.bundle = True
+    if not _walk_bundle(data, out, 0):
+        raise NotOSC("a malformed bundle")
+    return out
+
+
+def _walk_bundle(data: bytes, out: Datagram, depth: int) -> bool:
+    """Collect a bundle's messages into out; False if the bundle's framing is broken."""
+    if len(data) < 16 or len(data) % 4 or depth > MAX_BUNDLE_DEPTH:
+        return False
+    i = 16  # "#bundle\0" and the 8-byte time tag
+    while i < len(data):
+        if i + 4 > len(data):
+            return False
+        size = int.from_bytes(data[i:i + 4], "big", signed=True)
+        i += 4
+        if size <= 0 or size % 4 or i + size > len(data):
+            return False
+        element = data[i:i + size]
+        i += size
+        if element.startswith(b"/"):
+            if len(out.messages) < MAX_BUNDLE_MESSAGES:
+                out.messages.append(element)
+            else:
+                out.dropped += 1
+        elif element.startswith(BUNDLE_HEAD):
+            if not _walk_bundle(element, out, depth + 1):
+                out.junk += 1
+        else:
+            out.junk += 1
+    return True
+
+
+def _osc_string(data: bytes, start: int) -> tuple[str, int] | None:
+    """A padded OSC string at start and the offset after it, or None."""
+    end = data.find(b"\0", start)
+    if end < 0:
+        return None
+    try:
+        text = data[start:end].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text, (end // 4 + 1) * 4
+
+
+def decode_message(data: bytes) -> tuple[str, list[Any]]:
+    """One OSC message as (address, arguments). The type tag string is read here first: a tag this server does
+    not decode refuses the whole message (RequestError, id -1) instead of being dropped by python-osc."""
+    head = _osc_string(data, 0)
+    if head is None:
+        raise RequestError("not a valid OSC message (its address is not a terminated string)")
+    address, i = head
+    if i < len(data):
+        tags = _osc_string(data, i)
+        if tags is None or not tags[0].startswith(","):
+            raise RequestError(f"not a valid OSC message for {clip(address, 60)} (no type tag string)")
+        for n, tag in enumerate(tags[0][1:], start=1):
+            if tag not in DECODED_TAGS:
+                shown_tag = tag if tag.isprintable() else repr(tag)
+                raise RequestError(f"argument {n} of {clip(address, 60)} has the unsupported OSC type tag "
+                                   f"{shown_tag!r}; use int (i), float (f) or string (s)")
+    try:
+        msg = OscMessage(data)
+        params = list(msg.params)
+    except (ParseError, ValueError, TypeError, IndexError, OverflowError) as e:
+        raise RequestError(f"malformed OSC arguments for {clip(address, 60)} ({clip(str(e), 80)})") from None
+    return address, params
 
 
 # ------------------------------------------------------------------ replies

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.artifact import FORMAT_KEY, READABLE_VERSIONS, ArtifactError, read_metadata
-from trainer.families import REGISTRY as FAMILIES
+from trainer.artifact import ArtifactError, check_artifact
 
 log = logging.getLogger("kickserver.reload")
 
@@ -66,7 +65,9 @@ _meta_cache: dict[str, tuple[tuple[int, int], bool]] = {}
 
 
 def looks_valid(path: Path) -> bool:
-    """A cheap check (header and metadata only, cached by mtime and size) for listing models."""
+    """Whether an artifact would load, for listing models: its header, metadata, configs and tensor names
+    and shapes are checked without reading a weight (trainer.artifact.check_artifact, which builds the
+    networks on torch's meta device); cached by mtime and size."""
     try:
         st = path.stat()
     except OSError:
@@ -76,18 +77,15 @@ def looks_valid(path: Path) -> bool:
     if hit and hit[0] == key:
         return hit[1]
     try:
-        with open(path, "rb") as f:
-            head = f.read(9)
-        # safetensors: an 8-byte little-endian header length, then "{"; that length's low byte may well
-        # be 0x80, so only a file that is not safetensors-shaped is taken for a pickle or zip
-        ok = head[8:9] == b"{" or not (head[:1] == b"\x80" or head[:2] == b"PK")
-        if ok:
-            meta = read_metadata(path)
-            ok = meta.get(FORMAT_KEY) in READABLE_VERSIONS and meta.get("family") in FAMILIES
-    except (ArtifactError, OSError):
+        check_artifact(path)
+        ok = True
+    except (ArtifactError, OSError) as e:
+        log.debug("%s would not load: %s", path.name, e)
         ok = False
     _meta_cache[str(path)] = (key, ok)
     return ok
+
+
 
 
 def remember(path: Path, ok: bool) -> None:
@@ -107,20 +105,24 @@ def list_models(models_dir: Path) -> list[str]:
     return sorted(names)
 
 
-def resolve_model(models_dir: Path, name: str | None) -> tuple[Path, str]:
+def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True) -> tuple[Path, str]:
     """The artifact to serve for `name` (None: not configured). Raises ModelNotFound with a reason.
 
-    NAME -> <models>/NAME.safetensors; `default` (or NAME with an empty models folder) -> the
-    bundled model; None -> <models>/default.safetensors, the bundled model, else the newest
-    valid artifact in the folder.
+    NAME -> <models>/NAME.safetensors; `default` (or NAME with an empty models folder, unless
+    fall_back is False) -> the bundled model; None -> <models>/default.safetensors, the bundled
+    model, else the newest valid artifact in the folder.
     """
     models_dir = Path(models_dir)
     files = _files(models_dir)
     if name is not None:
         path = models_dir / f"{name}{SUFFIX}"
-        if path.is_file():
-            return path, name
-        if (name == DEFAULT_NAME or not files) and BUNDLED.is_file():
+        try:
+            if path.is_file():
+                return path, name
+        except OSError as e:  # e.g. a name too long for the filesystem
+            raise ModelNotFound(f"model {name[:60]!r} cannot be looked up in {models_dir} "
+                                f"({e.strerror or e})") from None
+        if (name == DEFAULT_NAME or (not files and fall_back)) and BUNDLED.is_file():
             if name != DEFAULT_NAME:
                 log.warning("model %s not found and %s has no artifacts; serving the bundled model", name, models_dir)
             return BUNDLED, DEFAULT_NAME

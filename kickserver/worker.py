@@ -1,11 +1,15 @@
 """The one thread that owns the model: takes queued kicks in batches, generates, writes, replies.
 
 The receive loop only calls `submit` (never blocks on the model): a request that would push the
-queue past `queue_limit` kicks is refused at once (`busy`). Queued kicks that share a key (steps
-and sampler for fresh kicks; the same request for variations) are generated together, up to
-`max_batch` at a time. A new model handed over by `offer_model` is swapped in between batches, so
-no request is lost. `stop` cancels the batch on the device (a forward pre-hook raises at the next
-network call), lets the file being written land, and answers every other kick "shutting down".
+queue past `queue_limit` kicks, or its client's queue past `client_limit`, is refused at once
+(`busy`). Each client (the daemon passes the request's source address and port) has its own
+queue, and batches start from the clients' queues in turn (round-robin), so one client's backlog
+never starves another's single kick: a client waits at most one batch per other client with work
+queued. Queued kicks that share a key (steps and sampler for fresh kicks; the same request for
+variations) are generated together, up to `max_batch` at a time, taken from the clients in turn.
+A new model handed over by `offer_model` is swapped in between batches, so no request is lost.
+`stop` cancels the batch on the device (the generator checks between network calls and raises),
+lets the file being written land, and answers every other kick "shutting down".
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,47 +29,12 @@ from trainer.generator import Cancelled, Item, Variation
 
 from . import osc_api
 from .reload import warm_up
+from .sources import Source
 from .writer import KickInfo, KickWriter, WriteError
 
 log = logging.getLogger("kickserver.worker")
 
 Reply = Callable[[bytes], None]
-
-MAX_SOURCE_S = 30.0  # a variation source is decoded whole: refuse long files before reading them
-MAX_SOURCE_BYTES = 64 << 20
-
-
-class SourceTooBig(ValueError):
-    """A variation source that is too long (or too large) to read; the message is the reply's reason."""
-
-
-def check_source(path: Path) -> None:
-    """Refuse a variation source longer than MAX_SOURCE_S or larger than MAX_SOURCE_BYTES on disk.
-
-    Reads the file's header only (soundfile.info), so the receive loop can call it and refuse at
-    once; the worker calls it again right before decoding (the file may have changed meanwhile).
-    A file soundfile cannot read is left to the decoder, which says why.
-    """
-    import soundfile as sf
-
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return  # the decoder reports it
-    if size > MAX_SOURCE_BYTES:
-        raise SourceTooBig(f"source {osc_api.clip(path.name, 80)} is {size / (1 << 20):.0f} MB on disk; "
-                           f"at most {MAX_SOURCE_BYTES >> 20} MB")
-    try:
-        info = sf.info(str(path))
-    except Exception:  # noqa: BLE001 - not a sound file soundfile knows: the decoder refuses it with a reason
-        return
-    if info.samplerate > 0 and info.frames > 0:
-        seconds = info.frames / info.samplerate
-        if seconds > MAX_SOURCE_S:
-            raise SourceTooBig(f"source {osc_api.clip(path.name, 80)} is {seconds:.1f} s long; "
-                               f"at most {MAX_SOURCE_S:g} s")
-
 
 def settings(gen: Any, steps: int | None, sampler: str | None, max_steps: int | None = None
              ) -> tuple[int | None, str | None]:
@@ -91,9 +59,11 @@ class Job:
     steps: int | None = None
     sampler: str | None = None
     controls: dict[str, float] = field(default_factory=dict)
-    source: Path | None = None  # a variation's (already checked) source file
+    source: Source | None = None  # a variation's source, opened and checked by the receive loop; read once
     strength: float = 0.5
+    client: Any = None  # whose queue the kicks join (the daemon: the source address and port)
     _source_audio: Any = None
+    _source_error: Exception | None = None  # a source that failed to decode fails the job's later batches alike
 
     @property
     def count(self) -> int:
@@ -117,11 +87,12 @@ class _Offer:
     gen: Any
     name: str
     reply: Reply | None = None
+    on_swap: Callable[[], None] | None = None  # called in the worker thread once gen serves
 
 
 class Worker:
     def __init__(self, gen: Any, name: str, writer: KickWriter, *, sample_rate: int, queue_limit: int = 64,
-                 max_batch: int = 8, software: str = "kickserver", threads: int = 0,
+                 client_limit: int = 32, max_batch: int = 8, software: str = "kickserver", threads: int = 0,
                  max_steps: int | None = None) -> None:
         self.gen = gen
         self.max_steps = max_steps
@@ -130,11 +101,15 @@ class Worker:
         self.writer = writer
         self.sample_rate = int(sample_rate)
         self.queue_limit = int(queue_limit)
+        self.client_limit = int(client_limit)
         self.max_batch = int(max_batch)
         self.software = software
         self.generated = 0
         self.batches = 0
-        self._units: collections.deque[_Unit] = collections.deque()
+        # client -> its queued kicks; the dict's order is the round-robin order (the client served last moves
+        # to the end). A client whose queue empties is removed.
+        self._queues: collections.OrderedDict[Any, collections.deque[_Unit]] = collections.OrderedDict()
+        self._waiting = 0  # kicks in all the queues
         self._running = 0
         self._cond = threading.Condition()
         self._offer: _Offer | None = None
@@ -149,7 +124,13 @@ class Worker:
     @property
     def queued(self) -> int:
         """Kicks waiting or being generated."""
-        return len(self._units) + self._running
+        return self._waiting + self._running
+
+    def queued_for(self, client: Any) -> int:
+        """Kicks of this client waiting (not those being generated)."""
+        with self._cond:
+            q = self._queues.get(client)
+            return len(q) if q else 0
 
     @property
     def device(self) -> str:
@@ -160,18 +141,27 @@ class Worker:
         with self._cond:
             if self._stopping:
                 return "shutting down"
-            if len(self._units) + job.count > self.queue_limit:
-                return f"busy: {len(self._units)} kicks queued (limit {self.queue_limit})"
-            self._units.extend(_Unit(job, s) for s in job.seeds)
+            if self._waiting + job.count > self.queue_limit:
+                return f"busy: {self._waiting} kicks queued (limit {self.queue_limit})"
+            q = self._queues.get(job.client)
+            mine = len(q) if q else 0
+            if mine + job.count > self.client_limit:
+                return f"busy: {mine} of your kicks queued (limit {self.client_limit} per client)"
+            if q is None:
+                q = self._queues[job.client] = collections.deque()
+            q.extend(_Unit(job, s) for s in job.seeds)
+            self._waiting += job.count
             self._cond.notify()
         return None
 
-    def offer_model(self, gen: Any, name: str, reply: Reply | None = None) -> None:
-        """Swap this loaded generator in before the next batch (replacing an earlier offer not yet taken)."""
+    def offer_model(self, gen: Any, name: str, reply: Reply | None = None,
+                    on_swap: Callable[[], None] | None = None) -> None:
+        """Swap this loaded generator in before the next batch (replacing an earlier offer not yet taken).
+        reply gets /kick/model once it serves (or an error if superseded); on_swap() runs right after the swap."""
         with self._cond:
             if self._offer is not None and self._offer.reply is not None:
                 self._offer.reply(osc_api.error(osc_api.NO_ID, f"model {self._offer.name} was superseded by {name}"))
-            self._offer = _Offer(gen, name, reply)
+            self._offer = _Offer(gen, name, reply, on_swap)
             self._cond.notify()
 
     def set_writer(self, writer: KickWriter) -> None:
@@ -200,6 +190,11 @@ class Worker:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         log.info("now serving model %s on %s", offer.name, self.device)
+        if offer.on_swap is not None:
+            try:
+                offer.on_swap()
+            except Exception as e:  # noqa: BLE001 - bookkeeping must not stop serving
+                log.error("after swapping in %s: %s: %s", offer.name, type(e).__name__, e)
         if offer.reply is not None:
             offer.reply(osc_api.model(offer.name))
 
@@ -210,15 +205,31 @@ class Worker:
         return ("generate",) + settings(self.gen, j.steps, j.sampler, self.max_steps)
 
     def _take_batch(self) -> list[_Unit]:
-        """Up to max_batch queued units sharing the first one's key (caller holds the lock)."""
-        first = self._units.popleft()
+        """Up to max_batch queued units sharing a key (caller holds the lock).
+
+        The batch starts with the oldest kick of the client whose turn it is; that client then goes to the
+        end of the round. It is filled with kicks of the same key taken one per client per pass, in round
+        order, so a batch never takes a client's whole backlog while another client waits with the same key."""
+        first_client, q = next(iter(self._queues.items()))
+        first = q.popleft()
         key = self._key(first)
         batch = [first]
-        keep: list[_Unit] = []
-        while self._units and len(batch) < self.max_batch:
-            u = self._units.popleft()
-            (batch if self._key(u) == key else keep).append(u)
-        self._units.extendleft(reversed(keep))
+        progress = True
+        while len(batch) < self.max_batch and progress:
+            progress = False
+            for queue in self._queues.values():
+                if len(batch) >= self.max_batch:
+                    break
+                for i, u in enumerate(queue):
+                    if self._key(u) == key:
+                        del queue[i]
+                        batch.append(u)
+                        progress = True
+                        break
+        self._queues.move_to_end(first_client)
+        for client in [c for c, queue in self._queues.items() if not queue]:
+            del self._queues[client]
+        self._waiting -= len(batch)
         return batch
 
     def _run(self) -> None:
@@ -240,11 +251,11 @@ class Worker:
         while True:
             self._swap_if_offered()
             with self._cond:
-                while not self._units and not self._stopping and self._offer is None:
+                while not self._waiting and not self._stopping and self._offer is None:
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break
-                if not self._units:
+                if not self._waiting:
                     continue  # a model offer woke us
                 batch = self._take_batch()
                 self._running = len(batch)
@@ -258,22 +269,31 @@ class Worker:
             finally:
                 self._running = 0
         with self._cond:
-            left, self._units = list(self._units), collections.deque()
+            left = [u for q in self._queues.values() for u in q]
+            self._queues.clear()
+            self._waiting = 0
         for u in left:
             u.job.reply(osc_api.error(u.job.id, "shutting down"))
+        for job in {id(u.job): u.job for u in left}.values():
+            if job.source is not None:
+                job.source.close()
         if left:
             log.info("answered %d queued kick(s) with 'shutting down'", len(left))
 
     # ------------------------------------------------------------ one batch
     def _source(self, job: Job) -> np.ndarray:
-        """The variation's source, decoded once per job and prepared for the serving model."""
+        """The variation's source as the serving model's input clip: decoded once, from the descriptor the
+        receive loop opened (never by its path again), then prepared by the model like a training clip."""
+        if job._source_error is not None:
+            raise job._source_error
         if job._source_audio is None:
-            from trainer.data import read_audio
-
-            check_source(job.source)
-            job._source_audio = read_audio(job.source)
-        data, sr = job._source_audio
-        return self.gen.prepare_source(data, sr)
+            try:
+                job._source_audio = job.source.decode()
+            except Exception as e:
+                job._source_error = e
+                raise
+        audio, rate = job._source_audio
+        return self.gen.prepare_source(audio, rate)
 
     def _generate(self, batch: list[_Unit]) -> None:
         gen = self.gen

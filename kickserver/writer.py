@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import io
 import json
 import logging
 import os
@@ -44,6 +45,37 @@ TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_\d+(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
 
 class WriteError(OSError):
     """A kick that could not be written; the message is the reason sent to the client."""
+
+
+def _reason(e: BaseException, folder: Path) -> str:
+    """What went wrong, in words a musician can act on (the folder named where space or rights ran out)."""
+    code = getattr(e, "errno", None)
+    if code == errno.ENOSPC:
+        return f"no space left in {folder}"
+    if code == errno.EDQUOT:
+        return f"disk quota exceeded in {folder}"
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{getattr(e, 'strerror', None) or e} in {folder}"
+    return str(getattr(e, "strerror", None) or e)
+
+
+def encode_wav(x: np.ndarray, sample_rate: int, tags: Mapping[str, str]) -> bytes:
+    """A 24-bit mono WAV with RIFF INFO tags, encoded in memory: libsndfile's writes go to a BytesIO, which
+    cannot fail, so a full disk shows up later as a plain OSError from os.write (not as exceptions inside
+    soundfile's cffi callbacks, which print tracebacks and end in an AssertionError)."""
+    buf = io.BytesIO()
+    with sf.SoundFile(buf, "w", samplerate=sample_rate, channels=1, subtype="PCM_24", format="WAV") as snd:
+        for k, v in tags.items():
+            setattr(snd, k, v)
+        snd.write(x)
+    return buf.getvalue()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
 
 
 # ------------------------------------------------------------------ publishing without replacing
@@ -207,22 +239,20 @@ class KickWriter:
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)  # the folder may have been removed meanwhile
         except OSError as e:
-            raise WriteError(f"cannot create {self.out_dir}: {e.strerror or e}") from None
+            raise WriteError(f"cannot create {self.out_dir}: {_reason(e, self.out_dir.parent)}") from None
         name = self.final_name(info.seed)
         final = self.out_dir / name
         tmp = self.out_dir / f".{name}.{os.getpid()}.part"
+        data = encode_wav(x, self.sample_rate, {"title": name.removesuffix(".wav"), "software": info.software,
+                                                "artist": "kickserver", "comment": info.comment(),
+                                                "date": time.strftime("%Y-%m-%d")})
         try:
-            with open(tmp, "xb") as fh:
-                with sf.SoundFile(fh, "w", samplerate=self.sample_rate, channels=1, subtype="PCM_24",
-                                  format="WAV") as snd:
-                    snd.title = name.removesuffix(".wav")
-                    snd.software = info.software
-                    snd.artist = "kickserver"
-                    snd.comment = info.comment()
-                    snd.date = time.strftime("%Y-%m-%d")
-                    snd.write(x)
-                fh.flush()
-                os.fsync(fh.fileno())
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             for _ in range(MAX_NAME_TRIES):
                 if publish(tmp, final):
                     break
@@ -236,7 +266,7 @@ class KickWriter:
             except OSError:
                 pass
             if isinstance(e, (OSError, RuntimeError, sf.LibsndfileError)):
-                raise WriteError(f"cannot write {name}: {getattr(e, 'strerror', None) or e}") from None
+                raise WriteError(f"cannot write {name}: {_reason(e, self.out_dir)}") from None
             raise
         fsync_dir(self.out_dir)
         try:

@@ -202,10 +202,12 @@ def daemon_env(env: dict | None = None) -> dict:
 
 def start_daemon(tmp_path: Path, models_dir: Path, *, extra_args: Sequence[str] = (), env: dict | None = None,
                  model: str | None = None, out_dir: Path | None = None, ready_timeout: float = 60.0,
-                 config: Path | None = None) -> DaemonProc:
+                 config: Path | None = None, pin: bool = True, threads: int | None = 1) -> DaemonProc:
     """Start `python -m kickserver serve` on free loopback ports and wait until it answers /kick/ping.
 
     model: the artifact name to serve; default the stem of the first *.safetensors in models_dir.
+    pin=False: no --model at all (the daemon chooses, and swaps in every new artifact), as on a fresh install.
+    threads=None: no --threads (the config file or the daemon's default decides).
     The daemon's stderr goes to <tmp_path>/daemon-<port>.log (read it with .stderr_text()).
     """
     tmp_path = Path(tmp_path)
@@ -217,9 +219,10 @@ def start_daemon(tmp_path: Path, models_dir: Path, *, extra_args: Sequence[str] 
     port, reply_port = free_udp_port(), free_udp_port()
     while reply_port == port:
         reply_port = free_udp_port()
-    args = [sys.executable, "-m", "kickserver", "serve", "--device", "cpu", "--threads", "1",
-            "--host", "127.0.0.1", "--port", str(port), "--reply-port", str(reply_port),
-            "--out", str(out_dir), "--models", str(models_dir), "--model", model]
+    args = [sys.executable, "-m", "kickserver", "serve", "--device", "cpu"]
+    args += ["--threads", str(threads)] if threads is not None else []
+    args += ["--host", "127.0.0.1", "--port", str(port), "--reply-port", str(reply_port),
+            "--out", str(out_dir), "--models", str(models_dir)] + (["--model", model] if pin else [])
     # an explicit --config (or an empty one) so a developer's ~/.config/kickserver/config.toml never leaks in
     if config is None:
         config = tmp_path / f"config-{port}.toml"

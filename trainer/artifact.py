@@ -235,6 +235,11 @@ def parse_header(data: bytes, path: Path) -> tuple[dict[str, str], dict[str, dic
 
 def read_metadata(path: Path) -> dict[str, str]:
     """The metadata table alone (for listing models): reads at most the header."""
+    return read_header(path)[0]
+
+
+def read_header(path: Path) -> tuple[dict[str, str], dict[str, dict]]:
+    """(metadata, tensor table) of a safetensors file, reading at most its (bounded) header."""
     path = Path(path)
     try:
         with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW | os.O_NONBLOCK)) as fh:
@@ -249,7 +254,7 @@ def read_metadata(path: Path) -> dict[str, str]:
             data = head + fh.read(n)
     except OSError as e:
         raise ArtifactError(f"{path}: cannot open ({e.strerror or e})") from None
-    return parse_header(data, path)[0]
+    return parse_header(data, path)
 
 
 def _json_meta(meta: dict[str, str], key: str, default: str, path: Path) -> Any:
@@ -271,14 +276,14 @@ def _check_quantiles(q: Any, controls: list[str], path: Path) -> None:
             raise ArtifactError(f"{path}: the quantile table of control {name} is not an increasing list of numbers")
 
 
-def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
-    """Read and validate an artifact; raises ArtifactError naming the file and the reason."""
+def _validate(meta: dict[str, str], header: dict[str, dict], path: Path
+              ) -> tuple[str, Config, dict[str, Config], dict[str, str]]:
+    """Everything that can be checked before a tensor is decoded: format, family, configs (the run's and
+    each part's), the family's size limits, and the tensors' names, shapes and dtypes against what the
+    configs build on the meta device. Returns (format version, config, part configs, part hashes)."""
     from .families import get_family
     from .families.base import expected_shapes
 
-    path = Path(path)
-    data = _read_bounded(path, max_bytes or MAX_ARTIFACT_BYTES)
-    meta, header = parse_header(data, path)
     version = meta.get(FORMAT_KEY)
     if version is None:
         raise ArtifactError(f"{path}: no {FORMAT_KEY} in its metadata; not a kickserver artifact")
@@ -343,6 +348,29 @@ def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
     if extra_t:
         raise ArtifactError(f"{path}: tensor {extra_t[0][:100]} is not used by its config")
 
+    controls = _json_meta(meta, "controls", "[]", path)
+    if controls != list(cfg.controls):
+        raise ArtifactError(f"{path}: metadata controls {str(controls)[:80]} disagree with its config")
+    _check_quantiles(_json_meta(meta, "control_quantiles", "[]", path), controls, path)
+    if not isinstance(_json_meta(meta, "training", "{}", path), dict):
+        raise ArtifactError(f"{path}: metadata training is not a table")
+    if not meta.get("step", "0").isdigit():
+        raise ArtifactError(f"{path}: metadata step is not a number")
+    return version, cfg, part_configs, part_hashes
+
+
+def check_artifact(path: Path) -> None:
+    """Whether an artifact would load, reading only its header (for listing models): raises ArtifactError."""
+    meta, header = read_header(Path(path))
+    _validate(meta, header, Path(path))
+
+
+def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
+    """Read and validate an artifact; raises ArtifactError naming the file and the reason."""
+    path = Path(path)
+    data = _read_bounded(path, max_bytes or MAX_ARTIFACT_BYTES)
+    meta, header = parse_header(data, path)
+    version, cfg, part_configs, part_hashes = _validate(meta, header, path)
     try:
         tensors = st_load(data)
     except (SafetensorError, ValueError, RuntimeError) as e:
@@ -359,13 +387,4 @@ def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
         if part_hash(by_part.get(p, {})) != h:
             raise ArtifactError(f"{path}: part {p} does not match its recorded content hash (the file was changed "
                                 "or its parts were mixed)")
-
-    controls = _json_meta(meta, "controls", "[]", path)
-    if controls != list(cfg.controls):
-        raise ArtifactError(f"{path}: metadata controls {str(controls)[:80]} disagree with its config")
-    _check_quantiles(_json_meta(meta, "control_quantiles", "[]", path), controls, path)
-    if not isinstance(_json_meta(meta, "training", "{}", path), dict):
-        raise ArtifactError(f"{path}: metadata training is not a table")
-    if not meta.get("step", "0").isdigit():
-        raise ArtifactError(f"{path}: metadata step is not a number")
     return Artifact(path, meta, tensors, cfg, part_configs, part_hashes)

@@ -17,8 +17,8 @@ def test_addresses_constant():
 
 def test_generate_forms():
     assert parse("/kick/generate", [], LIM) == Generate()
-    assert parse("/kick/generate", [3.0, "decay", 1, "id", -5], LIM) == Generate(id=-5, count=3,
-                                                                                controls={"decay": 1.0})
+    assert parse("/kick/generate", [3.0, "decay", 1, "id", 5], LIM) == Generate(id=5, count=3,
+                                                                               controls={"decay": 1.0})
     assert parse("/kick/generate", ["count", 2, "seed", 0, "steps", 200, "sampler", "ddpm"], LIM) == Generate(
         count=2, seed=0, steps=200, sampler="ddpm")
     with pytest.raises(RequestError, match="seed \\+ count"):
@@ -62,3 +62,100 @@ def test_refusals_without_a_usable_id_use_minus_one():
         with pytest.raises(RequestError) as e:
             parse("/kick/generate", args, LIM)
         assert e.value.id == osc_api.NO_ID
+
+
+# ---------------------------------------------------------------- datagrams, type tags, ids, seeds
+
+
+def _msg(address: bytes, tags: bytes, payload: bytes = b"") -> bytes:
+    def pad(b: bytes) -> bytes:
+        b += b"\0"
+        return b + b"\0" * (-len(b) % 4)
+
+    return pad(address) + pad(b"," + tags) + payload
+
+
+def _bundle(*elements: bytes) -> bytes:
+    return b"#bundle\0" + b"\0" * 7 + b"\1" + b"".join(len(e).to_bytes(4, "big") + e for e in elements)
+
+
+@pytest.mark.parametrize("tags,payload", [
+    (b"Z", b""),  # python-osc drops unknown tags: a kick was made from ",Z"
+    (b"iZ", (3).to_bytes(4, "big")),  # ... and three from ",iZ 3"
+    (b"c", b"\0\0\0A"),  # char
+    (b"r", b"\1\2\3\4"),  # RGBA: python-osc would hand it on as an int
+    (b"m", b"\0\x90\x40\x7f"),  # MIDI
+    (b"t", b"\0" * 8),  # time tag
+    (b"[i]", (1).to_bytes(4, "big")),  # an array
+    (b"S", b"abc\0"),  # symbol
+    (b"I", b""),  # impulse
+])
+def test_unknown_type_tags_refuse_the_whole_message(tags, payload):
+    with pytest.raises(RequestError, match="unsupported OSC type tag") as e:
+        osc_api.decode_message(_msg(b"/kick/generate", tags, payload))
+    assert e.value.id == osc_api.NO_ID
+
+
+def test_accepted_type_tags_decode():
+    assert osc_api.decode_message(_msg(b"/kick/ping", b"")) == ("/kick/ping", [])
+    assert osc_api.decode_message(b"/kick/ping\0\0") == ("/kick/ping", [])  # no type tag string at all
+    data = _msg(b"/kick/generate", b"ifsdh", (2).to_bytes(4, "big") + bytes.fromhex("3f000000") + b"id\0\0"
+                + bytes.fromhex("3fd0000000000000") + (7).to_bytes(8, "big"))
+    assert osc_api.decode_message(data) == ("/kick/generate", [2, 0.5, "id", 0.25, 7])
+    # decoded by python-osc, then refused by parse with the request's id (see test_type_and_length_refusals...)
+    address, args = osc_api.decode_message(_msg(b"/kick/generate", b"sisN", b"id\0\0" + (7).to_bytes(4, "big")
+                                                + b"seed\0\0\0\0"))
+    with pytest.raises(RequestError) as e:
+        parse(address, args, LIM)
+    assert e.value.id == 7 and "unsupported type" in e.value.reason
+
+
+@pytest.mark.parametrize("data", [b"/kick/generate\0\0xyz\0", b"/kick/generate\0\0,i\0\0\0\0", b"/no-terminator"])
+def test_malformed_messages_are_one_request_error(data):
+    with pytest.raises(RequestError):
+        osc_api.decode_message(data)
+
+
+def test_split_datagram():
+    ping = _msg(b"/kick/ping", b"")
+    assert osc_api.split_datagram(ping).messages == [ping]
+    for junk in (b"", b"hello there\n", b"\x00\x01", b"#bundle\0", b"#bundle\0" + b"\0" * 8 + b"\0\0\0\x09" + ping):
+        with pytest.raises(osc_api.NotOSC):
+            osc_api.split_datagram(junk)
+    empty = osc_api.split_datagram(_bundle())
+    assert empty.bundle and empty.messages == [] and empty.junk == 0
+    nested = osc_api.split_datagram(_bundle(ping, _bundle(ping, b"JUNK"), b"xxxx"))
+    assert nested.messages == [ping, ping] and nested.junk == 2
+    big = osc_api.split_datagram(_bundle(*[ping] * (osc_api.MAX_BUNDLE_MESSAGES + 5)))
+    assert len(big.messages) == osc_api.MAX_BUNDLE_MESSAGES and big.dropped == 5
+    deep = ping
+    for _ in range(osc_api.MAX_BUNDLE_DEPTH + 3):
+        deep = _bundle(deep)
+    assert osc_api.split_datagram(deep).messages == []  # too deep: junk, never recursed into without end
+
+
+def test_client_ids_are_non_negative_so_server_ids_cannot_collide():
+    with pytest.raises(RequestError, match="id must be within 0..2147483647"):
+        parse("/kick/generate", ["id", -2], LIM)
+    assert parse("/kick/generate", ["id", 0], LIM).id == 0
+
+
+def test_server_seeds_stay_below_2_to_the_24():
+    import random
+
+    import numpy as np
+
+    rng = random.Random(1)
+    for count in (1, 16):
+        firsts = [osc_api.pick_seed(rng, count) for _ in range(20000)]
+        assert min(firsts) >= 0 and max(firsts) + count - 1 < 2**24
+        assert max(firsts) > 2**24 - 2**20  # the whole range is used, not a corner of it
+    assert all(float(np.float32(s)) == s for s in firsts)  # exact in a Pd/Max float
+
+
+def test_model_names_are_bounded():
+    with pytest.raises(RequestError, match="at most 128 characters; got 250"):
+        parse("/kick/model", ["m" * 250], LIM)
+    with pytest.raises(RequestError, match="not a model name"):
+        parse("/kick/model", ["é" * 120], LIM)  # 240 bytes: NAME.safetensors would pass NAME_MAX
+    assert parse("/kick/model", ["m" * 128], LIM).name == "m" * 128

@@ -93,12 +93,13 @@ def test_generate_accepts_pd_floats(daemon):
     assert [(a, p[0], p[2]) for a, p in replies] == [("/kick/done", 9, 5), ("/kick/done", 9, 6)]
 
 
-def test_generate_assigns_increasing_ids_and_random_seeds(daemon):
+def test_generate_assigns_negative_ids_and_random_seeds(daemon):
+    """Server ids count down from -2 (client ids are >= 0, -1 is "none"); server seeds stay below 2^24."""
     (a1, p1), = daemon.send("/kick/generate", "steps", STEPS)
     (a2, p2), = daemon.send("/kick/generate", "steps", STEPS)
     assert a1 == a2 == "/kick/done"
-    assert p2[0] > p1[0] >= 0
-    assert 0 <= p1[2] <= 2**31 - 1 and p1[2] != p2[2]
+    assert p2[0] < p1[0] <= -2
+    assert 0 <= p1[2] < 2**24 and 0 <= p2[2] < 2**24 and p1[2] != p2[2]
 
 
 def test_same_seed_twice_gives_identical_samples(daemon):
@@ -276,8 +277,9 @@ def test_doubles_are_accepted_as_floats(daemon):
 
 
 def test_non_osc_and_empty_datagrams(daemon):
-    (a, p), = daemon.send_raw(b"hello there\n")
-    assert a == "/kick/error" and p[0] == -1 and "OSC" in p[1]
+    """A datagram that is not OSC is never answered (a forged source must not draw a reply); it is logged."""
+    assert daemon.send_raw(b"hello there\n", timeout=1.0) == []
+    assert daemon.wait_for_log("that are not OSC", timeout=5)
     assert daemon.alive()
     assert one(daemon, "/kick/ping")[0] == "/kick/pong"
 

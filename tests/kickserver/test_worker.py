@@ -280,49 +280,6 @@ def test_a_batch_failing_midway_answers_only_the_kicks_not_yet_answered(tmp_path
     assert all("generation failed" in p[1] for _, p in got[1:])
 
 
-# ---------------------------------------------------------------- long variation sources
-
-
-def _wav(path, seconds, rate=8000):
-    import soundfile as sf
-
-    sf.write(path, np.zeros(int(seconds * rate), dtype=np.float32), rate, subtype="PCM_16")
-    return path
-
-
-def test_check_source_refuses_long_or_large_files_from_the_header(tmp_path, monkeypatch):
-    from kickserver import worker as worker_mod
-    from kickserver.worker import SourceTooBig, check_source
-
-    check_source(_wav(tmp_path / "short.wav", 1.0))
-    check_source(_wav(tmp_path / "limit.wav", 30.0))
-    with pytest.raises(SourceTooBig, match=r"source long.wav is 31.0 s long; at most 30 s"):
-        check_source(_wav(tmp_path / "long.wav", 31.0))
-    (tmp_path / "junk.wav").write_bytes(b"RIFF....WAVEjunk")
-    check_source(tmp_path / "junk.wav")  # not readable: left to the decoder, which says why
-    monkeypatch.setattr(worker_mod, "MAX_SOURCE_BYTES", 1 << 10)
-    with pytest.raises(SourceTooBig, match=r"source short.wav is 0 MB on disk; at most 0 MB"):
-        check_source(tmp_path / "short.wav")
-
-
-def test_the_worker_checks_a_source_before_decoding_it(tmp_path, monkeypatch):
-    import trainer.data
-
-    def never(*a, **k):
-        raise AssertionError("a long source was decoded")
-
-    monkeypatch.setattr(trainer.data, "read_audio", never)
-    src = _wav(tmp_path / "long.wav", 40.0)
-    r = Collect()
-    w = Worker(FakeGen(), "fake", KickWriter(tmp_path / "out", 44100), sample_rate=44100)
-    w.submit(Job(id=9, seeds=[1, 2], reply=r, source=src))
-    w.start()
-    got = r.wait(2)
-    w.stop()
-    assert w.join(5)
-    assert got == [("/kick/error", [9, "source long.wav is 40.0 s long; at most 30 s"])] * 2
-
-
 def test_worker_runs_every_batch_on_its_thread_count(tmp_path):
     # Start-up and reloads run torch on one thread (Server.run, ModelLoader). torch applies a thread's count
     # lazily, at its first op, from a process-wide value that any thread's set_num_threads changes: when the
@@ -373,3 +330,97 @@ def test_an_artifacts_default_steps_never_pass_the_servers_limit(tmp_path):
     w.stop()
     assert w.join(5)
     assert gen.calls == [(1, 20, "ddim")]
+
+
+# ---------------------------------------------------------------- fairness between clients
+
+
+def test_one_clients_backlog_does_not_starve_another_client(tmp_path):
+    """Client A queues 32 slow kicks (steps 200), then B asks for one: B is answered after one batch of A's,
+    not after A's whole backlog (a single FIFO answered B 33rd)."""
+    gen = FakeGen(delay=0.02)
+    w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4, client_limit=32)
+    r = Collect()
+    assert w.submit(Job(id=1, seeds=list(range(16)), reply=r, steps=200, client="A")) is None
+    assert w.submit(Job(id=2, seeds=list(range(16, 32)), reply=r, steps=200, client="A")) is None
+    assert w.submit(Job(id=3, seeds=[99], reply=r, client="B")) is None
+    w.start()
+    got = r.wait(33)
+    w.stop()
+    assert w.join(5)
+    ids = [p[0] for _, p in got]
+    assert len(ids) == 33 and ids.count(3) == 1
+    assert ids.index(3) == 4, ids  # after A's first batch of 4, B's turn
+    assert gen.calls[:2] == [(4, 200, "ddim"), (1, 7, "ddim")]
+
+
+def test_a_batch_takes_compatible_kicks_from_every_client_in_turn(tmp_path):
+    gen = FakeGen(delay=0.02)
+    w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=8)
+    r = Collect()
+    w.submit(Job(id=1, seeds=list(range(16)), reply=r, client="A"))
+    w.submit(Job(id=2, seeds=[100], reply=r, client="B"))
+    w.submit(Job(id=3, seeds=[200, 201], reply=r, client="C"))
+    w.start()
+    got = r.wait(19)
+    w.stop()
+    assert w.join(5)
+    first_batch = [p[0] for _, p in got[:8]]
+    assert sorted(first_batch) == [1, 1, 1, 1, 1, 2, 3, 3], first_batch  # B and C ride along in A's batch
+    assert gen.calls[0] == (8, 7, "ddim")
+
+
+def test_per_client_limit_refuses_only_that_client(tmp_path):
+    w = Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, queue_limit=64, client_limit=20)
+    r = Collect()
+    assert w.submit(Job(id=1, seeds=list(range(16)), reply=r, client="A")) is None
+    why = w.submit(Job(id=2, seeds=list(range(16)), reply=r, client="A"))
+    assert why == "busy: 16 of your kicks queued (limit 20 per client)"
+    assert w.submit(Job(id=3, seeds=list(range(16)), reply=r, client="B")) is None
+    assert w.queued_for("A") == 16 and w.queued_for("B") == 16 and w.queued == 32
+    w.stop()
+    w.start()
+    assert w.join(5)
+    assert len(r.wait(32, timeout=5)) == 32
+
+
+# ---------------------------------------------------------------- variation sources
+
+
+def test_the_worker_decodes_the_open_source_and_refuses_one_grown_past_the_limit(tmp_path):
+    import soundfile as sf
+
+    from kickserver.sources import open_source
+
+    out = tmp_path / "out"
+    out.mkdir()
+    sf.write(out / "k.wav", np.zeros(8000, dtype=np.float32), 8000, subtype="PCM_16")
+    src = open_source("k.wav", out, [])
+    sf.write(tmp_path / "long.wav", np.zeros(40 * 8000, dtype=np.float32), 8000, subtype="PCM_16")
+    with open(out / "k.wav", "r+b") as f:  # the same file grows in place after the check
+        f.write((tmp_path / "long.wav").read_bytes())
+    r = Collect()
+    w = Worker(FakeGen(), "fake", KickWriter(out, 44100), sample_rate=44100, max_batch=1)
+    w.submit(Job(id=9, seeds=[1, 2], reply=r, source=src))
+    w.start()
+    got = r.wait(2)
+    w.stop()
+    assert w.join(5)
+    assert got == [("/kick/error", [9, "source k.wav is 40.0 s long; at most 30 s"])] * 2  # both batches say so
+    assert src.closed
+
+
+def test_sources_of_kicks_never_generated_are_closed_at_shutdown(tmp_path):
+    import soundfile as sf
+
+    from kickserver.sources import open_source
+
+    sf.write(tmp_path / "k.wav", np.zeros(800, dtype=np.float32), 8000, subtype="PCM_16")
+    src = open_source("k.wav", tmp_path, [])
+    r = Collect()
+    w = Worker(FakeGen(), "fake", KickWriter(tmp_path / "out", 44100), sample_rate=44100)
+    w.submit(Job(id=4, seeds=[1], reply=r, source=src))
+    w.stop()
+    w.start()
+    assert w.join(5)
+    assert r.wait(1) == [("/kick/error", [4, "shutting down"])] and src.closed

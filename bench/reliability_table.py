@@ -1,0 +1,75 @@
+"""Run the reliability suite (its slow cases included) and write what each case did into README.md's table.
+
+    python bench/reliability_table.py            # run tests/kickserver/test_reliability.py, rewrite the table
+    python bench/reliability_table.py --print    # run it, print the table, change nothing
+
+Each case of tests/kickserver/test_reliability.py counts, where it acts, the faults it injects, the requests
+it sends and the kicks it asks for, and how many of those kicks were never answered (lost). The suite
+writes those tallies to a JSON file (KICK_RELIABILITY_JSON); this script turns them into the table between
+the README's `reliability-table` markers and keeps the figures in bench/results/reliability.json. The
+suite's last test checks the README's table against the cases that ran, so the table follows the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from trainer.fsutil import atomic_write_bytes  # noqa: E402
+
+SUITE = "tests/kickserver/test_reliability.py"
+START, END = "<!-- reliability-table:start -->", "<!-- reliability-table:end -->"
+
+
+def run_suite() -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "tallies.json"
+        env = dict(os.environ, KICK_RELIABILITY_JSON=str(out))
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", SUITE], cwd=REPO,
+                           env=env)
+        if r.returncode != 0:
+            raise SystemExit(f"the reliability suite failed (exit {r.returncode}); the table was not written")
+        return json.loads(out.read_text())
+
+
+def table(tallies: list[dict]) -> str:
+    lines = ["| case | what is tried | faults injected | requests sent | kicks asked for | kicks lost |",
+             "|---|---|---|---|---|---|"]
+    for t in tallies:
+        what = t["what"].replace("|", "\\|")
+        lines.append(f"| `{t['case']}` | {what} | {t['faults']} | {t['requests']} | {t['kicks']} | {t['lost']} |")
+    total = {k: sum(t[k] for t in tallies) for k in ("faults", "requests", "kicks", "lost")}
+    lines.append(f"| **{len(tallies)} cases** | | **{total['faults']}** | **{total['requests']}** | "
+                 f"**{total['kicks']}** | **{total['lost']}** |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--print", action="store_true", help="print the table; do not write README.md")
+    ns = ap.parse_args()
+    tallies = run_suite()
+    text = table(tallies)
+    if ns.print:
+        print(text)
+        return 0
+    readme = REPO / "README.md"
+    doc = readme.read_text()
+    a, b = doc.index(START) + len(START), doc.index(END)
+    atomic_write_bytes(readme, (doc[:a] + "\n" + text + "\n" + doc[b:]).encode())
+    results = REPO / "bench" / "results" / "reliability.json"
+    atomic_write_bytes(results, (json.dumps(tallies, indent=1) + "\n").encode())
+    print(f"wrote {len(tallies)} cases into {readme} and {results}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

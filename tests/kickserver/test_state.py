@@ -1,0 +1,39 @@
+"""The last served model, remembered across restarts: written atomically, read bounded, bad files ignored."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+
+from kickserver import state
+
+
+def test_round_trip_and_atomic(tmp_path):
+    s = state.StateFile(tmp_path)
+    s.remember("mine")
+    assert state.read_last_model(tmp_path) == "mine"
+    assert json.loads(state.path_for(tmp_path).read_text()) == {"version": 1, "model": "mine"}
+    s.remember("other")
+    assert state.read_last_model(tmp_path) == "other"
+    assert sorted(os.listdir(tmp_path)) == [state.FILE]  # no temp file left behind
+
+
+def test_bad_files_are_ignored_with_one_line(tmp_path, caplog):
+    p = state.path_for(tmp_path)
+    assert state.read_last_model(tmp_path) is None  # none yet: no log line
+    for data in (b"not json", b'{"version": 1, "model": "../etc/passwd"}', b'{"version": 2, "model": "x"}',
+                 b'["model"]', b'{"version": 1, "model": "' + b"m" * 5000 + b'"}', b"\xff\xfe"):
+        p.write_bytes(data)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="kickserver.state"):
+            assert state.read_last_model(tmp_path) is None, data[:40]
+        assert len(caplog.records) == 1 and "ignoring" in caplog.records[0].getMessage()
+
+
+def test_a_failed_write_is_logged_once_and_never_raises(tmp_path, caplog):
+    s = state.StateFile(tmp_path / "missing" / "folder")
+    with caplog.at_level(logging.WARNING, logger="kickserver.state"):
+        s.remember("a")
+        s.remember("b")
+    assert len(caplog.records) == 1 and "cannot remember the served model" in caplog.text
