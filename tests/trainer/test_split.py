@@ -80,6 +80,23 @@ def test_pairwise_ncc_finds_scaled_noisy_and_shifted_copies_only_within_the_lag(
     assert ncc[0, 6] == 0.0 and ncc[6, 6] == 0.0
 
 
+def test_near_copy_pairs_screen_finds_exactly_what_the_full_matrix_finds():
+    rng = np.random.default_rng(3)
+    base = [kick(40 + i) for i in range(12)]
+    clips = base + [0.3 * base[0], -base[1], delayed(base[2], 4.0), base[3] + 0.01 * rng.standard_normal(LENGTH),
+                    base[4] + 0.2 * rng.standard_normal(LENGTH), delayed(base[5], 30.0), np.zeros(LENGTH)]
+    clips = np.stack(clips).astype(np.float32)
+    lag = int(S.NEAR_COPY_LAG_MS * 44100 / 1000)
+    for threshold in (S.NEAR_COPY_NCC, 0.9, 0.5):
+        full = S.pairwise_max_ncc(clips, lag)
+        want = {(i, j) for i in range(len(clips)) for j in range(i + 1, len(clips)) if full[i, j] >= threshold}
+        got = S.near_copy_pairs(clips, lag, threshold, 44100)
+        assert {(i, j) for i, j, _ in got} == want
+        assert all(abs(v - full[i, j]) < 1e-6 for i, j, v in got)
+    assert {(i, j) for i, j, _ in S.near_copy_pairs(clips, lag, S.NEAR_COPY_NCC, 44100)} >= {(0, 12), (1, 13), (2, 14),
+                                                                                             (3, 15)}
+
+
 @pytest.mark.parametrize("frac", [0.1, 0.2, 0.3, 0.5])
 def test_layers_and_near_copies_stay_on_one_side(frac):
     rng = np.random.default_rng(1)
