@@ -1,7 +1,8 @@
-"""A measured stand-in for a listening check: attack, pitch drop, hiss, end clicks, body noise.
+"""A measured stand-in for a listening check: attack, pitch drop, hiss, end clicks, body noise, variety, notches.
 
     python bench/sound_check.py                         # bundled model, held-out split of the starter kit
     python bench/sound_check.py --artifact mine.safetensors --real ~/Kicks --train ~/Kicks --steps 10 50
+    python bench/sound_check.py --real /tmp/outside --train kickserver/data/kicks --tag outside --real-name outside
 
 Nobody can listen on a machine without audio output, so this measures what a listener checks
 first, on the same sets `kicktrain eval` builds (real held-out kicks, n generated kicks per step
@@ -16,10 +17,29 @@ count, the procedural synth; generated and synth kicks finished like the daemon'
 - tail_hiss_db: `trainer.evaluate.tail_hiss_db` (energy above 4 kHz, 400..900 ms, re the peak).
 - end_jump_db: the largest sample-to-sample step in the last 50 ms, dB re the peak (a click at
   the end of the file shows as a step far above the signal's own slope).
-- body_hf_db: energy 1..8 kHz over 30..200 ms after the onset, dB re the clip's total energy in
-  that window: the noisy haze over a body that should be a clean low tone.
+- body_hf_db: `trainer.evaluate.body_haze_db`, energy 1..8 kHz over 30..200 ms after the onset, dB re
+  the clip's total energy in that window (kicktrain eval shows it against the real kicks' as "haze
+  dB"): the noisy haze over a body that should be a clean low tone. Its median is "the haze
+  figure" of the model card and of issue 11 (the bundled model of 2026-12-03: -43 dB against the real
+  held-out kicks' -54 dB, 11 dB too much haze; the target is within 2 dB of the real kicks' median).
 
-Prints a table of medians (with the 25..75 % range) and writes bench/results/sound_check.json.
+Two columns describe a set as a whole:
+- div/real: diversity against real, exactly as `kicktrain eval` measures it (trainer.evaluate.score):
+  the mean pairwise distance of the set's clips in the "mfcc-stats" embedding standardised by the real
+  held-out plus training clips, over the real held-out set's own mean pairwise distance.
+- grid dB: the worst notch or peak at multiples of sample_rate / GRID_PERIOD (2756, 5512, 8269, 11025,
+  13781 Hz at 44.1 kHz: where a stride-16 output upsampler leaves images, and where image rejection
+  cuts them), up to GRID_MAX_HZ, against the neighbouring bands, in the set's long-term average
+  spectrum (Welch: Hann windows of WELCH_N samples, half overlap, power averaged over every window of
+  every clip). For each multiple f: the mean level within +-GRID_CENTRE_HZ of f, minus the level the
+  neighbours predict there (the mean levels of the bands GRID_SIDE_HZ away below and above f,
+  interpolated linearly in log frequency, so a power-law slope reads 0). Negative: a notch; positive: a
+  peak. Multiples whose neighbours lie more than GRID_FLOOR_DB under the spectrum's maximum are not
+  measured (nothing there to notch). The column shows the signed depth of the largest |depth| and its
+  frequency; the target is |depth| <= 3 dB.
+
+Prints a table of medians (with the 25..75 % range) and writes bench/results/sound_check.json (or
+sound_check-TAG.json with --tag). --real-name labels the real row (e.g. "new kicks").
 """
 
 from __future__ import annotations
@@ -36,9 +56,15 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from trainer.evaluate import collect, tail_hiss_db  # noqa: E402
+from trainer.evaluate import body_haze_db, collect, diversity, standardiser, tail_hiss_db  # noqa: E402
 
 FLOOR_DB = -160.0
+GRID_PERIOD = 16  # the waveform U-Net's output stride (ModelConfig.patch)
+GRID_MAX_HZ = 16000.0
+GRID_CENTRE_HZ = 100.0
+GRID_SIDE_HZ = (300.0, 700.0)
+GRID_FLOOR_DB = 100.0
+WELCH_N = 2048
 
 
 def _db(v: np.ndarray) -> np.ndarray:
@@ -75,10 +101,6 @@ def measure(clips: np.ndarray, sr: int) -> dict[str, np.ndarray]:
     f_end = strongest_low(window(x, on, sr, 80, 160), sr)
     tail = x[:, -int(0.05 * sr):]
     jump = np.abs(np.diff(tail, axis=1)).max(axis=1)
-    body = window(x, on, sr, 30, 200)
-    spec = np.abs(np.fft.rfft(body * np.hanning(body.shape[1]), axis=1)) ** 2
-    f = np.fft.rfftfreq(body.shape[1], 1.0 / sr)
-    hf = spec[:, (f >= 1000) & (f <= 8000)].sum(axis=1)
     return {
         "attack_ms": 1000.0 * (peak_at - on) / sr,
         "pitch_start_hz": f_start,
@@ -86,8 +108,83 @@ def measure(clips: np.ndarray, sr: int) -> dict[str, np.ndarray]:
         "pitch_drop": (f_start >= 1.05 * f_end).astype(float),
         "tail_hiss_db": tail_hiss_db(x, sr),
         "end_jump_db": _db((jump / np.maximum(peak, 1e-12)) ** 2),
-        "body_hf_db": _db(hf / np.maximum(spec.sum(axis=1), 1e-300)),
+        "body_hf_db": body_haze_db(x, sr),
     }
+
+
+def welch_ltas(clips: np.ndarray, sr: int, nperseg: int = WELCH_N) -> tuple[np.ndarray, np.ndarray]:
+    """(frequencies, long-term average power spectrum) of a set of clips [n, L]: Hann windows of
+    nperseg samples with half overlap, |FFT|^2 averaged over every window of every clip."""
+    x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
+    n, length = x.shape
+    if length < nperseg:
+        x = np.pad(x, ((0, 0), (0, nperseg - length)))
+        length = nperseg
+    hop = nperseg // 2
+    starts = np.arange(0, length - nperseg + 1, hop)
+    w = np.hanning(nperseg)
+    total = np.zeros(nperseg // 2 + 1)
+    for clip in x:
+        frames = np.lib.stride_tricks.sliding_window_view(clip, nperseg)[starts] * w
+        total += (np.abs(np.fft.rfft(frames, axis=1)) ** 2).sum(axis=0)
+    return np.fft.rfftfreq(nperseg, 1.0 / sr), total / (n * len(starts) * (w * w).sum())
+
+
+def grid_depths(clips: np.ndarray, sr: int, period: int = GRID_PERIOD, max_hz: float = GRID_MAX_HZ,
+                centre_hz: float = GRID_CENTRE_HZ, side_hz: tuple[float, float] = GRID_SIDE_HZ,
+                floor_db: float = GRID_FLOOR_DB) -> list[dict[str, float | None]]:
+    """Per multiple f of sr / period up to max_hz: {"hz": f, "depth_db": level at f minus the level its
+    neighbours predict (None where they are more than floor_db under the spectrum's maximum)}; see the
+    module docstring."""
+    f, p = welch_ltas(clips, sr)
+    top = 10 * np.log10(max(float(p.max()), 1e-300))
+    out: list[dict[str, float | None]] = []
+    step = sr / period
+    for k in range(1, int(min(max_hz, sr / 2 - side_hz[1]) // step) + 1):
+        fc = k * step
+
+        def level(lo: float, hi: float) -> tuple[float, float]:
+            band = (f >= lo) & (f <= hi)
+            return 10 * np.log10(max(float(p[band].mean()), 1e-300)), float(np.exp(np.log(f[band]).mean()))
+
+        centre, _ = level(fc - centre_hz, fc + centre_hz)
+        below, f_lo = level(fc - side_hz[1], fc - side_hz[0])
+        above, f_hi = level(fc + side_hz[0], fc + side_hz[1])
+        if min(below, above) < top - floor_db:
+            out.append({"hz": fc, "depth_db": None})
+            continue
+        t = (np.log(fc) - np.log(f_lo)) / (np.log(f_hi) - np.log(f_lo))
+        out.append({"hz": fc, "depth_db": float(centre - (below + t * (above - below)))})
+    return out
+
+
+def worst_grid_depth(clips: np.ndarray, sr: int, **kw) -> dict[str, float | None]:
+    """{"depth_db": the signed depth of the largest |depth| among grid_depths (0.0 when none could be
+    measured), "hz": its frequency (None when none), "per_multiple": grid_depths}."""
+    d = grid_depths(clips, sr, **kw)
+    measured = [r for r in d if r["depth_db"] is not None]
+    if not measured:
+        return {"depth_db": 0.0, "hz": None, "per_multiple": d}
+    w = max(measured, key=lambda r: abs(r["depth_db"]))
+    return {"depth_db": w["depth_db"], "hz": w["hz"], "per_multiple": d}
+
+
+def diversity_ratios(groups: dict[str, np.ndarray], real: np.ndarray, train: np.ndarray | None, sr: int,
+                     embedding: str = "mfcc-stats") -> dict[str, float]:
+    """{name: diversity / real diversity} in trainer.evaluate's standardised embedding space (the
+    standardiser fitted on real plus train, as `kicktrain eval` does)."""
+    from trainer.embeddings import get_embedding
+
+    emb = get_embedding(embedding)
+    e_real = np.asarray(emb(real, sr), dtype=np.float64)
+    ref = e_real if train is None else np.concatenate([e_real, np.asarray(emb(train, sr), dtype=np.float64)])
+    mu, scale = standardiser(ref)
+    real_div = diversity((e_real - mu) / scale)
+    out = {}
+    for name, clips in groups.items():
+        e = e_real if clips is real else np.asarray(emb(clips, sr), dtype=np.float64)
+        out[name] = diversity((e - mu) / scale) / real_div
+    return out
 
 
 def summarise(m: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
@@ -106,9 +203,16 @@ def _shown(path: Path) -> str:
     return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(path)
 
 
+def _tag(text: str) -> str:
+    if not text or not all(c.isalnum() or c in "-_." for c in text) or text.startswith("."):
+        raise argparse.ArgumentTypeError(f"--tag {text!r}: use letters, digits, '-', '_' and '.'")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--artifact", default=str(REPO / "kickserver" / "models" / "default.safetensors"))
+    ap.add_argument("--artifact", nargs="+", default=[str(REPO / "kickserver" / "models" / "default.safetensors")],
+                    help="one or several models (of any families)")
     ap.add_argument("--real", nargs="+", default=[str(REPO / "kickserver" / "data" / "kicks")])
     ap.add_argument("--train", nargs="+", default=[str(REPO / "kickserver" / "data" / "kicks")])
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 50])
@@ -116,38 +220,54 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", default=str(REPO / "bench" / "results"))
+    ap.add_argument("--tag", type=_tag, default=None, help="write sound_check-TAG.json instead of sound_check.json")
+    ap.add_argument("--real-name", default="real held-out", help="the real set's row name")
     args = ap.parse_args(argv)
 
-    gen, sets = collect(args.artifact, args.real, args.train, n=args.n, steps=args.steps, seed=args.seed,
-                        device=args.device)
+    gens, sets = collect(args.artifact, args.real, args.train, n=args.n, steps=args.steps, seed=args.seed,
+                         device=args.device)
     sr = sets.sample_rate
-    groups = {"real held-out": sets.real, **{f"model @ {s}": sets.model[s] for s in args.steps}, "synth": sets.synth}
+    real_name = args.real_name
+    groups = {real_name: sets.real, **{m.label: m.clips for m in sets.models}, "synth": sets.synth}
     rows = {name: summarise(measure(clips, sr)) for name, clips in groups.items()}
+    div = diversity_ratios(groups, sets.real, sets.train, sr)
+    grid = {name: worst_grid_depth(clips, sr) for name, clips in groups.items()}
 
     cols = ["attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "tail_hiss_db", "end_jump_db", "body_hf_db"]
-    print(f"{'set':<14} {'n':>3}  " + "  ".join(f"{c:>18}" for c in cols))
+    width = max(14, *(len(k) for k in groups))
+    print(f"{'set':<{width}} {'n':>3}  " + "  ".join(f"{c:>18}" for c in cols)
+          + f"  {'div/real':>8}  {'grid dB @ Hz':>16}")
     for name, r in rows.items():
         cells = []
         for c in cols:
             v = r[c]
             cells.append(f"{v['share']:>18.2f}" if "share" in v else
                          f"{v['median']:>7.1f} [{v['q25']:.0f}..{v['q75']:.0f}]".rjust(18))
-        print(f"{name:<14} {len(groups[name]):>3}  " + "  ".join(cells))
+        g = grid[name]
+        cells.append(f"{div[name]:>8.2f}")
+        cells.append((f"{g['depth_db']:+.1f} @ {g['hz']:.0f}" if g["hz"] is not None else "-").rjust(16))
+        print(f"{name:<{width}} {len(groups[name]):>3}  " + "  ".join(cells))
 
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine()},
-        "artifact": _shown(Path(args.artifact)),
-        "model_step": getattr(getattr(gen, "artifact", None), "step", None),
+        "artifacts": [_shown(Path(a)) for a in args.artifact],
+        "model_steps": {g.name: getattr(getattr(g, "artifact", None), "step", None) for g in gens},
         "n": args.n, "seed": args.seed, "notes": sets.notes,
-        "sets": {name: {"n": len(groups[name]), **r} for name, r in rows.items()},
+        "real": [_shown(Path(p)) for p in args.real], "train": [_shown(Path(p)) for p in args.train],
+        "real_files": [Path(p).name for p in sets.real_sources],
+        "grid": {"period": GRID_PERIOD, "max_hz": GRID_MAX_HZ, "centre_hz": GRID_CENTRE_HZ,
+                 "side_hz": list(GRID_SIDE_HZ), "floor_db": GRID_FLOOR_DB, "welch_n": WELCH_N},
+        "sets": {name: {"n": len(groups[name]), **r, "diversity_ratio": div[name], "grid": grid[name]}
+                 for name, r in rows.items()},
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from trainer.fsutil import atomic_write_bytes
 
-    atomic_write_bytes(out / "sound_check.json", (json.dumps(report, indent=1) + "\n").encode())
-    print(f"wrote {out / 'sound_check.json'}")
+    path = out / (f"sound_check-{args.tag}.json" if args.tag else "sound_check.json")
+    atomic_write_bytes(path, (json.dumps(report, indent=1) + "\n").encode())
+    print(f"wrote {path}")
     return 0
 
 

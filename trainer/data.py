@@ -20,7 +20,6 @@ import hashlib
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,64 +220,17 @@ class PreparedSet:
         return int(self.audio.shape[0])
 
     def split(self, val_fraction: float) -> tuple[np.ndarray, np.ndarray]:
-        """(train, validation) index arrays, deterministic by content.
+        """(train, validation) index arrays, deterministic by content, with velocity layers and
+        near-copies on one side (`trainer.split.split_indices`, which says how)."""
+        from trainer.split import split_indices
 
-        Clips are grouped so that near-copies never straddle the split: identical files (same
-        sha256), and files in one folder whose names differ only by a trailing number (velocity
-        layers such as BD_06 / BD_07 of one kit; not a long numbered series). Groups are ranked by
-        a hash of their contents, and validation takes whole groups that fit, in that order, until it holds
-        round(N * val_fraction) clips (at least 1 when N >= 5 and val_fraction > 0).
-        """
-        n = len(self.manifest)
-        if val_fraction <= 0 or n == 0:
-            n_val = 0
-        else:
-            n_val = int(round(n * val_fraction))
-            if n >= 5:
-                n_val = max(1, n_val)
-            n_val = min(n_val, n - 1)
-        parent = list(range(n))
+        return split_indices(self.audio, self.manifest, val_fraction, self.config.sample_rate)
 
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
+    def describe_split(self, train_idx, val_idx) -> dict[str, list[dict[str, str]]]:
+        """{"train": [{"name", "sha256"}, ...], "heldout": [...]}: the files on each side (for an artifact)."""
+        from trainer.split import describe_split
 
-        def stem_key(m: dict) -> str | None:
-            src = Path(m["source"])
-            stem = re.sub(r"[-_ .]*\d+$", "", src.stem)
-            return f"{src.parent}/{stem}" if stem and stem != src.stem else None
-
-        # A stem shared by more than 8 files (or half the set) is a numbered series, not layers of one sound.
-        stem_sizes: dict[str, int] = {}
-        for m in self.manifest:
-            if (k := stem_key(m)) is not None:
-                stem_sizes[k] = stem_sizes.get(k, 0) + 1
-        first: dict[tuple[str, str], int] = {}
-        for i, m in enumerate(self.manifest):
-            stem = stem_key(m)
-            layered = stem is not None and stem_sizes[stem] <= min(8, n // 2)
-            keys = [("sha", m["sha256"])] + ([("stem", stem)] if layered else [])
-            for k in keys:
-                if k in first:
-                    parent[find(i)] = find(first[k])
-                else:
-                    first[k] = i
-        groups: dict[int, list[int]] = {}
-        for i in range(n):
-            groups.setdefault(find(i), []).append(i)
-        ranked = sorted(groups.values(), key=lambda g: hashlib.sha256(
-            ("split:" + "".join(sorted(self.manifest[i]["sha256"] for i in g))).encode()).hexdigest())
-        val: list[int] = []
-        for g in ranked:
-            if len(val) + len(g) <= n_val:
-                val.extend(g)
-            if len(val) == n_val:
-                break
-        val_set = set(val)
-        train = np.array([i for i in range(n) if i not in val_set], dtype=np.int64)
-        return train, np.array(sorted(val), dtype=np.int64)
+        return describe_split(self.manifest, train_idx, val_idx)
 
 
 def default_cache_dir(paths: list[str | Path] | str | Path, cfg: DataConfig) -> Path:

@@ -1,0 +1,113 @@
+"""bench/sound_check.py's measures on synthetic signals: the grid notch/peak depth, diversity against real
+(the same figure `kicktrain eval` reports) and the haze figure."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainer.embeddings import get_embedding
+from trainer.evaluate import EvalSets, ModelRow, score
+from trainer.families.waveform_diffusion.generator import reject_images
+from trainer.synth import synth_batch, synth_kick
+
+REPO = Path(__file__).resolve().parents[2]
+SR = 44100
+N = 45056
+T = np.arange(N) / SR
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("sound_check", REPO / "bench" / "sound_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sound_check"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SC = _load()
+
+
+def noise(n: int = 8, seed: int = 0) -> np.ndarray:
+    return (0.1 * np.random.default_rng(seed).standard_normal((n, N))).astype(np.float32)
+
+
+def depths(clips: np.ndarray) -> list[float | None]:
+    return [r["depth_db"] for r in SC.grid_depths(clips, SR)]
+
+
+def test_grid_is_the_multiples_of_the_sample_rate_over_16_up_to_16_khz():
+    assert [round(r["hz"]) for r in SC.grid_depths(noise(2), SR)] == [2756, 5512, 8269, 11025, 13781]
+
+
+def test_clean_sine_and_a_kick_like_sweep_show_no_notch():
+    sine = (0.8 * np.sin(2 * np.pi * 60 * T) * np.exp(-T / 0.3))[None].astype(np.float32)
+    w = SC.worst_grid_depth(sine, SR)
+    assert abs(w["depth_db"]) < 1.0  # nothing at the multiples to notch: not measured, reads 0
+    sweep = synth_kick(np.random.default_rng(5), click=0.0, drive=3.0)[None]  # harmonics reach the kHz range
+    w = SC.worst_grid_depth(sweep, SR)
+    assert w["hz"] is not None and abs(w["depth_db"]) < 1.0
+    assert abs(SC.worst_grid_depth(noise(), SR)["depth_db"]) < 1.0  # a flat spectrum
+    brown = np.cumsum(noise(), axis=1)
+    brown -= brown.mean(axis=1, keepdims=True)
+    assert abs(SC.worst_grid_depth(brown.astype(np.float32), SR)["depth_db"]) < 1.0  # a steep, smooth slope
+
+
+def test_nothing_there_is_not_measured():
+    """Above a low-pass there is only rounding noise: its random dips must not read as notches."""
+    spec = np.fft.rfft(noise().astype(np.float64), axis=1)
+    spec[:, np.fft.rfftfreq(N, 1 / SR) > 2000] = 0
+    x = np.fft.irfft(spec, n=N, axis=1)
+    assert depths(x) == [None] * 5
+    assert SC.worst_grid_depth(x, SR) == {"depth_db": 0.0, "hz": None, "per_multiple": SC.grid_depths(x, SR)}
+
+
+def test_notches_at_multiples_of_sr_over_16_are_flagged():
+    # the bundled model's own image rejection (30 dB, and a gentler 6 dB) on broadband noise
+    for depth in (30.0, 6.0):
+        notched = reject_images(noise(), SR, 16, depth)
+        d = depths(notched)
+        assert all(v is not None and v < -3.0 for v in d), d
+        w = SC.worst_grid_depth(notched, SR)
+        assert w["depth_db"] < -3.0
+    # one notch carved at 2756 Hz only
+    x = noise()
+    spec = np.fft.rfft(x, axis=1)
+    f = np.fft.rfftfreq(N, 1 / SR)
+    spec *= 1 - 0.9 * np.exp(-0.5 * ((f - SR / 16) / 80.0) ** 2)
+    d = depths(np.fft.irfft(spec, n=N, axis=1).astype(np.float32))
+    assert d[0] < -3.0 and all(abs(v) < 1.0 for v in d[1:]), d
+
+
+def test_a_peak_at_5512_hz_is_flagged_as_a_peak():
+    x = noise() + (0.05 * np.sin(2 * np.pi * SR / 8 * T)).astype(np.float32)
+    w = SC.worst_grid_depth(x, SR)
+    assert w["hz"] == pytest.approx(SR / 8) and w["depth_db"] > 3.0
+    d = depths(x)
+    assert abs(d[0]) < 1.0 and abs(d[2]) < 1.0
+
+
+def test_diversity_ratio_is_evals_figure():
+    real, train = synth_batch(8, seed=1), synth_batch(12, seed=2)
+    narrow = np.repeat(synth_batch(2, seed=3), 4, axis=0)  # four copies of two kicks: little variety
+    wide = synth_batch(8, seed=4)
+    models = [ModelRow(label=f"model @ {s}", artifact="a", name="m", family="waveform_diffusion", steps=s, clips=c,
+                       seconds_per_kick=0.0, latency_s=0.0) for s, c in ((10, narrow), (50, wide))]
+    sets = EvalSets(sample_rate=SR, real=real, train=train, models=models, synth=wide)
+    rows = {r["name"]: r for r in score(sets, get_embedding("mfcc-stats"), splits=3, log=lambda s: None)["rows"]}
+    ours = SC.diversity_ratios({"real": real, "narrow": narrow, "wide": wide}, real, train, SR)
+    assert ours["real"] == pytest.approx(1.0)
+    assert ours["narrow"] == pytest.approx(rows["model @ 10"]["diversity_ratio"], rel=1e-9)
+    assert ours["wide"] == pytest.approx(rows["model @ 50"]["diversity_ratio"], rel=1e-9)
+    assert ours["narrow"] < 0.8 * ours["wide"]
+
+
+def test_haze_figure_rises_with_noise_over_the_body():
+    clean = synth_kick(np.random.default_rng(6), click=0.0, drive=0.0, decay=0.5)
+    hazy = clean + (0.01 * np.random.default_rng(7).standard_normal(N) * np.exp(-T / 0.1)).astype(np.float32)
+    m = SC.measure(np.stack([clean, hazy]), SR)
+    assert m["body_hf_db"][1] - m["body_hf_db"][0] > 10.0
