@@ -18,7 +18,7 @@ from trainer.families import cli_name, family_names, get_family
 from trainer.generator import Item, Variation, load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = [(f, p) for f in family_names() for p in ("tiny", "small", "base")]
+CASES = [(f, p) for f in family_names() for p in ("tiny", "small", "base")] + [("waveform_diffusion", "tiny-pqmf")]
 
 
 @pytest.mark.parametrize("family,name", CASES, ids=[f"{cli_name(f)}-{p}" for f, p in CASES])
@@ -27,7 +27,10 @@ def test_family_preset_trains_exports_loads_and_renders(family, name, tmp_path):
 
     fit_context = root_conftest().fit_context
 
-    cfg = preset(name, family)
+    if name == "tiny-pqmf":  # the waveform U-Net with the filter bank in and out instead of strided convs
+        cfg = preset("tiny", family).replace("model", io="pqmf")
+    else:
+        cfg = preset(name, family)
     cfg = cfg.replace("train", batch_size=2, micro_batch=2)  # the preset's shapes, a small batch
     cfg, ctx = fit_context(cfg, tmp_path / f"{name}.safetensors")
     fam = get_family(family)

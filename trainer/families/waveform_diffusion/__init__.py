@@ -47,15 +47,25 @@ class WaveformDiffusion(Family):
         return {"tiny": tiny, "small": small, "base": base}
 
     def check_config(self, cfg: Config) -> None:
+        from .pqmf import edge_frames
+
         m = cfg.model
         stride = m.patch * 2 ** (len(m.widths) - 1)
+        levels = 2 ** (len(m.widths) - 1)
+        if m.io == "pqmf" and m.patch >= 1 and m.pqmf_taps >= 2:
+            frames = cfg.data.length // m.patch + 2 * edge_frames(m.patch, m.pqmf_taps)
+            fits = cfg.data.length % m.patch == 0 and frames % levels == 0
+        else:
+            fits = cfg.data.length % stride == 0
         checks = check_diffusion_config(cfg.diffusion, cfg.sampling) + [
+            (m.io in ("conv", "pqmf"), f"model.io {m.io!r} is not conv or pqmf"),
+            (m.io != "pqmf" or (m.pqmf_taps >= 2 and m.pqmf_taps % 2 == 0), "model.pqmf_taps must be even"),
             (len(m.widths) >= 1 and all(w > 0 and w % m.heads == 0 for w in m.widths),
              "model.widths must be positive multiples of model.heads"),
             (m.patch >= 1 and m.patch_kernel >= m.patch and (m.patch_kernel - m.patch) % 2 == 0,
              "model.patch_kernel must be >= model.patch and differ from it by an even number"),
-            (cfg.data.length % stride == 0,
-             f"data.length {cfg.data.length} must be a multiple of the model's total stride {stride}"),
+            (fits, f"data.length {cfg.data.length} does not fit the model's levels (its subband frames must "
+                   f"halve {len(m.widths) - 1} times)"),
             (m.blocks_per_level >= 1 and len(m.dilations) >= 1, "model needs at least one block and one dilation"),
         ]
         for ok, msg in checks:
@@ -66,7 +76,7 @@ class WaveformDiffusion(Family):
         m = cfg.model
         if (len(m.widths) > 8 or max(m.widths) > 1024 or m.blocks_per_level > 4 or len(m.dilations) > 6
                 or max(m.dilations) > 243 or m.patch_kernel > 256 or m.emb_dim > 1024 or m.heads > 64
-                or m.out_smoothing > 63):
+                or m.out_smoothing > 63 or m.pqmf_taps > 2048 or m.patch > 64):
             raise ConfigError("its model section is larger than any kick model this kickserver serves "
                               "(widths <= 1024 on <= 8 levels, <= 4 blocks, kernels <= 256)")
 

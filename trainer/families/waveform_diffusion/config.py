@@ -9,8 +9,11 @@ from dataclasses import dataclass
 class UNetConfig:
     """A compact 1-D U-Net over the waveform (network.py)."""
 
-    patch: int = 16  # stride of the overlapping learned down/up-sampling at the input/output
-    patch_kernel: int = 32  # kernel of that layer (> patch: overlapping, no patch-boundary tones)
+    io: str = "conv"  # "pqmf": a filter bank of `patch` subbands in and out (pqmf.py); "conv": the first design,
+    # a learned strided convolution in and a transposed one out (images at multiples of sample_rate / patch)
+    patch: int = 16  # subbands (pqmf) or the stride of the learned down/up-sampling (conv) at the input/output
+    patch_kernel: int = 32  # conv: kernel of that layer (> patch: overlapping, no patch-boundary tones)
+    pqmf_taps: int = 256  # pqmf: the prototype filter's length - 1
     widths: tuple[int, ...] = (32, 48, 64, 96, 128)  # channels per level; each level after the first halves time
     blocks_per_level: int = 1
     dilations: tuple[int, ...] = (1, 3)  # dilated convolutions inside each residual block

@@ -46,7 +46,8 @@ class WaveformDiffusionGenerator(DiffusionGenerator):
         self.latent_shape = (1, self.length)
         self.scale = cfg.diffusion.data_scale
         self.patch = cfg.model.patch
-        self.image_reject_db = artifact.config.sampling.image_reject_db
+        # the image dip belongs to the strided-convolution output stage; a filter bank has no images to dip
+        self.image_reject_db = artifact.config.sampling.image_reject_db if cfg.model.io == "conv" else 0.0
 
     def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
         return audio[:, None] * self.scale

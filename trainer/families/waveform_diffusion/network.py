@@ -24,6 +24,7 @@ from torch.utils.checkpoint import checkpoint
 
 from ..diffusion_common import timestep_embedding
 from .config import UNetConfig
+from .pqmf import PQMF
 
 
 def _groups(c: int) -> int:
@@ -96,7 +97,11 @@ class WaveUNet(nn.Module):
         if self.n_controls:
             self.c_mlp = nn.Sequential(nn.Linear(2 * self.n_controls, 2 * e), nn.SiLU(), nn.Linear(2 * e, e))
         pad = (cfg.patch_kernel - cfg.patch) // 2
-        self.inp = nn.Conv1d(1, w[0], cfg.patch_kernel, stride=cfg.patch, padding=pad)
+        self.pqmf = PQMF(cfg.patch, cfg.pqmf_taps) if cfg.io == "pqmf" else None
+        if self.pqmf is not None:  # subbands in, subbands out: nothing upsamples samples (pqmf.py)
+            self.inp = nn.Conv1d(cfg.patch, w[0], 3, padding=1)
+        else:  # the first design: a learned strided convolution in, a transposed one out
+            self.inp = nn.Conv1d(1, w[0], cfg.patch_kernel, stride=cfg.patch, padding=pad)
         self.n_pos = 8
         self.pos = nn.Conv1d(2 * self.n_pos, w[0], 1)
 
@@ -125,6 +130,12 @@ class WaveUNet(nn.Module):
                 self.upsample.append(nn.Conv1d(c, w[i - 1], 3, padding=1))
 
         self.out_norm = nn.GroupNorm(_groups(w[0]), w[0])
+        if self.pqmf is not None:
+            self.out = nn.Conv1d(w[0], cfg.patch, 3, padding=1)
+            nn.init.zeros_(self.out.weight)
+            nn.init.zeros_(self.out.bias)
+            self.smooth = None
+            return
         smooth_ch = 8 if cfg.out_smoothing else 1
         self.out = nn.ConvTranspose1d(w[0], smooth_ch, cfg.patch_kernel, stride=cfg.patch, padding=pad)
         if cfg.out_smoothing:
@@ -156,7 +167,7 @@ class WaveUNet(nn.Module):
                 cond_mask = torch.ones_like(cond)
             c = torch.cat([cond.to(x.dtype) * cond_mask.to(x.dtype), cond_mask.to(x.dtype)], dim=1)
             emb = emb + self.c_mlp(c)
-        h = self.inp(x)
+        h = self.inp(self.pqmf.analysis(x) if self.pqmf is not None else x)
         h = h + self.pos(position_features(h.shape[-1], self.n_pos, h.device).to(h.dtype))[None]
         skips = []
         for i, blocks in enumerate(self.down):
@@ -177,6 +188,8 @@ class WaveUNet(nn.Module):
             if j < len(self.upsample):
                 h = self.upsample[j](F.interpolate(h, scale_factor=2.0, mode="nearest"))
         h = self.out(F.silu(self.out_norm(h)))
+        if self.pqmf is not None:
+            return self.pqmf.synthesis(h)
         if self.smooth is not None:
             h = self.smooth(h)
         return h
