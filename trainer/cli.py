@@ -104,13 +104,13 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from .export import export_run
 
-    sampling = {}
+    settings = {}
     for item in args.set or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.startswith("sampling."):
-            raise ConfigError(f"--set {item!r}: export takes sampling.KEY=VALUE only")
-        sampling[key.removeprefix("sampling.")] = _parse_value(value)
-    path = export_run(Path(args.run), Path(args.out), sampling, log=lambda m: print(m, file=sys.stderr))
+        if not sep or "." not in key:
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        settings[key] = _parse_value(value)
+    path = export_run(Path(args.run), Path(args.out), settings, log=lambda m: print(m, file=sys.stderr))
     print(f"exported {path}")
     return 0
 
@@ -204,8 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("export", help="export a run's EMA weights as a served artifact")
     sp.add_argument("run")
     sp.add_argument("--out", required=True)
-    sp.add_argument("--set", action="append", metavar="sampling.KEY=VALUE",
-                    help="default sampler settings of the artifact: steps, sampler, time_power, guidance")
+    sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                    help="what needs no retraining: sampling.steps/sampler/time_power/guidance/temperature, "
+                         "inverter.kind=griffin-lim (mel-vae)")
     sp.set_defaults(func=_cmd_export)
 
     sp = sub.add_parser("sample", help="write kicks from an artifact, offline")

@@ -204,3 +204,26 @@ def test_kicktrain_map_refuses_a_family_without_an_encoder(tmp_path, tiny_artifa
     err = capsys.readouterr().err.strip()
     assert "waveform-diffusion model, which has no encoder" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "m").exists()
+
+
+def test_export_can_switch_a_mel_vae_to_griffin_lim(tmp_path, capsys):
+    """The inverter kind needs no retraining: a run with a learned inverter exports a Griffin-Lim model too."""
+    from trainer.artifact import load_artifact
+    from trainer.cli import main as kicktrain
+    from trainer.generator import Item, load_generator
+
+    kicks = _kick_folder(tmp_path / "kicks", 6)
+    run = tmp_path / "run"
+    assert kicktrain(["fit", str(kicks), "--family", "mel-vae", "--preset", "tiny", "--run-dir", str(run),
+                      "--device", "cpu", "--no-progress", "--no-tensorboard", "--max-steps", "2"]) == 0
+    out = tmp_path / "gl.safetensors"
+    assert kicktrain(["export", str(run), "--out", str(out), "--set", "inverter.kind=griffin-lim",
+                      "--set", "sampling.temperature=0.8"]) == 0
+    art = load_artifact(out)
+    assert set(art.part_configs) == {"vae"} and art.config.inverter.kind == "griffin-lim"
+    assert art.config.sampling.temperature == 0.8
+    gen = load_generator(out, "cpu")
+    assert gen.describe()["inverter"] == "griffin-lim" and gen.render([Item(seed=1)]).shape == (1, 4096)
+    capsys.readouterr()
+    assert kicktrain(["export", str(run), "--out", str(out), "--set", "vae.beta=1"]) == 2
+    assert "export cannot change vae.beta of a mel_vae model" in capsys.readouterr().err
