@@ -67,7 +67,7 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
         for _ in range(n_micro):
             ctx = torch.autocast(device.type, dtype=amp_dtype) if amp_dtype else nullcontext()
             with ctx:
-                loss, _ = objective.loss(net, x, None, None, g, 0)
+                loss, _ = objective.loss(net, objective.prepare_batch(x), None, None, g, 0)
             scaler.scale(loss / n_micro).backward()
         scaler.step(opt)
         scaler.update()

@@ -87,6 +87,7 @@ class TrainConfig:
     pin_memory: bool = True
     cudnn_benchmark: bool = True
     num_threads: int = 0  # CPU threads for torch; 0: torch's default
+    prefetch: bool = True  # prepare the next step's batch (augmentation, controls, mel/latents) on a second thread
     log_every: int = 25
     val_every: int = 250
     ckpt_every: int = 250

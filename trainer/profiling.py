@@ -9,7 +9,9 @@ activity, CUDA too when present, shapes and memory recorded). Writes
   profiler plugin (`tensorboard --logdir DIR`);
 - DIR/summary.json and a printed table: top operators by self time, the share of convolution and of
   matrix multiplication in all operator time, where a step's time goes (data, augmentation, controls,
-  forward, backward, optimiser, EMA: the loop's record_function ranges), peak memory.
+  the objective's preparation, forward, backward, optimiser, EMA: the loop's record_function ranges;
+  with train.prefetch the data work runs on a second thread and "wait for data" is what the training
+  thread still waited for it), peak memory.
 Nothing is checkpointed, validated or exported: only training steps are profiled.
 """
 
@@ -27,7 +29,7 @@ import torch
 
 from .fsutil import atomic_write_bytes
 
-PHASES = ("data", "augment", "conditioning", "forward", "backward", "optimizer", "ema")
+PHASES = ("data", "augment", "conditioning", "prepare", "wait for data", "forward", "backward", "optimizer", "ema")
 CONV_KEYS = ("conv", "cudnn_convolution", "mkldnn_convolution", "slow_conv")
 MATMUL_KEYS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::baddbmm",
                "aten::_scaled_dot_product", "aten::addbmm", "aten::_addmm_activation")
@@ -59,8 +61,7 @@ def summarise(prof: Any, active_steps: int, device: torch.device, top: int = 15)
     for e in events:
         if e.key in PHASES:
             phases[e.key] = e.cpu_time_total / 1000.0 / active_steps
-    step_ms = sum(phases.get(p, 0.0) for p in PHASES)
-    data_ms = sum(phases.get(p, 0.0) for p in ("data", "augment", "conditioning"))
+    data_ms = sum(phases.get(p, 0.0) for p in ("data", "augment", "conditioning", "prepare"))
     compute_ms = phases.get("forward", 0.0) + phases.get("backward", 0.0)
     return {
         "device": str(device),
@@ -75,7 +76,7 @@ def summarise(prof: Any, active_steps: int, device: torch.device, top: int = 15)
         "compute_ms": compute_ms,
         "optimizer_ms": phases.get("optimizer", 0.0),
         "data_over_compute": data_ms / compute_ms if compute_ms > 0 else None,
-        "step_ms": step_ms,
+        "waited_for_data_ms": phases.get("wait for data", 0.0),
     }
 
 
@@ -83,8 +84,9 @@ def format_summary(s: dict[str, Any]) -> str:
     lines = [f"per training step on {s['device']} (mean of {s['active_steps']} profiled steps)",
              f"  operators: {s['op_time_ms_per_step']:.1f} ms; convolution {100 * s['conv_share']:.1f} %, "
              f"matrix multiplication {100 * s['matmul_share']:.1f} %",
-             f"  data + augmentation + controls {s['data_and_augmentation_ms']:.1f} ms, forward + backward "
-             f"{s['compute_ms']:.1f} ms, optimiser {s['optimizer_ms']:.1f} ms; peak memory "
+             f"  data + augmentation + controls + prepare {s['data_and_augmentation_ms']:.1f} ms (the training "
+             f"thread waited {s['waited_for_data_ms']:.1f} ms for it), forward + backward {s['compute_ms']:.1f} ms, "
+             f"optimiser {s['optimizer_ms']:.1f} ms; peak memory "
              f"{s.get('peak_memory_mb', 0):.0f} MB",
              "  phases: " + ", ".join(f"{k} {v:.1f} ms" for k, v in s["phases_ms_per_step"].items()),
              "",
@@ -123,6 +125,7 @@ def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None
                 tr.train_step()
                 prof.step()
         wall = time.perf_counter() - t0
+        tr.close_prefetch()
         summary = summarise(prof, active, tr.device)
         summary.update({"family": tr.cfg.family, "preset": tr.cfg.preset, "steps": steps, "wait": wait,
                         "warmup": warmup, "batch_size": tr.cfg.train.batch_size, "wall_s": wall,

@@ -196,7 +196,7 @@ def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: 
             x = torch.randn(m, cfg.data.length, generator=g).mul_(0.1).to(device)
             ctx = torch.autocast("cuda", dtype=amp_dtype) if amp_dtype else nullcontext()
             with ctx:
-                loss, _ = objective.loss(net, x, None, None, g, 0)
+                loss, _ = objective.loss(net, objective.prepare_batch(x), None, None, g, 0)
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -391,6 +391,12 @@ class Trainer:
             self.ddp_module = DistributedDataParallel(
                 self.module, device_ids=[device.index] if device.type == "cuda" else None)
         self.total = tc.max_steps
+        self._pending: tuple[int, Any] | None = None
+        self._prefetcher = None
+        if tc.prefetch:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._prefetcher = ThreadPoolExecutor(1, thread_name_prefix="kicktrain-prefetch")
         self.stop_reason: str | None = None
         self.smoothed: float | None = None
         self.metrics_path = run_dir / "metrics.jsonl"
@@ -463,29 +469,56 @@ class Trainer:
         self.train_seconds += time.perf_counter() - t0
         return metrics
 
-    def _step(self) -> dict[str, Any]:
+    def _prepare(self, step: int) -> tuple[list[tuple[Any, Any, Any]], torch.Generator]:
+        """Step `step`'s micro-batches, ready for the loss: clips chosen, augmented, their controls measured (and
+        some dropped), moved to the device and prepared by the objective (no gradient). Everything here is
+        drawn from generators seeded by (seed, step, rank), so it can run ahead on another thread and a
+        resumed run still repeats it exactly. Returns the batches and the step's noise generator, advanced
+        past the control drops, for the loss's draws."""
         tc, device = self.cfg.train, self.device
+        stream = 1000 * self.dist.rank  # each process its own randomness; rank 0's is a single process's
+        g_aug = step_generator(tc.seed, step, 1 + stream)
+        g_noise = step_generator(tc.seed, step, 2 + stream)
+        out = []
+        with torch.no_grad():
+            with record_function("data"):
+                flat = batch_indices(self.train_idx, tc.seed, step, tc.batch_size, 1)[0]
+                micro_batches = self.dist.shard(flat, self.micro)
+            for idx in micro_batches:
+                with record_function("augment"):
+                    x = self.augmenter(self.audio[torch.from_numpy(idx)], g_aug)
+                with record_function("conditioning"):
+                    c, m = self.conditioning(x, g_noise)
+                if device.type == "cuda" and tc.pin_memory:
+                    x = x.pin_memory()
+                x = x.to(device, non_blocking=True)
+                with record_function("prepare"):
+                    out.append((self.objective.prepare_batch(x), c, m))
+        return out, g_noise
+
+    def _batches(self, step: int) -> tuple[list[tuple[Any, Any, Any]], torch.Generator]:
+        """This step's prepared batches (from the prefetch thread when it ran ahead), and start the next step's."""
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == step:
+            with record_function("wait for data"):
+                batches = pending[1].result()
+        else:
+            batches = self._prepare(step)
+        if self._prefetcher is not None and step + 1 < self.total:
+            self._pending = (step + 1, self._prefetcher.submit(self._prepare, step + 1))
+        return batches
+
+    def _step(self) -> dict[str, Any]:
+        tc = self.cfg.train
         self.module.train()
         lr = lr_at(self.step, self.base_lr, tc.warmup_steps)
         for group in self.opt.param_groups:
             group["lr"] = lr
-        stream = 1000 * self.dist.rank  # each process its own randomness; rank 0's is a single process's
-        g_aug = step_generator(tc.seed, self.step, 1 + stream)
-        g_noise = step_generator(tc.seed, self.step, 2 + stream)
         loss_sum = 0.0
         extra: dict[str, float] = {}
-        with record_function("data"):
-            flat = batch_indices(self.train_idx, tc.seed, self.step, tc.batch_size, 1)[0]
-            micro_batches = self.dist.shard(flat, self.micro)
-        for i, idx in enumerate(micro_batches):
-            with record_function("augment"):
-                x = self.augmenter(self.audio[torch.from_numpy(idx)], g_aug)
-            with record_function("conditioning"):
-                c, m = self.conditioning(x, g_noise)
-            if device.type == "cuda" and tc.pin_memory:
-                x = x.pin_memory()
-            x = x.to(device, non_blocking=True)
-            amp = torch.autocast(device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
+        micro_batches, g_noise = self._batches(self.step)
+        for i, (x, c, m) in enumerate(micro_batches):
+            amp = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
             # gradients are all-reduced once per step: on the last micro-batch
             sync = self.ddp_module.no_sync() if self.dist.enabled and i < len(micro_batches) - 1 else nullcontext()
             with sync:
@@ -520,7 +553,7 @@ class Trainer:
         g = torch.Generator().manual_seed(12345)
         x = self.audio[torch.from_numpy(self.val_idx)]
         c, m = self.conditioning(x, g)
-        return self.objective.val_loss(self.ema.model, x.to(self.device), c, m, g)
+        return self.objective.val_loss(self.ema.model, self.objective.prepare_batch(x.to(self.device)), c, m, g)
 
     def training_summary(self) -> dict[str, Any]:
         data = self.data
@@ -579,6 +612,11 @@ class Trainer:
                                  self.cfg, step=self.step, control_quantiles=self.quantiles, part_configs=parts)
         return get_family(self.cfg.family).load_generator(art, self.device)
 
+    def close_prefetch(self) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.shutdown(wait=True, cancel_futures=True)
+            self._prefetcher, self._pending = None, None
+
     def write_metrics(self, record: dict[str, Any]) -> None:
         if self.is_main:
             with open(self.metrics_path, "a") as f:
@@ -605,6 +643,7 @@ class Trainer:
                     hook(self, metrics)
                 if self.stop_reason is not None:
                     break
+        self.close_prefetch()
         if self.progress is not None:
             self.progress.close()
         if self.resumed_from is None and self.step == 0:
@@ -687,7 +726,11 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
     """Train (or resume) a run. Returns a summary dict (steps, losses, timing, stop reason)."""
     dist = Dist.from_env()
     try:
-        return Trainer(opts, log).run()
+        tr = Trainer(opts, log)
+        try:
+            return tr.run()
+        finally:
+            tr.close_prefetch()
     finally:
         dist.close()
 

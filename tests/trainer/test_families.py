@@ -45,13 +45,13 @@ def test_family_preset_trains_exports_loads_and_renders(family, name, tmp_path):
     mask = torch.ones_like(cond) if cond is not None else None
     before = {k: v.clone() for k, v in module.state_dict().items()}
     opt = torch.optim.AdamW(module.parameters(), lr=1e-3)
-    loss, figures = objective.loss(module, x, cond, mask, g, 0)
+    loss, figures = objective.loss(module, objective.prepare_batch(x), cond, mask, g, 0)
     assert loss.ndim == 0 and torch.isfinite(loss), (loss, figures)
     loss.backward()
     opt.step()
     changed = [k for k, v in module.state_dict().items() if not torch.equal(v, before[k])]
     assert changed, "one training step changed no weight"
-    val = objective.val_loss(module.eval(), x, cond, mask, torch.Generator().manual_seed(1))
+    val = objective.val_loss(module.eval(), objective.prepare_batch(x), cond, mask, torch.Generator().manual_seed(1))
     assert np.isfinite(val["loss"])
 
     tensors = objective.artifact_tensors(module.state_dict())

@@ -60,7 +60,8 @@ def test_kl_warm_up_schedule():
     cfg = preset("tiny", "mel_vae").replace("vae", beta=0.4, kl_warmup_steps=8)
     objective = get_family("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
     x = torch.from_numpy(synth_batch(2, seed=1, length=cfg.data.length))
-    seen = [objective.loss(objective.module, x, None, None, torch.Generator().manual_seed(0), s)[1]["beta"]
+    batch = objective.prepare_batch(x)
+    seen = [objective.loss(objective.module, batch, None, None, torch.Generator().manual_seed(0), s)[1]["beta"]
             for s in (0, 2, 8, 100)]
     assert seen == pytest.approx([0.0, 0.1, 0.4, 0.4])
 

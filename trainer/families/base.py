@@ -53,16 +53,23 @@ class Objective:
 
     module: torch.nn.Module
 
-    def loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None, mask: torch.Tensor | None,
+    def prepare_batch(self, x: torch.Tensor) -> Any:
+        """What the loss needs from clean audio x [B, L] (on the device) that takes no gradient: a mel
+        spectrogram, a frozen encoder's latents. The trainer may run it ahead, on another thread, while
+        the previous step computes (train.prefetch); so it must not touch the trained module."""
+        return x
+
+    def loss(self, module: torch.nn.Module, x: Any, cond: torch.Tensor | None, mask: torch.Tensor | None,
              g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        """(scalar loss to backpropagate, extra figures to log) for clean audio x [B, L] on the device;
+        """(scalar loss to backpropagate, extra figures to log) for a prepared batch (`prepare_batch`);
         all randomness from g (seeded by the step), so a resumed run repeats the same step exactly."""
         raise NotImplementedError
 
     @torch.no_grad()
-    def val_loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None,
+    def val_loss(self, module: torch.nn.Module, x: Any, cond: torch.Tensor | None,
                  mask: torch.Tensor | None, g: torch.Generator) -> dict[str, float]:
-        """Validation figures ({"loss": ..., ...}) of the (EMA) module on held-out clips, deterministic given g."""
+        """Validation figures ({"loss": ..., ...}) of the (EMA) module on a prepared batch of held-out clips,
+        deterministic given g."""
         raise NotImplementedError
 
     def artifact_tensors(self, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

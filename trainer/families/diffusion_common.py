@@ -195,6 +195,10 @@ class DiffusionObjective(Objective):
     def to_latent(self, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    @torch.no_grad()
+    def prepare_batch(self, x: torch.Tensor) -> torch.Tensor:
+        return self.to_latent(x)
+
     def _t_min(self, step: int) -> float:
         d = self.cfg.diffusion
         return 0.7 * max(0.0, 1.0 - step / d.curriculum_steps) if d.curriculum_steps > 0 else 0.0
@@ -202,7 +206,7 @@ class DiffusionObjective(Objective):
     def loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None, mask: torch.Tensor | None,
              g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float]]:
         d = self.cfg.diffusion
-        z = self.to_latent(x)
+        z = x  # prepared: the clean signal in the space the denoiser works in
         den = Denoiser.from_config(module, d)
         t = self.schedule.sample_t(z.shape[0], g, low_noise_bias=d.low_noise_bias, t_min=self._t_min(step))
         noise = torch.randn(z.shape, generator=g).to(z.device)
@@ -212,7 +216,7 @@ class DiffusionObjective(Objective):
     def val_loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None,
                  mask: torch.Tensor | None, g: torch.Generator) -> dict[str, float]:
         d = self.cfg.diffusion
-        z = self.to_latent(x)
+        z = x
         den = Denoiser.from_config(module, d)
         losses = []
         for t_val in VAL_NOISE_LEVELS:

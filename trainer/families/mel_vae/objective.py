@@ -44,10 +44,14 @@ class MelVAEObjective(Objective):
         self.front = front
         self.parts = ("vae", "inverter") if module.inverter is not None else ("vae",)
 
-    def _terms(self, module: nn.Module, x: torch.Tensor, cond, mask, g: torch.Generator, step: int
-               ) -> tuple[torch.Tensor, dict[str, Any]]:
+    @torch.no_grad()
+    def prepare_batch(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.front(x), x
+
+    def _terms(self, module: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], cond, mask, g: torch.Generator,
+               step: int) -> tuple[torch.Tensor, dict[str, Any]]:
         v, p, inv = self.cfg.vae, self.cfg.prior, self.cfg.inverter
-        mel = self.front(x)
+        mel, x = batch
         eps = torch.randn(x.shape[0], v.latent_dim, generator=g).to(x.device)
         out = module(mel, x, cond, mask, eps, self.front, inv.batch)
         recon = recon_error(out["mel_hat"], mel, v.recon).mean()
