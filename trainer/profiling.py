@@ -9,9 +9,9 @@ activity, CUDA too when present, shapes and memory recorded). Writes
   profiler plugin (`tensorboard --logdir DIR`);
 - DIR/summary.json and a printed table: top operators by self time, the share of convolution and of
   matrix multiplication in all operator time, where a step's time goes (data, augmentation, controls,
-  the objective's preparation, forward, backward, optimiser, EMA: the loop's record_function ranges;
-  with train.prefetch the data work runs on a second thread and "wait for data" is what the training
-  thread still waited for it), peak memory.
+  the objective's preparation, forward, backward, optimiser, EMA: the loop's record_function ranges),
+  peak memory. The profile runs with train.prefetch off, so all of a step's work is on the one thread
+  the profiler records; `python -m bench train` measures what prefetching then saves.
 Nothing is checkpointed, validated or exported: only training steps are profiled.
 """
 
@@ -112,8 +112,10 @@ def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None
     out.mkdir(parents=True, exist_ok=True)
     scratch = out / ".run"
     shutil.rmtree(scratch, ignore_errors=True)
+    # one thread: the profile shows where a step's time goes (the profiler records the training thread; with
+    # train.prefetch the data work would run on another one, unseen)
     opts = dataclasses.replace(opts, run_dir=scratch, tensorboard=False, progress=False, export_dir=None,
-                               max_steps=10**9)
+                               max_steps=10**9, cfg=opts.cfg.replace("train", prefetch=False))
     try:
         tr = Trainer(opts, log)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if tr.device.type == "cuda" else [])
