@@ -142,6 +142,18 @@ def test_file_ends_by_bare_name_and_by_path_under_a_read_root(daemon):
     assert mixed[0][2] == 4 and np.array_equal(samples(mixed[0][1]), samples(g4[1]))
 
 
+def test_a_file_end_on_the_mel_vae_is_its_encoding(vae_daemon):
+    """The mel-VAE takes a file's latent (its encoding): a morph from a file to a seed lands, t 1 is the seed's
+    kick bit for bit."""
+    (g,) = dones(vae_daemon, "/kick/generate", "seed", 21, expect=1)
+    (g4,) = dones(vae_daemon, "/kick/generate", "seed", 4, expect=1)
+    got = dones(vae_daemon, "/kick/interpolate", "a", Path(g[1]).name, "b", 4, "count", 3, expect=3)
+    assert [p[2] for p in got] == [osc_api.NO_SEED, osc_api.NO_SEED, 4]
+    assert f"a={Path(g[1]).name} b=4 t=0.5000" in comment(got[1][1])
+    assert np.abs(samples(got[2][1]) - samples(g4[1])).max() <= 8 * LSB
+    assert all(np.isfinite(samples(p[1])).all() for p in got)
+
+
 def test_a_file_that_is_not_audio_is_refused_at_once_naming_its_end(daemon):
     bad = daemon.read_root / "notaudio.wav"
     bad.write_bytes(b"RIFF not really a wav file at all" * 10)
