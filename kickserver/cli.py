@@ -186,11 +186,18 @@ def _typed(arg: str) -> tuple[str, Any]:
 
 
 def _count_and_steps(address: str, args: list[tuple[str, Any]]) -> tuple[int, int | None]:
-    """The kicks a /kick/generate or /kick/variation asks for and its steps (None: not given)."""
-    if address not in ("/kick/generate", "/kick/variation"):
+    """The kicks a /kick/generate, /kick/variation or /kick/interpolate asks for and its steps (None: not given).
+    An interpolation makes one kick for `t`, `count` for `count`, and osc_api.INTERPOLATE_DEFAULT_COUNT with
+    neither."""
+    from . import osc_api
+
+    if address not in ("/kick/generate", "/kick/variation", osc_api.INTERPOLATE):
         return 1, None
     vals = [v for _, v in args]
     count, steps = 1, None
+    if address == osc_api.INTERPOLATE:
+        keys = vals[0::2]
+        count = 1 if "t" in keys else osc_api.INTERPOLATE_DEFAULT_COUNT
     if address == "/kick/generate" and vals and not isinstance(vals[0], str):
         count = max(1, int(vals[0]))
     for i in range(len(vals) - 1):

@@ -26,7 +26,7 @@ from .config import ServerConfig, ServerConfigError, load_config
 from .ratelimit import ReplyBudget
 from .reload import ModelLoader, ModelNotFound, list_models, resolve_model, warm_up
 from .sources import SourceError, open_source
-from .worker import Job, Worker
+from .worker import End, Job, Worker, settings
 from .writer import KickWriter
 
 log = logging.getLogger("kickserver")
@@ -449,6 +449,8 @@ class Server:
             reply(osc_api.status(w.model_name, w.device, w.queued, w.generated))
         elif isinstance(req, osc_api.Models):
             reply(osc_api.models(list_models(self.cfg.models_dir)))
+        elif isinstance(req, osc_api.Controls):
+            reply(osc_api.controls(tuple(w.gen.controls)))
         elif isinstance(req, osc_api.SelectModel):
             try:
                 path, name = resolve_model(self.cfg.models_dir, req.name)
@@ -462,6 +464,8 @@ class Server:
                 self.loader.request(path, name, self._replier(addr, work=True))
         elif isinstance(req, osc_api.Generate):
             self._enqueue(req, addr, reply)
+        elif isinstance(req, osc_api.Interpolate):
+            self._enqueue_interpolation(req, addr, reply)
 
     def _next_id(self) -> int:
         """A server-assigned id: -2, -3, ... down to int32's minimum, then -2 again. Clients choose ids >= 0 and
@@ -486,8 +490,46 @@ class Server:
                   strength=req.strength if isinstance(req, osc_api.Variation) else 0.5, client=addr[:2])
         refused = self.worker.submit(job)
         if refused is not None:
-            if source is not None:
-                source.close()
+            job.close()
+            self._refused += 1
+            if not refused.startswith("busy") or self._refused % 100 == 1:
+                log.info("refused request %d: %s (%d refused so far)", id, refused, self._refused)
+            reply(osc_api.error(id, refused))
+
+    def _enqueue_interpolation(self, req: osc_api.Interpolate, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        """Queue a morph: each end that names a file is opened and checked here, once (as a variation's source;
+        decoded later by the worker). A sampler the model cannot morph with is refused at once."""
+        assert self.worker is not None
+        id = req.id if req.id is not None else self._next_id()
+        steps = req.steps if req.steps is not None else (self.cfg.steps or None)
+        gen = self.worker.gen
+        _, sampler = settings(gen, steps, req.sampler)
+        usable = tuple(getattr(gen, "DETERMINISTIC", ()))  # diffusion families: the samplers that can morph
+        if sampler is not None and usable and sampler not in usable:
+            log.info("refused interpolation %d: sampler %s", id, sampler)
+            reply(osc_api.error(id, f"interpolation needs a deterministic sampler ({' or '.join(usable)}), "
+                                    f"not {sampler}"))
+            return
+        ends: list[End] = []
+        for key, end in (("a", req.a), ("b", req.b)):
+            if isinstance(end, int):
+                ends.append(End(seed=end))
+                continue
+            try:
+                ends.append(End(source=open_source(end, self.cfg.out_dir, self.cfg.read_root_dirs)))
+            except SourceError as e:
+                for opened in ends:
+                    if opened.source is not None:
+                        opened.source.close()
+                log.info("refused interpolation %d: %s: %s", id, key, e)
+                reply(osc_api.error(id, f"{key}: {e}"))
+                return
+        job = Job(id=id, seeds=[req.reply_seed(i) for i in range(req.count)], reply=self._replier(addr, work=True),
+                  steps=steps, sampler=req.sampler, controls=dict(req.controls), client=addr[:2],
+                  ends=(ends[0], ends[1]), ts=list(req.ts))
+        refused = self.worker.submit(job)
+        if refused is not None:
+            job.close()
             self._refused += 1
             if not refused.startswith("busy") or self._refused % 100 == 1:
                 log.info("refused request %d: %s (%d refused so far)", id, refused, self._refused)

@@ -25,12 +25,14 @@ VARIATION = "/kick/variation"
 STATUS = "/kick/status"
 MODELS = "/kick/models"
 MODEL = "/kick/model"
-ADDRESSES: tuple[str, ...] = (PING, GENERATE, VARIATION, STATUS, MODELS, MODEL)
+INTERPOLATE = "/kick/interpolate"
+CONTROLS = "/kick/controls"
+ADDRESSES: tuple[str, ...] = (PING, GENERATE, VARIATION, STATUS, MODELS, MODEL, INTERPOLATE, CONTROLS)
 
 PONG = "/kick/pong"
 DONE = "/kick/done"
 ERROR = "/kick/error"
-REPLY_ADDRESSES: tuple[str, ...] = (PONG, DONE, ERROR, STATUS, MODELS, MODEL)
+REPLY_ADDRESSES: tuple[str, ...] = (PONG, DONE, ERROR, STATUS, MODELS, MODEL, CONTROLS)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_STRING = 256  # longest string accepted in a request
@@ -50,6 +52,9 @@ DECODED_TAGS = ACCEPTED_TAGS | frozenset("TFNb")
 
 GENERATE_KEYS = ("id", "count", "seed", "steps", "sampler")
 VARIATION_KEYS = ("id", "count", "seed", "steps", "sampler", "strength")
+INTERPOLATE_KEYS = ("id", "a", "b", "t", "count", "steps", "sampler")
+INTERPOLATE_DEFAULT_COUNT = 5  # /kick/interpolate with neither t nor count: t = 0, 0.25, 0.5, 0.75, 1
+NO_SEED = -1  # the seed field of a /kick/done for a kick that no seed regenerates (an interpolation's inner kicks)
 
 
 class RequestError(Exception):
@@ -77,6 +82,11 @@ class Models:
 
 
 @dataclass
+class Controls:
+    pass
+
+
+@dataclass
 class SelectModel:
     name: str
 
@@ -97,7 +107,35 @@ class Variation(Generate):
     strength: float = 0.5
 
 
-Request = Ping | Status | Models | SelectModel | Generate | Variation
+@dataclass
+class Interpolate:
+    """A morph from a to b, each a seed (int) or a file name (str, opened like a variation's source): one kick
+    per t in `ts`."""
+
+    id: int | None = None
+    a: int | str | None = None
+    b: int | str | None = None
+    ts: list[float] = field(default_factory=list)
+    steps: int | None = None
+    sampler: str | None = None
+    controls: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def count(self) -> int:
+        return len(self.ts)
+
+    def reply_seed(self, i: int) -> int:
+        """The seed field of kick i's /kick/done: the seed /kick/generate turns into this very kick (with the same
+        steps, sampler and controls) -- a's at t = 0, b's at t = 1, where that end is a seed -- else NO_SEED."""
+        t = self.ts[i]
+        if t == 0.0 and isinstance(self.a, int):
+            return self.a
+        if t == 1.0 and isinstance(self.b, int):
+            return self.b
+        return NO_SEED
+
+
+Request = Ping | Status | Models | Controls | SelectModel | Generate | Variation | Interpolate
 
 
 @dataclass(frozen=True)
@@ -231,6 +269,66 @@ def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], li
         raise RequestError(f"seed + count - 1 must stay within 0..{INT32_MAX}", id)
 
 
+def morph_points(count: int) -> list[float]:
+    """`count` evenly spaced t from a (0) to b (1), both included; one point is the midpoint."""
+    if count == 1:
+        return [0.5]
+    return [i / (count - 1) for i in range(count)]
+
+
+def _endpoint(key: str, v: Any, id: int) -> int | str:
+    """An interpolation end: a seed (an int >= 0; a whole-number float counts, as Pd sends) or a file name."""
+    if isinstance(v, str):
+        name = as_str(key, v, id)
+        if not name:
+            raise RequestError(f"{key} is an empty file name", id)
+        return name
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not (
+            math.isfinite(v) and v == int(v))):
+        raise RequestError(f"{key} must be a seed (an int >= 0) or a file name (a string), got {_describe(v)}", id)
+    v = int(v)
+    if not 0 <= v <= INT32_MAX:
+        raise RequestError(f"{key} as a seed must be within 0..{INT32_MAX}, got {v}", id)
+    return v
+
+
+def _parse_interpolate(args: list[Any], limits: Limits, id: int) -> Interpolate:
+    if args and not isinstance(args[0], str):
+        raise RequestError(f"{INTERPOLATE} takes key/value pairs only (a 7 b 9 t 0.5), got {_describe(args[0])} "
+                           "first", id)
+    req = Interpolate()
+    t: float | None = None
+    count: int | None = None
+    for k, v in _pairs(args, id):
+        if k == "id":
+            req.id = as_int("id", v, ID_MIN, INT32_MAX, id)
+        elif k in ("a", "b"):
+            setattr(req, k, _endpoint(k, v, id))
+        elif k == "t":
+            t = as_float("t", v, 0.0, 1.0, id)
+        elif k == "count":
+            count = as_int("count", v, 1, MAX_COUNT, id)
+        elif k == "steps":
+            req.steps = as_int("steps", v, 1, limits.max_steps, id)
+        elif k == "sampler":
+            s = as_str("sampler", v, id)
+            if limits.samplers is not None and s not in limits.samplers:
+                raise RequestError(f"unknown sampler {clip(s, 40)!r}; choose one of {', '.join(limits.samplers)}", id)
+            req.sampler = s
+        elif k in limits.controls:
+            req.controls[k] = as_float(k, v, 0.0, 1.0, id)
+        else:
+            known = ", ".join(INTERPOLATE_KEYS + limits.controls)
+            raise RequestError(f"unknown key {clip(k, 40)!r}; this request takes {known}", id)
+    missing = [k for k in ("a", "b") if getattr(req, k) is None]
+    if missing:
+        raise RequestError(f"{INTERPOLATE} needs {' and '.join(missing)} (each a seed int >= 0 or a file name)", id)
+    if t is not None and count is not None:
+        raise RequestError("give t (one kick) or count (kicks from a to b), not both", id)
+    req.ts = [t] if t is not None else morph_points(count if count is not None else INTERPOLATE_DEFAULT_COUNT)
+    return req
+
+
 def pick_seed(rng: random.Random, count: int) -> int:
     """A first seed for `count` kicks when the client gave none: base .. base + count - 1 < SERVER_SEED_LIMIT."""
     return rng.randrange(0, SERVER_SEED_LIMIT - max(1, int(count)) + 1)
@@ -242,14 +340,16 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
         shown = clip(address, 60) if isinstance(address, str) else repr(address)
         raise RequestError(f"unknown address {shown}; known: {' '.join(ADDRESSES)}")
     args = list(args)
-    id = _find_id(args) if address in (GENERATE, VARIATION) else NO_ID
+    id = _find_id(args) if address in (GENERATE, VARIATION, INTERPOLATE) else NO_ID
     if len(args) > MAX_ARGS:
         raise RequestError(f"{address} takes at most {MAX_ARGS} arguments, got {len(args)}", id)
     _check_arg_types(args, id)
-    if address in (PING, STATUS, MODELS):
+    if address in (PING, STATUS, MODELS, CONTROLS):
         if args:
             raise RequestError(f"{address} takes no arguments, got {len(args)}")
-        return {PING: Ping, STATUS: Status, MODELS: Models}[address]()
+        return {PING: Ping, STATUS: Status, MODELS: Models, CONTROLS: Controls}[address]()
+    if address == INTERPOLATE:
+        return _parse_interpolate(args, limits, id)
     if address == MODEL:
         if len(args) != 1:
             raise RequestError(f"{MODEL} takes one argument (a model name), got {len(args)}")
@@ -426,15 +526,26 @@ def status(model: str, device: str, queued: int, generated: int) -> bytes:
     return build(STATUS, [("s", model), ("s", device), ("i", queued), ("i", generated)])
 
 
-def models(names: Sequence[str]) -> bytes:
-    """`/kick/models name...`, as many names as fit in one datagram."""
+def _names(address: str, names: Sequence[str]) -> bytes:
+    """`address name...`, as many names as fit in one datagram."""
     names = list(names)
     while True:
-        data = build(MODELS, [("s", n) for n in names])
+        data = build(address, [("s", n) for n in names])
         if len(data) <= MAX_DATAGRAM or not names:
             return data
         names.pop()
 
 
+def models(names: Sequence[str]) -> bytes:
+    """`/kick/models name...`, as many names as fit in one datagram."""
+    return _names(MODELS, names)
+
+
 def model(name: str) -> bytes:
     return build(MODEL, [("s", name)])
+
+
+def controls(names: Sequence[str]) -> bytes:
+    """`/kick/controls name...`: the serving model's control names (none for a model without controls), as many
+    as fit in one datagram."""
+    return _names(CONTROLS, names)

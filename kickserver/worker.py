@@ -6,7 +6,7 @@ queue past `queue_limit` kicks, or its client's queue past `client_limit`, is re
 queue, and batches start from the clients' queues in turn (round-robin), so one client's backlog
 never starves another's single kick: a client waits at most one batch per other client with work
 queued. Queued kicks that share a key (steps and sampler for fresh kicks; the same request for
-variations) are generated together, up to `max_batch` at a time, taken from the clients in turn.
+variations and interpolations) are generated together, up to `max_batch` at a time, taken from the clients in turn.
 A new model handed over by `offer_model` is swapped in between batches, so no request is lost.
 `stop` cancels the batch on the device (the generator checks between network calls and raises),
 lets the file being written land, and answers every other kick "shutting down".
@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.generator import Cancelled, Item, Variation
+from trainer.data import BadAudio
+from trainer.generator import Cancelled, Endpoint, Interpolation, Item, Variation
 
 from . import osc_api
 from .reload import warm_up
-from .sources import Source
+from .sources import Source, SourceError
 from .writer import KickInfo, KickWriter, WriteError
 
 log = logging.getLogger("kickserver.worker")
@@ -50,8 +51,37 @@ def settings(gen: Any, steps: int | None, sampler: str | None, max_steps: int | 
 
 
 @dataclass
+class End:
+    """One end of an interpolation: a seed, or a file the receive loop opened and checked (decoded once, by the
+    worker, from that descriptor)."""
+
+    seed: int | None = None
+    source: Source | None = None
+    _audio: Any = None
+    _error: Exception | None = None
+
+    @property
+    def tag(self) -> int | str:
+        """What the file's tags record: the seed, or the file's path."""
+        return self.seed if self.source is None else str(self.source)
+
+    def decoded(self) -> tuple[np.ndarray, int]:
+        """The file's (samples, rate), decoded on first use; a failure fails every later use alike."""
+        if self._error is not None:
+            raise self._error
+        if self._audio is None:
+            try:
+                self._audio = self.source.decode()
+            except Exception as e:
+                self._error = e
+                raise
+        return self._audio
+
+
+@dataclass
 class Job:
-    """One accepted /kick/generate or /kick/variation: `count` kicks, each answered exactly once."""
+    """One accepted /kick/generate, /kick/variation or /kick/interpolate: `count` kicks, each answered exactly
+    once. `seeds` are the seeds the replies carry (an interpolation's: osc_api.Interpolate.reply_seed)."""
 
     id: int
     seeds: list[int]
@@ -62,6 +92,9 @@ class Job:
     source: Source | None = None  # a variation's source, opened and checked by the receive loop; read once
     strength: float = 0.5
     client: Any = None  # whose queue the kicks join (the daemon: the source address and port)
+    ends: tuple[End, End] | None = None  # an interpolation's a and b
+    ts: list[float] | None = None  # an interpolation's t per kick (0: a, 1: b), in the order of seeds
+    _failed: str | None = None  # an interpolation the model refused: its later batches get the same reason
     _source_audio: Any = None
     _source_error: Exception | None = None  # a source that failed to decode fails the job's later batches alike
 
@@ -69,11 +102,21 @@ class Job:
     def count(self) -> int:
         return len(self.seeds)
 
+    def sources(self) -> list[Source]:
+        """Every file this job holds open (to close when it is refused or dropped)."""
+        ends = [e.source for e in self.ends or () if e.source is not None]
+        return ([self.source] if self.source is not None else []) + ends
+
+    def close(self) -> None:
+        for s in self.sources():
+            s.close()
+
 
 @dataclass
 class _Unit:
     job: Job
     seed: int
+    t: float | None = None  # an interpolation's place between its ends
     answered: bool = False
 
     def answer(self, data: bytes) -> None:
@@ -149,7 +192,8 @@ class Worker:
                 return f"busy: {mine} of your kicks queued (limit {self.client_limit} per client)"
             if q is None:
                 q = self._queues[job.client] = collections.deque()
-            q.extend(_Unit(job, s) for s in job.seeds)
+            ts = job.ts if job.ts is not None else [None] * job.count
+            q.extend(_Unit(job, s, t) for s, t in zip(job.seeds, ts, strict=True))
             self._waiting += job.count
             self._cond.notify()
         return None
@@ -202,6 +246,8 @@ class Worker:
         j = u.job
         if j.source is not None:
             return ("variation", id(j))
+        if j.ends is not None:
+            return ("interpolate", id(j))  # its kicks share their ends (a file's is inverted per batch)
         return ("generate",) + settings(self.gen, j.steps, j.sampler, self.max_steps)
 
     def _take_batch(self) -> list[_Unit]:
@@ -275,8 +321,7 @@ class Worker:
         for u in left:
             u.job.reply(osc_api.error(u.job.id, "shutting down"))
         for job in {id(u.job): u.job for u in left}.values():
-            if job.source is not None:
-                job.source.close()
+            job.close()
         if left:
             log.info("answered %d queued kick(s) with 'shutting down'", len(left))
 
@@ -295,17 +340,39 @@ class Worker:
         audio, rate = job._source_audio
         return self.gen.prepare_source(audio, rate)
 
+    def _interpolation(self, job: Job, batch: list[_Unit]) -> Interpolation:
+        """The batch's morph: its ends as the serving model's endpoints (a file decoded once, prepared like a
+        variation's source), one t per kick. A file that cannot be used raises ValueError naming its end."""
+        ends = []
+        for key, end in zip(("a", "b"), job.ends, strict=True):
+            if end.source is None:
+                ends.append(Endpoint(seed=end.seed))
+                continue
+            try:
+                audio, rate = end.decoded()
+                ends.append(Endpoint(source=self.gen.prepare_source(audio, rate)))
+            except BadAudio as e:
+                raise ValueError(f"{key}: cannot use source {end.source.name}: {e}") from None
+            except SourceError as e:
+                raise ValueError(f"{key}: {e}") from None
+        return Interpolation(ends[0], ends[1], ts=[u.t for u in batch])
+
     def _generate(self, batch: list[_Unit]) -> None:
         gen = self.gen
         job0 = batch[0].job
+        if job0._failed is not None:  # an earlier batch of this interpolation was refused by the model
+            for u in batch:
+                u.answer(osc_api.error(u.job.id, job0._failed))
+            return
         steps, sampler = settings(gen, job0.steps, job0.sampler, self.max_steps)
-        items = [Item(seed=u.seed, controls=dict(u.job.controls)) for u in batch]
+        items = [Item(seed=max(0, u.seed), controls=dict(u.job.controls)) for u in batch]  # -1: an inner morph kick
         if self.threads:
             torch.set_num_threads(self.threads)  # see _run
         t0 = time.perf_counter()
         try:
             variation = Variation(self._source(job0), job0.strength) if job0.source is not None else None
-            audio = gen.render(items, steps=steps, sampler=sampler, variation=variation,
+            interpolation = self._interpolation(job0, batch) if job0.ends is not None else None
+            audio = gen.render(items, steps=steps, sampler=sampler, variation=variation, interpolation=interpolation,
                                sample_rate=self.sample_rate, cancel=self._cancel.is_set)
         except Cancelled:
             for u in batch:
@@ -316,6 +383,9 @@ class Worker:
             if type(e).__name__ == "BadAudio":
                 reason = f"cannot use source {job0.source.name if job0.source else ''}: {e}"
             log.warning("request %d refused by the model: %s", job0.id, reason)
+            if job0.ends is not None:
+                job0._failed = reason
+                job0.close()
             for u in batch:
                 u.answer(osc_api.error(u.job.id, reason))
             return
@@ -329,7 +399,9 @@ class Worker:
                 info = KickInfo(model=self.model_name, seed=u.seed, steps=steps, sampler=sampler,
                                 controls=u.job.controls, software=self.software,
                                 source=str(u.job.source) if u.job.source else None,
-                                strength=u.job.strength if u.job.source else None)
+                                strength=u.job.strength if u.job.source else None,
+                                a=u.job.ends[0].tag if u.job.ends else None,
+                                b=u.job.ends[1].tag if u.job.ends else None, t=u.t)
                 path = self.writer.write(audio[i], info)
             except WriteError as e:
                 log.error("request %d: %s", u.job.id, e)

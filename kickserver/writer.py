@@ -2,7 +2,8 @@
 
 Each kick is written as 24-bit PCM WAV (RIFF INFO tags name the software, model, seed, steps,
 sampler and controls) to a hidden `.kick_....wav.part` in the same folder, flushed, fsynced and
-renamed to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (`-2`, `-3`... on collision) with a rename that
+renamed to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (an interpolated kick that no seed regenerates:
+`_t<t in thousandths>` in place of the seed; `-2`, `-3`... on collision) with a rename that
 refuses to replace an existing name (renameat2 RENAME_NOREPLACE), so a second writer on the same
 folder (another daemon, `kickserver render`) can never be overwritten: the loser of a race takes
 the next name. A folder watcher sees one move to the final name and never a partial `.wav`. A
@@ -38,8 +39,10 @@ log = logging.getLogger("kickserver.writer")
 
 LEDGER = ".kickserver-ledger.json"
 MAX_NAME_TRIES = 100
-NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_\d+(-\d+)?\.wav$")
-TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_\d+(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
+# kick_<stamp>_<seed>.wav, or kick_<stamp>_t<t in thousandths: 000..1000>.wav for an interpolated kick that no
+# seed regenerates
+NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_(\d+|t\d{3,4})(-\d+)?\.wav$")
+TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_(\d+|t\d{3,4})(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
                      r"|^\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part$")
 
 
@@ -162,14 +165,29 @@ class KickInfo:
     software: str = "kickserver"
     source: str | None = None
     strength: float | None = None
+    # an interpolated kick: its ends (a seed, or a file's path) and its place t between them (0: a, 1: b)
+    a: int | str | None = None
+    b: int | str | None = None
+    t: float | None = None
+
+    @property
+    def label(self) -> str:
+        """What the file name carries after the time stamp: the seed, or for a kick that no seed regenerates
+        (seed < 0: an interpolation's inner kick, or an end that is a file) `t` and t in thousandths."""
+        if self.seed >= 0 or self.t is None:
+            return str(int(self.seed))
+        return f"t{round(float(self.t) * 1000):03d}"
 
     def comment(self) -> str:
-        parts = [f"model={self.model}", f"seed={self.seed}"]
+        parts = [f"model={self.model}"] + ([f"seed={self.seed}"] if self.seed >= 0 else [])
         if self.steps is not None:
             parts += [f"steps={self.steps}", f"sampler={self.sampler}"]
         parts += [f"{k}={float(v):.4f}" for k, v in sorted(self.controls.items())]
         if self.source is not None:
             parts += [f"source={os.path.basename(self.source)}", f"strength={float(self.strength or 0):.4f}"]
+        if self.t is not None:
+            ends = [e if isinstance(e, int) else os.path.basename(str(e)) for e in (self.a, self.b)]
+            parts += [f"a={ends[0]}", f"b={ends[1]}", f"t={float(self.t):.4f}"]
         return " ".join(parts)
 
 
@@ -219,9 +237,10 @@ class KickWriter:
         return [f for f in files if (self.out_dir / f["name"]).is_file()]
 
     # ------------------------------------------------------------ naming
-    def final_name(self, seed: int, when: float | None = None) -> str:
+    def final_name(self, label: int | str, when: float | None = None) -> str:
+        """A free name kick_<stamp>_<label>.wav (label: a seed, or KickInfo.label)."""
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
-        base = f"kick_{stamp}_{int(seed)}"
+        base = f"kick_{stamp}_{label}"
         name = f"{base}.wav"
         n = 1
         while os.path.lexists(self.out_dir / name):
@@ -240,7 +259,7 @@ class KickWriter:
             self.out_dir.mkdir(parents=True, exist_ok=True)  # the folder may have been removed meanwhile
         except OSError as e:
             raise WriteError(f"cannot create {self.out_dir}: {_reason(e, self.out_dir.parent)}") from None
-        name = self.final_name(info.seed)
+        name = self.final_name(info.label)
         final = self.out_dir / name
         tmp = self.out_dir / f".{name}.{os.getpid()}.part"
         data = encode_wav(x, self.sample_rate, {"title": name.removesuffix(".wav"), "software": info.software,
@@ -256,7 +275,7 @@ class KickWriter:
             for _ in range(MAX_NAME_TRIES):
                 if publish(tmp, final):
                     break
-                name = self.final_name(info.seed)  # another writer took it meanwhile: the next free name
+                name = self.final_name(info.label)  # another writer took it meanwhile: the next free name
                 final = self.out_dir / name
             else:
                 raise OSError(errno.EEXIST, f"no free name after {MAX_NAME_TRIES} tries")

@@ -579,8 +579,8 @@
 					"numinlets": 2,
 					"numoutlets": 1,
 					"outlettype": [ "" ],
-					"patching_rect": [ 620.0, 210.0, 82.0, 22.0 ],
-					"text": "/kick/ping"
+					"patching_rect": [ 620.0, 210.0, 180.0, 22.0 ],
+					"text": "/kick/ping, /kick/controls"
 				}
 			},
 			{
@@ -775,8 +775,8 @@
 					"numinlets": 2,
 					"numoutlets": 1,
 					"outlettype": [ "" ],
-					"patching_rect": [ 560.0, 150.0, 180.0, 22.0 ],
-					"text": "/kick/ping, /kick/status"
+					"patching_rect": [ 560.0, 150.0, 280.0, 22.0 ],
+					"text": "/kick/ping, /kick/status, /kick/controls"
 				}
 			},
 			{
@@ -837,11 +837,11 @@
 				"box": {
 					"id": "obj-53",
 					"maxclass": "newobj",
-					"numinlets": 5,
-					"numoutlets": 5,
-					"outlettype": [ "", "", "", "", "" ],
-					"patching_rect": [ 900.0, 510.0, 376.0, 22.0 ],
-					"text": "route /kick/done /kick/error /kick/pong /kick/status"
+					"numinlets": 6,
+					"numoutlets": 6,
+					"outlettype": [ "", "", "", "", "", "" ],
+					"patching_rect": [ 900.0, 510.0, 470.0, 22.0 ],
+					"text": "route /kick/done /kick/error /kick/pong /kick/status /kick/controls"
 				}
 			},
 			{
@@ -1079,6 +1079,447 @@
 					"numoutlets": 0,
 					"patching_rect": [ 800.0, 296.0, 330.0, 20.0 ],
 					"text": "Port and Seed are Float parameters shown as Int (Live's Int holds 0..255): rounded here"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-76",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 20.0, 700.0, 60.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 214.0, 74.0, 46.0, 16.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Mark the last kick as A, the start of a morph (its seed, or its file when no seed makes it).",
+							"parameter_longname": "KS Set A",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Set A",
+							"parameter_type": 2
+						}
+					},
+					"text": "Set A",
+					"texton": "Set A",
+					"varname": "KS Set A"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-77",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 300.0, 700.0, 60.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 264.0, 74.0, 50.0, 16.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Ask for Count kicks morphing from A to the last kick (/kick/interpolate), with the dials' settings.",
+							"parameter_longname": "KS Morph",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Morph",
+							"parameter_type": 2
+						}
+					},
+					"text": "Morph",
+					"texton": "Morph",
+					"varname": "KS Morph"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-78",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 120.0, 860.0, 300.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 318.0, 73.0, 98.0, 18.0 ],
+					"text": "A: none",
+					"textcolor": [ 0.6, 0.6, 0.6, 1.0 ]
+				}
+			},
+			{
+				"box": {
+					"id": "obj-79",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1040.0, 700.0, 300.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 290.0, 2.0, 264.0, 18.0 ],
+					"text": "dials: ?",
+					"textcolor": [ 0.6, 0.6, 0.6, 1.0 ]
+				}
+			},
+			{
+				"box": {
+					"id": "obj-80",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1040.0, 760.0, 40.0, 22.0 ],
+					"text": "t l l"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-81",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "int", "", "int" ],
+					"patching_rect": [ 1120.0, 790.0, 96.0, 22.0 ],
+					"text": "unpack 0 s 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-82",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 1200.0, 820.0, 32.0, 22.0 ],
+					"text": "< 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-83",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 1200.0, 850.0, 32.0, 22.0 ],
+					"text": "+ 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-84",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1040.0, 880.0, 60.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-85",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1040.0, 910.0, 40.0, 22.0 ],
+					"text": "$3"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-86",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1120.0, 910.0, 40.0, 22.0 ],
+					"text": "$2"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-87",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1040.0, 950.0, 50.0, 22.0 ],
+					"text": "zl reg"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-88",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1120.0, 950.0, 50.0, 22.0 ],
+					"text": "zl reg"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-89",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1240.0, 880.0, 420.0, 20.0 ],
+					"text": "the last kick as an end: its seed, or its path when the reply's seed is -1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-90",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "bang" ],
+					"patching_rect": [ 20.0, 730.0, 40.0, 22.0 ],
+					"text": "t b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-91",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 20.0, 760.0, 40.0, 22.0 ],
+					"text": "i 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-92",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "" ],
+					"patching_rect": [ 20.0, 790.0, 47.0, 22.0 ],
+					"text": "sel 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-93",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "bang" ],
+					"patching_rect": [ 80.0, 790.0, 30.0, 22.0 ],
+					"text": "t b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-94",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 900.0, 50.0, 22.0 ],
+					"text": "zl reg"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-95",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 120.0, 830.0, 103.0, 22.0 ],
+					"text": "prepend set A:"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-96",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 240.0, 830.0, 30.0, 22.0 ],
+					"text": "1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-97",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "bang", "bang", "bang" ],
+					"patching_rect": [ 300.0, 730.0, 61.0, 22.0 ],
+					"text": "t b b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-98",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 300.0, 760.0, 40.0, 22.0 ],
+					"text": "i 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-99",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "" ],
+					"patching_rect": [ 300.0, 790.0, 47.0, 22.0 ],
+					"text": "sel 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-100",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 360.0, 820.0, 280.0, 22.0 ],
+					"text": "set error: press Set A first (after a kick)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-101",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "bang", "bang", "bang" ],
+					"patching_rect": [ 300.0, 860.0, 61.0, 22.0 ],
+					"text": "t b b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-102",
+					"maxclass": "newobj",
+					"numinlets": 6,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 520.0, 890.0, 166.0, 22.0 ],
+					"text": "pack 0 1 0 0.5 0.5 0.5"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-103",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 520.0, 920.0, 60.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-104",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 520.0, 950.0, 230.0, 22.0 ],
+					"text": "count $2 decay $4 pitch $5 click $6"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-105",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 520.0, 980.0, 280.0, 22.0 ],
+					"text": "count $2 steps $3 decay $4 pitch $5 click $6"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-106",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 410.0, 1010.0, 50.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-107",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 410.0, 980.0, 68.0, 22.0 ],
+					"text": "prepend b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-108",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 300.0, 1040.0, 50.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-109",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 300.0, 1010.0, 68.0, 22.0 ],
+					"text": "prepend a"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-110",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 300.0, 1070.0, 166.0, 22.0 ],
+					"text": "prepend /kick/interpolate"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-111",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 300.0, 1100.0, 560.0, 20.0 ],
+					"text": "Morph: a [t b b b] fills the [zl join]s right to left: the dials and count (with or without steps), then b (the last kick), then a (A), then the address"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-112",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1040.0, 730.0, 124.0, 22.0 ],
+					"text": "prepend set dials:"
 				}
 			}
 		],
@@ -1458,7 +1899,7 @@
 			{
 				"patchline": {
 					"destination": [ "obj-62", 0 ],
-					"source": [ "obj-53", 4 ]
+					"source": [ "obj-53", 5 ]
 				}
 			},
 			{
@@ -1574,6 +2015,342 @@
 					"destination": [ "obj-50", 0 ],
 					"source": [ "obj-73", 0 ]
 				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-80", 0 ],
+					"source": [ "obj-53", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-81", 0 ],
+					"source": [ "obj-80", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-82", 0 ],
+					"source": [ "obj-81", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-83", 0 ],
+					"source": [ "obj-82", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-84", 0 ],
+					"source": [ "obj-83", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-84", 1 ],
+					"source": [ "obj-80", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-85", 0 ],
+					"source": [ "obj-84", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-86", 0 ],
+					"source": [ "obj-84", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-87", 1 ],
+					"source": [ "obj-85", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-88", 1 ],
+					"source": [ "obj-85", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-87", 1 ],
+					"source": [ "obj-86", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-88", 1 ],
+					"source": [ "obj-86", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-90", 0 ],
+					"source": [ "obj-76", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-32", 0 ],
+					"source": [ "obj-90", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-91", 0 ],
+					"source": [ "obj-90", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-91", 1 ],
+					"source": [ "obj-44", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-92", 0 ],
+					"source": [ "obj-91", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-43", 0 ],
+					"source": [ "obj-92", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-93", 0 ],
+					"source": [ "obj-92", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-87", 0 ],
+					"source": [ "obj-93", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-94", 1 ],
+					"source": [ "obj-87", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-95", 0 ],
+					"source": [ "obj-87", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-78", 0 ],
+					"source": [ "obj-95", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-96", 0 ],
+					"source": [ "obj-87", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-98", 1 ],
+					"source": [ "obj-96", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-97", 0 ],
+					"source": [ "obj-77", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-31", 0 ],
+					"source": [ "obj-97", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-32", 0 ],
+					"source": [ "obj-97", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-98", 0 ],
+					"source": [ "obj-97", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-99", 0 ],
+					"source": [ "obj-98", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-100", 0 ],
+					"source": [ "obj-99", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-25", 0 ],
+					"source": [ "obj-100", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-101", 0 ],
+					"source": [ "obj-99", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-102", 0 ],
+					"source": [ "obj-101", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-102", 1 ],
+					"source": [ "obj-7", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-102", 2 ],
+					"source": [ "obj-9", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-102", 3 ],
+					"source": [ "obj-14", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-102", 4 ],
+					"source": [ "obj-15", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-102", 5 ],
+					"source": [ "obj-16", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-103", 1 ],
+					"source": [ "obj-102", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-103", 0 ],
+					"source": [ "obj-67", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-104", 0 ],
+					"source": [ "obj-103", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-105", 0 ],
+					"source": [ "obj-103", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-106", 1 ],
+					"source": [ "obj-104", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-106", 1 ],
+					"source": [ "obj-105", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-88", 0 ],
+					"source": [ "obj-101", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-107", 0 ],
+					"source": [ "obj-88", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-106", 0 ],
+					"source": [ "obj-107", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-108", 1 ],
+					"source": [ "obj-106", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-94", 0 ],
+					"source": [ "obj-101", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-109", 0 ],
+					"source": [ "obj-94", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-108", 0 ],
+					"source": [ "obj-109", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-110", 0 ],
+					"source": [ "obj-108", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-110", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-112", 0 ],
+					"source": [ "obj-53", 4 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-79", 0 ],
+					"source": [ "obj-112", 0 ]
+				}
 			}
 		],
 		"parameters": {
@@ -1589,7 +2366,9 @@
 			"obj-16": [ "KS Click", "Click", 0 ],
 			"obj-17": [ "KS Strength", "Strength", 0 ],
 			"obj-19": [ "KS Host", "Host", 0 ],
-			"obj-21": [ "KS Port", "Port", 0 ]
+			"obj-21": [ "KS Port", "Port", 0 ],
+			"obj-76": [ "KS Set A", "Set A", 0 ],
+			"obj-77": [ "KS Morph", "Morph", 0 ]
 		},
 		"dependency_cache": [],
 		"project": {

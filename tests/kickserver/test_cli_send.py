@@ -137,6 +137,10 @@ def test_the_default_wait_scales_with_count_and_steps():
     assert cli._count_and_steps("/kick/generate", [("i", 4), ("s", "steps"), ("i", 50)]) == (4, 50)
     assert cli._count_and_steps("/kick/variation", [("s", "k.wav"), ("s", "count"), ("i", 3)]) == (3, None)
     assert cli._count_and_steps("/kick/status", []) == (1, None)
+    interp = [("s", "a"), ("i", 1), ("s", "b"), ("s", "t"), ("s", "steps"), ("i", 4)]  # b is a file named "t"
+    assert cli._count_and_steps("/kick/interpolate", interp) == (5, 4)  # neither t nor count: five kicks
+    assert cli._count_and_steps("/kick/interpolate", interp + [("s", "count"), ("i", 9)]) == (9, 4)
+    assert cli._count_and_steps("/kick/interpolate", interp + [("s", "t"), ("f", 0.5)]) == (1, 4)
 
 
 def test_kicks_still_landing_extend_the_wait(responder, capsys, monkeypatch):

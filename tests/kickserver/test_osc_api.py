@@ -5,14 +5,55 @@ from __future__ import annotations
 import pytest
 
 from kickserver import osc_api
-from kickserver.osc_api import Generate, Limits, RequestError, Variation, parse
+from kickserver.osc_api import Controls, Generate, Interpolate, Limits, RequestError, Variation, parse
 
 LIM = Limits(controls=("decay", "pitch"), max_steps=200)
 
 
 def test_addresses_constant():
     assert osc_api.ADDRESSES == ("/kick/ping", "/kick/generate", "/kick/variation", "/kick/status", "/kick/models",
-                                 "/kick/model")
+                                 "/kick/model", "/kick/interpolate", "/kick/controls")
+    assert "/kick/controls" in osc_api.REPLY_ADDRESSES
+
+
+def test_interpolate_forms():
+    lim = Limits(controls=("decay",), samplers=("ddim", "ddpm", "dpmpp_2m"))
+    r = parse("/kick/interpolate", ["a", 7, "b", "k.wav", "decay", 0.2, "id", 3.0, "steps", 4], lim)
+    assert r == Interpolate(id=3, a=7, b="k.wav", ts=[0, 0.25, 0.5, 0.75, 1], steps=4, controls={"decay": 0.2})
+    assert [r.reply_seed(i) for i in range(5)] == [7, -1, -1, -1, -1]  # b is a file: no seed makes its kick
+    r = parse("/kick/interpolate", ["b", 9.0, "a", "/x/k.wav", "t", 1], lim)  # Pd's floats; an int t
+    assert (r.a, r.b, r.ts, r.reply_seed(0)) == ("/x/k.wav", 9, [1.0], 9)
+    assert parse("/kick/interpolate", ["a", 1, "b", 2, "count", 1], lim).ts == [0.5]
+    assert parse("/kick/interpolate", ["a", 1, "b", 2, "count", 16], lim).ts == [i / 15 for i in range(16)]
+    r = parse("/kick/interpolate", ["a", 1, "b", 2, "count", 3], lim)
+    assert r.ts == [0.0, 0.5, 1.0] and [r.reply_seed(i) for i in range(3)] == [1, -1, 2]
+    assert parse("/kick/interpolate", ["a", 0, "b", 2**31 - 1, "t", 0.0], lim).reply_seed(0) == 0
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["a", 1], "needs b"),
+    (["a", 1, "b", 2, "t", 0.5, "count", 2], "not both"),
+    (["a", True, "b", 2], "unsupported type"),
+    (["a", 2.5, "b", 2], "a must be a seed"),
+    (["a", float("inf"), "b", 2], "a must be a seed"),
+    (["a", 1, "b", 2**31], "b as a seed must be within"),
+    (["a", "", "b", 2], "a is an empty file name"),
+    (["a", 1, "b", 2, "strength", 0.5], "unknown key 'strength'"),
+    (["a", 1, "b", 2, "sampler", "euler"], "unknown sampler"),
+    (["a", 1, "b", 2, "a", 3], "given twice"),
+])
+def test_interpolate_refusals_echo_the_id(args, needle):
+    with pytest.raises(RequestError, match=needle) as e:
+        parse("/kick/interpolate", args + ["id", 8], Limits(samplers=("ddim",)))
+    assert e.value.id == 8
+
+
+def test_controls_request_and_reply():
+    assert parse("/kick/controls", [], LIM) == Controls()
+    with pytest.raises(RequestError, match="takes no arguments"):
+        parse("/kick/controls", ["decay"], LIM)
+    assert osc_api.controls(["decay", "pitch"]) == osc_api.build("/kick/controls", [("s", "decay"), ("s", "pitch")])
+    assert len(osc_api.controls([f"control{i}" + "x" * 60 for i in range(100)])) <= osc_api.MAX_DATAGRAM
 
 
 def test_generate_forms():

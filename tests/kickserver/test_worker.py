@@ -424,3 +424,77 @@ def test_sources_of_kicks_never_generated_are_closed_at_shutdown(tmp_path):
     w.start()
     assert w.join(5)
     assert r.wait(1) == [("/kick/error", [4, "shutting down"])] and src.closed
+
+
+# ---------------------------------------------------------------- interpolations
+
+
+class MorphGen(FakeGen):
+    """FakeGen that can interpolate: each kick a sine whose pitch follows t; records (kicks, a, b) per call."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.morphs: list[tuple[int, object, object]] = []
+
+    def interpolate(self, a, b, ts, items, steps=None, sampler=None):
+        self.started.set()
+        self.morphs.append((len(ts), a.seed if a.source is None else "file", b.seed if b.source is None else "file"))
+        time.sleep(self.delay)
+        t = np.arange(self.length) / self.sample_rate
+        return np.stack([np.sin(2 * np.pi * (50 + 100 * x) * t) for x in ts]).astype(np.float32)
+
+
+def morph(id, ts, reply, a=1, b=2, **kw):
+    from kickserver.worker import End
+
+    seeds = [a if t == 0 else b if t == 1 else osc_api.NO_SEED for t in ts]
+    return Job(id=id, seeds=seeds, reply=reply, ends=(End(seed=a), End(seed=b)), ts=list(ts), **kw)
+
+
+def test_an_interpolation_counts_against_the_limits_and_is_batched_alone_in_order(tmp_path):
+    gen = MorphGen(delay=0.05)
+    w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4, client_limit=8)
+    r = Collect()
+    ts = [i / 5 for i in range(6)]
+    assert w.submit(morph(1, ts, r, client="A")) is None
+    busy = "busy: {} of your kicks queued (limit 8 per client)"
+    assert w.submit(Job(id=2, seeds=[7, 8, 9], reply=r, client="A")) == busy.format(6)
+    assert w.submit(Job(id=3, seeds=[7, 8], reply=r, client="A")) is None
+    assert w.submit(morph(4, [0.5], r, a=3, b=4, client="A")) == busy.format(8)
+    w.start()
+    got = r.wait(8)
+    w.stop()
+    assert w.join(5)
+    assert [a for a, _ in got] == ["/kick/done"] * 8
+    mine = [p for _, p in got if p[0] == 1]
+    assert [p[2] for p in mine] == [1, -1, -1, -1, -1, 2]  # in the order of t: a's seed first, b's last
+    assert all("_t" in p[1] for p in mine[1:5]) and mine[0][1].endswith("_1.wav")
+    assert gen.morphs == [(4, 1, 2), (2, 1, 2)]  # never mixed with job 3's kicks, though the settings match
+    assert gen.calls == [(2, 7, "ddim")]
+
+
+def test_a_morph_whose_file_fails_answers_each_kick_once_and_closes_the_other_file(tmp_path):
+    """a's file grew past the limit after the check: every kick gets a's reason (the second batch without trying
+    again), and b's file, never decoded, is closed."""
+    import soundfile as sf
+
+    from kickserver.sources import open_source
+    from kickserver.worker import End
+
+    for name in ("a.wav", "b.wav"):
+        sf.write(tmp_path / name, np.zeros(800, dtype=np.float32), 8000, subtype="PCM_16")
+    src_a, src_b = open_source("a.wav", tmp_path, []), open_source("b.wav", tmp_path, [])
+    sf.write(tmp_path / "long.wav", np.zeros(40 * 8000, dtype=np.float32), 8000, subtype="PCM_16")
+    with open(tmp_path / "a.wav", "r+b") as f:
+        f.write((tmp_path / "long.wav").read_bytes())
+    gen = MorphGen()
+    w = Worker(gen, "fake", KickWriter(tmp_path / "out", 44100), sample_rate=44100, max_batch=2)
+    r = Collect()
+    w.submit(Job(id=5, seeds=[-1] * 5, reply=r, ends=(End(source=src_a), End(source=src_b)),
+                 ts=[0.1, 0.2, 0.3, 0.4, 0.5]))
+    w.start()
+    got = r.wait(5)
+    w.stop()
+    assert w.join(5)
+    assert got == [("/kick/error", [5, "a: source a.wav is 40.0 s long; at most 30 s"])] * 5
+    assert src_a.closed and src_b.closed and gen.morphs == []

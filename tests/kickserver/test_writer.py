@@ -118,6 +118,27 @@ def test_riff_info_tags_as_documented(tmp_path, frozen):
     assert meta["title"] == v.name.removesuffix(".wav")
 
 
+def test_interpolated_kicks_are_named_and_tagged_by_their_place_and_ends(tmp_path, frozen):
+    """An inner kick (no seed regenerates it) is named by t in thousandths; an end that is a seed by that seed.
+    Tags record a, b (a seed, or a file's name) and t. Retention and the stray-temp cleanup know the names."""
+    w = KickWriter(tmp_path, SR, max_files=2)
+    mid = w.write(kick(), KickInfo(model="tiny", seed=-1, steps=5, sampler="ddim", controls={}, a=7,
+                                   b=str(tmp_path / "src.wav"), t=0.25))
+    assert mid.name == f"{frozen}_t250.wav" and NAME_RE.match(mid.name)
+    assert sf.SoundFile(mid).copy_metadata()["comment"] == "model=tiny steps=5 sampler=ddim a=7 b=src.wav t=0.2500"
+    end = w.write(kick(), KickInfo(model="tiny", seed=-1, steps=None, sampler=None, controls={}, a="x.wav", b=3,
+                                   t=1.0))
+    assert end.name == f"{frozen}_t1000.wav" and NAME_RE.match(end.name)
+    first = w.write(kick(), KickInfo(model="tiny", seed=7, steps=5, sampler="ddim", controls={}, a=7, b=9, t=0.0))
+    assert first.name == f"{frozen}_7.wav"
+    assert sf.SoundFile(first).copy_metadata()["comment"] == "model=tiny seed=7 steps=5 sampler=ddim a=7 b=9 t=0.0000"
+    w.prune()
+    assert not mid.exists() and end.exists() and first.exists()  # the oldest of three went
+    (tmp_path / f".{frozen}_t500.wav.123.part").write_bytes(b"RIFF")
+    KickWriter(tmp_path, SR)
+    assert not (tmp_path / f".{frozen}_t500.wav.123.part").exists()
+
+
 def test_clipping_and_nan_are_refused_or_clamped(tmp_path):
     w = KickWriter(tmp_path, SR)
     with pytest.raises(WriteError):

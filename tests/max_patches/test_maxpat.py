@@ -546,3 +546,250 @@ def test_build_amxd_check_mode(tmp_path):
     bad = subprocess.run([sys.executable, str(BUILD), "--check", "--maxpat", str(tmp_path / "bad.maxpat")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not a Max patcher" in bad.stderr
+
+
+# ---------------------------------------------------------------- the device run: a small Max interpreter
+
+
+class MaxSim:
+    """Runs the patcher's message flow for the objects it uses, as Max does: a [trigger] and an [unpack] fire
+    right to left, an outlet feeding several inlets fires them right to left by position, hot left inlets, cold
+    right ones. Messages are lists of atoms (a first atom that is a string is the selector). What reaches
+    [udpsend] (other than host and port) is recorded in `sent`; what a comment is `set` to, in `shown`.
+
+    Only the objects of this device are modelled; anything else raises, so a new object cannot slip past."""
+
+    def __init__(self, patch: Patch) -> None:
+        self.patch = patch
+        self.sent: list[list] = []
+        self.shown = {bid: b.get("text", "") for bid, b in patch.boxes.items() if b["maxclass"] == "comment"}
+        self.state: dict[str, dict] = {}
+        for bid, b in patch.boxes.items():
+            self.state[bid] = self._initial(b)
+
+    def _initial(self, b: dict) -> dict:
+        k = self.patch.kind(b)
+        args = b.get("text", "").split()[1:] if b["maxclass"] == "newobj" else []
+        if k == "pack":
+            return {"values": _pack_values(b)}
+        if k == "gate":
+            return {"open": int(args[1]) if len(args) > 1 else 0}
+        if k == "i":
+            return {"value": int(args[0]) if args else 0}
+        if k in ("<", ">", "+"):
+            return {"right": float(args[0]) if "." in args[0] else int(args[0])}
+        if k == "zl":
+            return {"stored": []}
+        if k == "message":
+            return {"text": b.get("text", "")}
+        if b.get("parameter_enable") == 1 and valueof(b).get("parameter_initial"):
+            return {"value": valueof(b)["parameter_initial"][0]}
+        return {}
+
+    # ------------------------------------------------------------ sending
+    def out(self, bid: str, outlet: int, msg: list) -> None:
+        targets = self.patch.targets(bid, outlet)
+        targets.sort(key=lambda t: -self.patch.boxes[t[0]]["patching_rect"][0])  # right to left
+        for dst, inlet in targets:
+            self.inlet(dst, inlet, list(msg))
+
+    def press(self, longname_: str) -> None:
+        (b,) = [b for b in self.patch.boxes.values() if longname(b) == longname_]
+        self.out(b["id"], 0, [1])
+
+    def set_value(self, longname_: str, value) -> None:
+        (b,) = [b for b in self.patch.boxes.values() if longname(b) == longname_]
+        self.state[b["id"]]["value"] = value
+        self.out(b["id"], 0, [value])
+
+    def receive(self, address: str, *args) -> None:
+        """A reply arriving at [udpreceive]."""
+        (recv,) = self.patch.find("udpreceive")
+        self.out(recv["id"], 0, [address, *args])
+
+    # ------------------------------------------------------------ objects
+    def inlet(self, bid: str, inlet: int, msg: list) -> None:  # noqa: C901 - one branch per object
+        b = self.patch.boxes[bid]
+        k = self.patch.kind(b)
+        st = self.state[bid]
+        args = b.get("text", "").split()[1:] if b["maxclass"] == "newobj" else []
+        bang = msg == ["bang"]
+        if k == "comment":
+            if msg and msg[0] == "set":
+                self.shown[bid] = " ".join(str(a) for a in msg[1:])
+            return
+        if k == "message":
+            if msg and msg[0] == "set":
+                st["text"] = " ".join(str(a) for a in msg[1:])
+                return
+            for part in st["text"].split(","):
+                words = []
+                for w in part.split():
+                    m = re.fullmatch(r"\$(\d+)", w)
+                    if m:
+                        assert int(m.group(1)) <= len(msg), (b["text"], msg)
+                        words.append(msg[int(m.group(1)) - 1])
+                    else:
+                        words.append(int(w) if re.fullmatch(r"-?\d+", w) else w)
+                if words:
+                    self.out(bid, 0, words)
+            return
+        if k in ("t", "trigger"):
+            for i in reversed(range(len(args))):
+                self.out(bid, i, ["bang"] if args[i] == "b" else msg)
+            return
+        if k == "unpack":
+            for i in reversed(range(min(len(args), len(msg)))):
+                self.out(bid, i, [msg[i]])
+            return
+        if k == "pack":
+            if inlet == 0:
+                if not bang:
+                    st["values"][0] = msg[0]
+                self.out(bid, 0, list(st["values"]))
+            else:
+                st["values"][inlet] = msg[0]
+            return
+        if k == "gate":
+            if inlet == 0:
+                st["open"] = int(msg[0])
+            elif st["open"]:
+                self.out(bid, st["open"] - 1, msg)
+            return
+        if k == "i":
+            if inlet == 1:
+                st["value"] = int(msg[0])
+                return
+            if not bang:
+                st["value"] = int(msg[0])
+            self.out(bid, 0, [st["value"]])
+            return
+        if k in ("<", ">", "+"):
+            if inlet == 1:
+                st["right"] = msg[0]
+                return
+            v = msg[0]
+            self.out(bid, 0, [int(v < st["right"]) if k == "<" else int(v > st["right"]) if k == ">"
+                              else v + st["right"]])
+            return
+        if k == "sel":
+            target = float(args[0])
+            self.out(bid, 0, ["bang"]) if float(msg[0]) == target else self.out(bid, 1, msg)
+            return
+        if k == "round":
+            self.out(bid, 0, [round(msg[0])])
+            return
+        if k == "zl":
+            mode = args[0]
+            if inlet == 1:
+                st["stored"] = list(msg)
+                return
+            if mode == "reg":
+                if not bang:
+                    st["stored"] = list(msg)
+                if st["stored"]:
+                    self.out(bid, 0, list(st["stored"]))
+                return
+            if mode == "join":
+                self.out(bid, 0, list(msg) + st["stored"])
+                return
+            raise AssertionError(f"zl {mode} is not modelled")
+        if k == "prepend":
+            self.out(bid, 0, args + ([] if bang else msg))
+            return
+        if k == "route":
+            if msg and msg[0] in args:
+                rest = msg[1:]
+                self.out(bid, args.index(msg[0]), rest if rest else ["bang"])
+            else:
+                self.out(bid, len(args), msg)
+            return
+        if k == "udpsend":
+            if msg[0] not in ("host", "port"):
+                self.sent.append(msg)
+            return
+        if k == "random":
+            self.out(bid, 0, [4711])
+            return
+        if k in ("live.numbox", "live.dial", "live.toggle"):
+            if not bang:
+                st["value"] = msg[0]
+            self.out(bid, 0, [st["value"]])  # a bang outputs the value held
+            return
+        if k == "textedit":
+            self.out(bid, 0, ["text", b["text"]] if bang else ["text", *msg])
+            return
+        if k == "delay":
+            self.out(bid, 0, ["bang"])
+            return
+        if k == "print":
+            return
+        raise AssertionError(f"{k} ({bid}) is not modelled")
+
+
+LIMITS = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
+
+
+def test_the_device_generates_as_the_static_checks_say(patch):
+    """The interpreter agrees with the static traces: Generate with the initial values sends the message they
+    build, with the seed Random drew (the interpreter's [random] gives 4711)."""
+    sim = MaxSim(patch)
+    sim.press("KS Generate")
+    (msg,) = sim.sent
+    expected = [osc_api.GENERATE] + device_message(patch, osc_api.GENERATE)[1]
+    expected[expected.index("seed") + 1] = 4711
+    assert msg == expected
+
+
+def test_morph_from_a_seed_to_the_last_kick(patch):
+    """Set A takes the last kick's seed; Morph sends /kick/interpolate a <A> b <last kick> count <Count> with the
+    dials (and steps only when Steps is set); the daemon's parser accepts it."""
+    sim = MaxSim(patch)
+    sim.press("KS Morph")
+    assert sim.sent == [] and "press Set A first" in " ".join(sim.shown.values())
+    sim.press("KS Set A")
+    assert sim.sent == [] and "press Generate first" in " ".join(sim.shown.values())
+    sim.receive(osc_api.DONE, 1, "/out/kick_20260101-000000_5.wav", 5)
+    sim.press("KS Set A")
+    assert "A: 5" in sim.shown.values()
+    sim.receive(osc_api.DONE, 2, "/out/kick_20260101-000001_9.wav", 9)
+    sim.set_value("KS Count", 4)
+    sim.set_value("KS Pitch", 0.25)
+    sim.press("KS Morph")
+    (msg,) = sim.sent
+    assert msg[0] == osc_api.INTERPOLATE, msg
+    req = osc_api.parse(msg[0], msg[1:], LIMITS)
+    assert (req.a, req.b, req.ts, req.steps) == (5, 9, [0, 1 / 3, 2 / 3, 1], None)
+    assert req.controls == {"decay": 0.5, "pitch": 0.25, "click": 0.5}
+    sim.set_value("KS Steps", 12)
+    sim.press("KS Morph")
+    req = osc_api.parse(sim.sent[-1][0], sim.sent[-1][1:], LIMITS)
+    assert req.steps == 12 and (req.a, req.b) == (5, 9)
+
+
+def test_a_kick_that_no_seed_makes_is_an_end_by_its_path(patch):
+    """A morph's inner kick answers with seed -1: as A (or as the last kick) the device sends its path."""
+    sim = MaxSim(patch)
+    sim.receive(osc_api.DONE, 3, "/out/kick_20260101-000000_t500.wav", -1)
+    sim.press("KS Set A")
+    assert "A: /out/kick_20260101-000000_t500.wav" in sim.shown.values()
+    sim.receive(osc_api.DONE, 4, "/out/kick_20260101-000002_11.wav", 11)
+    sim.press("KS Morph")
+    req = osc_api.parse(sim.sent[-1][0], sim.sent[-1][1:], LIMITS)
+    assert (req.a, req.b) == ("/out/kick_20260101-000000_t500.wav", 11)
+    sim.receive(osc_api.DONE, 5, "/out/kick_20260101-000003_t250.wav", -1)
+    sim.press("KS Morph")
+    req = osc_api.parse(sim.sent[-1][0], sim.sent[-1][1:], LIMITS)
+    assert (req.a, req.b) == ("/out/kick_20260101-000000_t500.wav", "/out/kick_20260101-000003_t250.wav")
+
+
+def test_the_device_asks_for_the_models_dials_and_shows_them(patch):
+    sim = MaxSim(patch)
+    (thisdevice,) = patch.find("live.thisdevice")
+    sim.out(thisdevice["id"], 0, ["bang"])  # the device has loaded
+    assert [osc_api.CONTROLS] in sim.sent
+    sim.sent.clear()
+    sim.press("KS Check")
+    assert [m[0] for m in sim.sent] == [osc_api.PING, osc_api.STATUS, osc_api.CONTROLS]
+    sim.receive(osc_api.CONTROLS, "decay", "pitch")
+    assert "dials: decay pitch" in sim.shown.values()

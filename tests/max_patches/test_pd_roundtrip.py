@@ -130,7 +130,17 @@ def test_user_patch_sends_contract_messages():
         assert req.seed is not None
         if words[0] == "generate":
             assert set(req.controls) == CONTROL_KEYS
-    assert "ping, status" in msgs
+    assert "ping, status, controls" in msgs
+    # Morph: [pack] values -> "count $2 decay $3 pitch $4 click $5", "b <last>" and "a <A>" prepended, then the
+    # address word; the ends are the seeds Pd sends as floats, or paths
+    (morph,) = [m for m in msgs if m.startswith("count ")]
+    objs = [t for k, t in boxes if k == "obj"]
+    assert {"list prepend a", "list prepend b", "list prepend interpolate"} <= set(objs)
+    words = ["a", 5.0, "b", "/tmp/kick_20260101-000000_t500.wav"] + [1.0 if w.startswith("$") else w
+                                                                      for w in morph.split()]
+    req = osc_api.parse(osc_api.INTERPOLATE, words, limits)
+    assert (req.a, req.b, req.ts) == (5, "/tmp/kick_20260101-000000_t500.wav", [0.5])
+    assert set(req.controls) == CONTROL_KEYS and "interpolate" in routed and "controls" in routed
     # the request messages carry no steps: "steps N" is appended only when Steps is 1..200 (0: the model's own)
     assert not any("steps" in m.split() for m in requests)
     assert "steps $1" in msgs
@@ -222,7 +232,9 @@ def test_pd_user_patch_generates_and_varies(kick_daemon, tmp_path):
 
 class FakeDaemon:
     """A UDP stand-in for the daemon: records each request; answers /kick/generate with /kick/done (ids 1, 2, ...,
-    the request's seed) and /kick/variation with /kick/error `reason`, to the port the request came from."""
+    the request's seed), /kick/model NAME with /kick/model NAME (after which it serves a model whose only control
+    is decay), /kick/controls with the serving model's controls, and anything else with /kick/error `reason`, to
+    the port the request came from."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
@@ -237,6 +249,7 @@ class FakeDaemon:
 
     def _run(self) -> None:
         kicks = 0
+        controls = ["decay", "pitch", "click"]
         while not self._stop.is_set():
             try:
                 data, addr = self.sock.recvfrom(65536)
@@ -248,6 +261,11 @@ class FakeDaemon:
                     kicks += 1
                     seed = int(args[args.index("seed") + 1])
                     reply = build_message(osc_api.DONE, [("i", kicks), ("s", f"/tmp/kick_{seed}.wav"), ("i", seed)])
+                elif address == osc_api.MODEL:
+                    controls = ["decay"]
+                    reply = build_message(osc_api.MODEL, [("s", args[0])])
+                elif address == osc_api.CONTROLS:
+                    reply = build_message(osc_api.CONTROLS, [("s", c) for c in controls])
                 else:
                     reply = build_message(osc_api.ERROR, [("i", kicks), ("s", self.reason)])
                 self.sock.sendto(reply, addr)
@@ -269,7 +287,8 @@ def saved_message_boxes(path: Path) -> list[str]:
 def test_pd_user_patch_sends_steps_only_when_set_and_shows_replies_readably(tmp_path):
     """The user patch, in real Pd, against a stand-in daemon: with Steps at its default no `steps` key is sent
     (the model's own), with Steps 7 it is; a seed above 10^6 is shown whole (not 1.23457e+07); an error reason
-    shows as words (not one symbol with every space escaped as a backslash-space)."""
+    shows as words (not one symbol with every space escaped as a backslash-space). It asks /kick/controls when it
+    connects and again after /kick/model answers, and shows the new model's dials."""
     reason = "unknown key 'bogus'; this request takes id, count, seed, steps"
     ui = tmp_path / "ui"
     ui.mkdir()
@@ -287,8 +306,12 @@ def test_pd_user_patch_sends_steps_only_when_set_and_shows_replies_readably(tmp_
     assert not bad, console
 
     addresses = [a for a, _ in fake.requests]
-    assert addresses == [osc_api.GENERATE, osc_api.GENERATE, osc_api.VARIATION], fake.requests
-    first, second, vary = (args for _, args in fake.requests)
+    # connect: controls; the model swap: model, then controls again once it answered (among the kicks)
+    assert addresses[:2] == [osc_api.CONTROLS, osc_api.MODEL], fake.requests
+    assert addresses.count(osc_api.CONTROLS) == 2 and fake.requests[1] == (osc_api.MODEL, ["other"])
+    kicks = [(a, args) for a, args in fake.requests if a not in (osc_api.CONTROLS, osc_api.MODEL)]
+    assert [a for a, _ in kicks] == [osc_api.GENERATE, osc_api.GENERATE, osc_api.VARIATION], fake.requests
+    first, second, vary = (args for _, args in kicks)
     assert "steps" not in first, first  # Steps left at 0: the daemon uses the model's default
     assert first[first.index("seed") + 1] == 12345678
     assert second[second.index("steps") + 1] == 7
@@ -297,9 +320,35 @@ def test_pd_user_patch_sends_steps_only_when_set_and_shows_replies_readably(tmp_
     assert osc_api.parse(osc_api.GENERATE, first, limits).steps is None
 
     shown = saved_message_boxes(ui / USER_PATCH.name)
+    (dials,) = [m for m in shown if m.startswith("dials:")]
+    assert dials == "dials: decay", shown  # the model that serves now has one control
     (status,) = [m for m in shown if m.startswith("kick ")]
     assert status == "kick 2 ready - seed 12345678", status
     (error,) = [m for m in shown if m.startswith("error:")]
     # a comma or semicolon becomes a real comma in the box (saved as " \,"); no escaped spaces
     assert "\\ " not in error, error
     assert error.replace(" \\,", ",") == "error: " + reason.replace(";", ","), error
+
+
+@needs_pd
+def test_pd_user_patch_morphs_between_seeds_and_from_a_file(kick_daemon, tmp_path):
+    """set-A and Morph in real Pd against the daemon: A is the last kick's seed when it has one, else its file;
+    Morph asks /kick/interpolate from A to the last kick with Count kicks (the dials for every kick)."""
+    patch = write_test_patch(tmp_path, "pd_ui_morph.pd.in", PORT=kick_daemon.port, TIMEOUT_MS=PD_TIMEOUT_MS)
+    console = run_pd(patch)
+    assert not printed(console, "KSTIMEOUT"), console
+    assert not printed(console, "KSERROR"), console
+    dones = done_lines(console)
+    assert [seed for _, _, seed in dones] == [5, 9, 5, -1, 9, -1, 11, -1, 11], dones
+    assert [d[1] for d in done_lines(console, "kickserver-done")] == [d[1] for d in dones]
+    tags = [dict(w.split("=", 1) for w in wav_comment(path).split()) for _, path, _ in dones]
+    assert [(t.get("a"), t.get("b"), t.get("t")) for t in tags[2:6]] == [
+        ("5", "9", "0.0000"), ("5", "9", "0.5000"), ("5", "9", "1.0000"), ("5", "9", "0.5000")]
+    halfway = dones[5][1]
+    assert [(t["a"], t["b"], t["t"]) for t in tags[7:]] == [(halfway.name, "11", "0.0000"),
+                                                            (halfway.name, "11", "1.0000")]
+    for t in tags[2:]:
+        assert (t["steps"], t["decay"], t["pitch"], t["click"]) == ("2", "0.5000", "0.5000", "0.5000"), t
+    # the morph's ends are the kicks generated from those seeds, to within float rounding in a batch
+    for end, generated in ((dones[2][1], dones[0][1]), (dones[4][1], dones[1][1])):
+        assert abs(sf.read(end)[0] - sf.read(generated)[0]).max() < 1e-5
