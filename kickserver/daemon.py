@@ -504,7 +504,7 @@ class Server:
         steps = req.steps if req.steps is not None else (self.cfg.steps or None)
         gen = self.worker.gen
         _, sampler = settings(gen, steps, req.sampler)
-        usable = tuple(getattr(gen, "DETERMINISTIC", ()))  # diffusion families: the samplers that can morph
+        usable = tuple(gen.interpolation_samplers)  # diffusion families: the samplers that can morph
         if sampler is not None and usable and sampler not in usable:
             log.info("refused interpolation %d: sampler %s", id, sampler)
             reply(osc_api.error(id, f"interpolation needs a deterministic sampler ({' or '.join(usable)}), "

@@ -78,6 +78,7 @@ class KickGenerator(Protocol):
     length: int  # samples per kick at that rate
     controls: tuple[str, ...]
     samplers: tuple[str, ...]  # () for a one-pass family: steps and sampler do not apply
+    interpolation_samplers: tuple[str, ...]  # the samplers an interpolation may use (() for a one-pass family)
     max_steps: int  # 0 for a one-pass family
     default_steps: int | None
     default_sampler: str | None
@@ -157,6 +158,7 @@ class GeneratorBase:
 
     family = ""
     samplers: tuple[str, ...] = ()
+    interpolation_samplers: tuple[str, ...] = ()  # the samplers a morph may use (all of them when empty)
     max_steps = 0
     default_steps: int | None = None
     default_sampler: str | None = None

@@ -127,7 +127,7 @@ class DiffusionGenerator(GeneratorBase):
         return self.from_latent(out)
 
 
-    DETERMINISTIC = ("dpmpp_2m", "ddim")
+    interpolation_samplers = ("dpmpp_2m", "ddim")  # deterministic: a morph's points lie on one smooth path
 
     def slerp(self, a: torch.Tensor, b: torch.Tensor, t: float) -> torch.Tensor:
         """Spherical interpolation (Shoemake 1985) of two noises; exactly a at 0 and b at 1."""
@@ -171,8 +171,9 @@ class DiffusionGenerator(GeneratorBase):
         """Kicks along the great circle between a's and b's initial noise (a file's noise by DDIM
         inversion), each sampled with a deterministic sampler: t = 0 is a's kick, 1 is b's."""
         steps, sampler = self.check_settings(steps, sampler)
-        if sampler not in self.DETERMINISTIC:
-            raise ValueError(f"interpolation needs a deterministic sampler ({' or '.join(self.DETERMINISTIC)}), "
+        usable = self.interpolation_samplers
+        if sampler not in usable:
+            raise ValueError(f"interpolation needs a deterministic sampler ({' or '.join(usable)}), "
                              f"not {sampler}")
         na, nb = self._endpoint_noise(a, steps), self._endpoint_noise(b, steps)
         cond, mask = self.conditioning(items)
