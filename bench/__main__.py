@@ -14,13 +14,20 @@ peak), custom (from a folder of kicks to a fine-tuned model served by a running 
 table and writes <out>/<name>-<cpu|cuda>.json with the machine, the date and the load average (a
 busy machine slows every figure). A benchmark that fails is reported and the others still run; the
 exit status is then 1.
+
+As the daemon does, OpenMP's idle threads sleep instead of spinning (OMP_WAIT_POLICY=PASSIVE unless the
+environment sets it): on a 2-core machine that other processes keep busy, spinning threads made one kick
+take 2-19 s instead of 0.25 s. On such a machine --threads 1 gives the steadiest figures.
 """
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch is imported (see the docstring)
+
 import argparse
 import importlib
-import os
 import sys
 import time
 import traceback

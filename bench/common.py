@@ -77,7 +77,7 @@ def machine(device: str = "cpu") -> dict[str, Any]:
     info: dict[str, Any] = {"cpu": cpu_model(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                             "torch": torch.__version__, "python": platform.python_version(),
                             "os": platform.platform(terse=True), "host": platform.node(), "commit": _git_commit(),
-                            "gpu": None}
+                            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gpu": None}
     if str(device).startswith("cuda") and torch.cuda.is_available():
         dev = torch.device(device)
         props = torch.cuda.get_device_properties(dev)

@@ -219,7 +219,7 @@ def run(opts: common.Options) -> dict:
             try:
                 for w in opts.guidance:
                     gen.guidance = float(w)
-                    per_scale[float(w)] = sweep_model(gen, values, n, opts.seed)
+                    per_scale[float(w)] = mine if float(w) == own else sweep_model(gen, values, n, opts.seed)
             finally:
                 gen.guidance = own
             best = best_guidance(per_scale)
