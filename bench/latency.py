@@ -3,6 +3,7 @@
     python bench/latency.py                                  # bundled default model, device auto
     python bench/latency.py --models ~/.local/share/kickserver/models --model mykick --device cpu
     python bench/latency.py --reps 5 --baseline-reps 1       # quicker
+    python -m bench osc [--models A.safetensors] [--quick]   # in the suite: >= 50 warm requests, p95, a burst
 
 Starts `python -m kickserver serve` on free loopback ports, warms it, then for count 1 and count 8
 measures the median time from sending the request to the last /kick/done (the file is present by
@@ -11,6 +12,13 @@ default steps and sampler. The same figures for a naive baseline (DDPM ancestral
 steps; the daemon runs with --max-steps 1000 for this) follow with --baseline-reps repetitions.
 Real-time factor: seconds of audio generated per wall-clock second (higher is faster).
 Prints a table and writes bench/results/latency-<cpu|cuda>.json (the machine is described inside).
+
+In the suite (`run`, result osc-<cpu|cuda>.json): median and p95 over REPS warm requests at count 1 and 8,
+then a burst: BURST_CLIENTS clients (each its own socket, so its own queue in the daemon) send
+BURST_REQUESTS one-kick requests each at once, while a status client polls /kick/status every
+STATUS_EVERY_S: kicks/s from the first request to the last /kick/done, the largest queue the status
+replies showed, and the refusals (`busy`) with their reasons. The daemon runs with a large reply budget
+(--reply-rate-kb) so that no status reply or refusal is dropped by the budget meant for strangers.
 """
 
 from __future__ import annotations
@@ -19,13 +27,17 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -33,7 +45,12 @@ sys.path.insert(0, str(REPO))
 from pythonosc.osc_message_builder import OscMessageBuilder  # noqa: E402
 from pythonosc.osc_packet import OscPacket, ParseError  # noqa: E402
 
+NAME = "osc"
 TARGETS = {"cpu": {1: 0.5, 8: 2.0}, "cuda": {1: 0.030, 8: 0.060}}
+REPS = 50
+BURST_CLIENTS = 4
+BURST_REQUESTS = 20
+STATUS_EVERY_S = 0.02
 
 
 def free_port() -> int:
@@ -95,6 +112,7 @@ def start(args: argparse.Namespace, work: Path) -> tuple[subprocess.Popen, int, 
         cmd += ["--model", args.model]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    cmd += list(getattr(args, "extra", []))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log, "wb") as f:
@@ -134,7 +152,148 @@ def measure(client: Client, count: int, reps: int, warm: int, extra: tuple, time
             times.append(dt)
     med = statistics.median(times)
     return {"count": count, "reps": reps, "median_s": med, "min_s": min(times), "max_s": max(times),
-            "clip_s": audio_s, "realtime_factor": count * audio_s / med}
+            "p95_s": float(np.percentile(times, 95)), "clip_s": audio_s, "realtime_factor": count * audio_s / med}
+
+
+def _parse(dgram: bytes) -> list[tuple[str, list]]:
+    try:
+        return [(m.message.address, list(m.message.params)) for m in OscPacket(dgram).messages]
+    except ParseError:
+        return []
+
+
+def burst(port: int, clients: int, requests: int, timeout: float, seed: int = 5000) -> dict:
+    """`clients` sockets each send `requests` one-kick /kick/generate at once; a status client polls the
+    queue meanwhile. Returns kicks/s, the largest queue seen, refusals and their reasons."""
+    socks = []
+    for _ in range(clients):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    results: list[dict] = [{} for _ in range(clients)]
+    queued: list[int] = []
+    stop = threading.Event()
+    addr = ("127.0.0.1", port)
+
+    def poll() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            s.settimeout(STATUS_EVERY_S)
+            while not stop.is_set():
+                s.sendto(message("/kick/status"), addr)
+                t_next = time.perf_counter() + STATUS_EVERY_S
+                while (left := t_next - time.perf_counter()) > 0:
+                    s.settimeout(left)
+                    try:
+                        dgram, _ = s.recvfrom(65536)
+                    except (TimeoutError, ConnectionRefusedError):
+                        break
+                    queued.extend(int(a[2]) for m, a in _parse(dgram) if m == "/kick/status" and len(a) >= 3)
+
+    def client(k: int, t_start: float) -> None:
+        s = socks[k]
+        for j in range(requests):
+            s.sendto(message("/kick/generate", 1, "id", k * 10000 + j, "seed", seed + k * requests + j), addr)
+        done, refused, last = 0, [], None
+        deadline = t_start + timeout
+        while done + len(refused) < requests and (left := deadline - time.perf_counter()) > 0:
+            s.settimeout(left)
+            try:
+                dgram, _ = s.recvfrom(65536)
+            except TimeoutError:
+                break
+            except ConnectionRefusedError:
+                continue
+            for m, a in _parse(dgram):
+                if m == "/kick/done":
+                    done, last = done + 1, time.perf_counter()
+                elif m == "/kick/error":
+                    refused.append(str(a[1]) if len(a) > 1 else "?")
+        results[k] = {"done": done, "refused": refused, "last": last}
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    time.sleep(3 * STATUS_EVERY_S)
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(k, t0)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    poller.join(timeout=5)
+    for s in socks:
+        s.close()
+    done = sum(r["done"] for r in results)
+    refused = [why for r in results for why in r["refused"]]
+    lasts = [r["last"] for r in results if r["last"] is not None]
+    wall = (max(lasts) - t0) if lasts else float("nan")
+    reasons: dict[str, int] = {}
+    for why in refused:
+        key = why.split(":", 1)[0]
+        reasons[key] = reasons.get(key, 0) + 1
+    return {"clients": clients, "requests_per_client": requests, "kicks_asked": clients * requests,
+            "kicks_done": done, "refused": len(refused), "refusal_reasons": reasons,
+            "lost": clients * requests - done - len(refused), "wall_s": wall,
+            "kicks_per_s": done / wall if lasts else None, "max_queue": max(queued) if queued else None,
+            "status_replies": len(queued)}
+
+
+def run(opts) -> dict:
+    """The suite's osc benchmark on the first of opts.models (see the module docstring)."""
+    from bench import common
+
+    path = Path(opts.models[0])
+    reps, warm, counts = (5, 1, (1, 2)) if opts.quick else (REPS, 3, (1, 8))
+    clients, requests = (2, 3) if opts.quick else (BURST_CLIENTS, BURST_REQUESTS)
+    with tempfile.TemporaryDirectory(prefix="kickbench-osc-") as tmp:
+        work = Path(tmp)
+        models = work / "models"
+        models.mkdir()
+        model = None
+        if path.resolve() != common.BUNDLED.resolve():
+            shutil.copy2(path, models / path.name)  # the daemon refuses links in its models folder
+            model = path.stem
+        ns = argparse.Namespace(device=opts.device, models=str(models), model=model, threads=opts.threads,
+                                extra=["--reply-rate-kb", "4096", "--reply-burst-kb", "4096"])
+        proc, port, log = start(ns, work)
+        client = Client(port)
+        try:
+            [(_, st)], _ = client.request(message("/kick/status"), 1, 10)
+            rows = []
+            for c in counts:
+                r = measure(client, c, reps, warm, (), 600)
+                r.update(model=st[0], device=st[1])
+                rows.append(r)
+            b = burst(port, clients, requests, timeout=600)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            client.sock.close()
+    kind = common.device_kind(st[1])
+    for r in rows:
+        target = TARGETS[kind].get(r["count"])
+        r["target_s"] = target
+        r["met_target"] = None if target is None else bool(r["median_s"] <= target)
+    return {"model": st[0], "artifact": str(path), "device": st[1], "rows": rows, "burst": b,
+            "reply_budget": "--reply-rate-kb 4096 --reply-burst-kb 4096 (no status reply or refusal dropped)"}
+
+
+def table(payload: dict) -> str:
+    from bench import common
+
+    t = common.table(payload["rows"], [("count", "kicks", "d"), ("reps", "n", "d"), ("median_s", "median s", ".3f"),
+                                       ("p95_s", "p95 s", ".3f"), ("realtime_factor", "x realtime", ".1f"),
+                                       ("target_s", "target s", ".3g"), ("met_target", "met", "")])
+    b = payload["burst"]
+    return (f"{t}\nburst: {b['clients']} clients x {b['requests_per_client']} requests: {b['kicks_done']} done, "
+            f"{b['refused']} refused {b['refusal_reasons'] or ''}, {b['lost']} lost, "
+            f"{common.fmt(b['kicks_per_s'], '.2f')} kicks/s, largest queue {common.fmt(b['max_queue'], 'd')}")
 
 
 def main() -> int:

@@ -1,28 +1,37 @@
-"""Training throughput and peak memory per preset, optimised loop vs a naive one, side by side.
+"""Training throughput and peak memory per family and preset, optimised loop vs a naive one, side by side.
 
-    python bench/train_speed.py [--presets tiny,small,base] [--steps 6] [--device auto] [--out bench/results]
+    python -m bench train [--quick] [--device auto]                       # in the suite: every family
+    python bench/train_speed.py [--families waveform_diffusion] [--presets tiny,small,base] [--steps 6]
+                                [--device auto] [--out bench/results]
 
 "optimised" is the preset as configured: mixed precision (GPU), gradient accumulation
 (micro-batch < batch), gradient checkpointing where the preset turns it on. "naive" is the same
-network and effective batch in one fp32 micro-batch, no checkpointing. Each (preset, mode) runs in
-its own process so peak memory is its own: RSS high-water mark on the CPU (VmHWM), and
-torch.cuda.max_memory_allocated on a GPU. The first step is a warm-up and is not timed.
+network and effective batch in one fp32 micro-batch, no checkpointing. Each (family, preset, mode)
+runs in its own process so peak memory is its own: RSS high-water mark on the CPU (VmHWM, torch's
+own ~0.3-0.6 GB included), torch.cuda.max_memory_allocated on a GPU. (--quick runs every job in one
+process: its memory figures are then that process's high-water mark so far, marked shared.) The first
+step is a warm-up and is not timed. A latent-diffusion model trains over a frozen mel-VAE: a random one
+of the same preset is made on the fly (speed and memory do not depend on the weights).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import common  # noqa: E402
+
+NAME = "train"
+PRESETS = ("tiny", "small", "base")
 
 
 def _vm_hwm_mb() -> float:
@@ -33,7 +42,10 @@ def _vm_hwm_mb() -> float:
     return float("nan")
 
 
-def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: str = "waveform_diffusion") -> dict:
+def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: str = "waveform_diffusion",
+            precision_mode: str | None = None) -> dict:
+    """One (family, preset, mode) measured in this process. precision_mode (auto, bf16, fp16, off) overrides
+    the optimised loop's mixed precision (bench/gpu.py compares them); the naive loop is always fp32."""
     import torch
 
     from trainer.config import preset
@@ -42,13 +54,22 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
     from trainer.generator import resolve_device
     from trainer.train import precision, set_grad_checkpointing
 
-    cfg = preset(preset_name, family)
+    fam = get_family(family)
+    cfg = preset(preset_name, fam.name)
     if mode == "naive":
         cfg = cfg.replace("train", micro_batch=cfg.train.batch_size, mixed_precision="off", grad_checkpointing=False)
-    tc = cfg.train
+    elif precision_mode is not None:
+        cfg = cfg.replace("train", mixed_precision=precision_mode)
     device = resolve_device(device_spec)
-    torch.manual_seed(0)
-    objective = get_family(cfg.family).objective(cfg, FitContext(device=device, log=lambda m: None))
+    with tempfile.TemporaryDirectory(prefix="kickbench-train-") as tmp:
+        options = {}
+        if fam.name == "latent_diffusion":
+            options["vae"] = common.random_artifact(Path(tmp) / "vae.safetensors", "mel_vae", preset_name)
+        ctx = FitContext(device=device, log=lambda m: None, options=options)
+        cfg = fam.fit_config(cfg, ctx)
+        tc = cfg.train
+        torch.manual_seed(0)
+        objective = fam.objective(cfg, ctx)
     net = objective.module
     set_grad_checkpointing(net, tc.grad_checkpointing)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
@@ -65,8 +86,8 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
             torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(n_micro):
-            ctx = torch.autocast(device.type, dtype=amp_dtype) if amp_dtype else nullcontext()
-            with ctx:
+            ctx_amp = torch.autocast(device.type, dtype=amp_dtype) if amp_dtype else nullcontext()
+            with ctx_amp:
                 loss, _ = objective.loss(net, objective.prepare_batch(x), None, None, g, 0)
             scaler.scale(loss / n_micro).backward()
         scaler.step(opt)
@@ -77,7 +98,7 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
         if i > 0:
             times.append(time.perf_counter() - t0)
     step_s = sorted(times)[len(times) // 2]
-    out = {"family": family, "preset": preset_name, "mode": mode, "device": str(device),
+    out = {"family": fam.name, "preset": preset_name, "mode": mode, "device": str(device),
            "params": parameter_count({"m": net}),
            "batch": tc.batch_size, "micro_batch": tc.micro_batch, "precision": str(amp_dtype or "fp32"),
            "checkpointing": tc.grad_checkpointing, "median_step_s": step_s,
@@ -89,48 +110,107 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
     return out
 
 
-def main() -> int:
+def _child(jobs: list[list[str]], steps: int, device: str, threads: int) -> None:
+    """Run jobs ([family, preset, mode] each) in this process, one JSON line per job on stdout."""
+    common.set_threads(threads)
+    for family, preset_name, mode in jobs:
+        try:
+            row = measure(preset_name, mode, steps, device, family)
+        except Exception as e:  # one job's failure is its row's, not the run's
+            row = {"family": family, "preset": preset_name, "mode": mode, "error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(row), flush=True)
+
+
+def measure_all(jobs: list[tuple[str, str, str]], steps: int, device: str, *, isolate: bool = True,
+                threads: int = 0, timeout: float = 1800) -> list[dict]:
+    """Rows for jobs (family, preset, mode): each in its own process (isolate) or all in one."""
+    batches = [[j] for j in jobs] if isolate else [list(jobs)]
+    rows = []
+    for batch in batches:
+        cmd = [sys.executable, "-m", "bench.train_speed", "--child", json.dumps([list(j) for j in batch]),
+               "--steps", str(steps), "--device", device, "--threads", str(threads)]
+        try:
+            proc = subprocess.run(cmd, cwd=common.REPO, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            rows += [{"family": f, "preset": p, "mode": m, "error": f"timed out after {timeout:.0f} s"}
+                     for f, p, m in batch]
+            continue
+        got = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or len(got) != len(batch):
+            why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            done = {(r["family"], r["preset"], r["mode"]) for r in got}
+            got += [{"family": f, "preset": p, "mode": m, "error": why} for f, p, m in batch if (f, p, m) not in done]
+        for r in got:
+            r["shared_process"] = not isolate
+        rows += got
+    return rows
+
+
+def speedups(rows: list[dict]) -> list[dict]:
+    """Per (family, preset): optimised over naive, speed and peak memory."""
+    by = {(r["family"], r["preset"], r["mode"]): r for r in rows if "error" not in r}
+    out = []
+    for (f, p, m), o in by.items():
+        n = by.get((f, p, "naive"))
+        if m != "optimised" or n is None:
+            continue
+        key = "peak_gpu_mb" if "peak_gpu_mb" in o else "peak_rss_mb"
+        out.append({"family": f, "preset": p, "speed_x": o["samples_per_s"] / n["samples_per_s"],
+                    "memory_x": o[key] / n[key]})
+    return out
+
+
+def run(opts: common.Options) -> dict:
+    from trainer.families import family_names
+
+    presets = ("tiny",) if opts.quick else PRESETS
+    steps = 1 if opts.quick else 3
+    jobs = [(f, p, m) for f in family_names() for p in presets for m in ("optimised", "naive")]
+    rows = measure_all(jobs, steps, opts.device, isolate=not opts.quick, threads=opts.threads)
+    return {"steps_timed": steps, "rows": rows, "optimised_vs_naive": speedups(rows),
+            "memory": "peak GPU memory allocated by torch" if any("peak_gpu_mb" in r for r in rows)
+            else "peak RSS of the process (VmHWM), torch itself included"}
+
+
+COLUMNS = [("family", "family", ""), ("preset", "preset", ""), ("mode", "mode", ""), ("params", "params", ",d"),
+           ("batch", "batch", "d"), ("micro_batch", "micro", "d"), ("precision", "precision", ""),
+           ("checkpointing", "ckpt", ""), ("samples_per_s", "samples/s", ".1f"), ("peak_rss_mb", "peak RSS MB", ".0f"),
+           ("peak_gpu_mb", "peak GPU MB", ".0f"), ("error", "error", "")]
+
+
+def table(payload: dict) -> str:
+    rows = payload["rows"]
+    cols = [c for c in COLUMNS if any(c[0] in r for r in rows)]
+    text = common.table(rows, cols)
+    ratio = common.table(payload["optimised_vs_naive"], [("family", "family", ""), ("preset", "preset", ""),
+                                                          ("speed_x", "speed x", ".2f"),
+                                                          ("memory_x", "memory x", ".2f")])
+    return f"{text}\n\noptimised / naive:\n{ratio}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from trainer.families import family_names
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--presets", default="tiny,small,base")
+    ap.add_argument("--families", default=",".join(family_names()))
+    ap.add_argument("--presets", default=",".join(PRESETS))
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
-    ap.add_argument("--one", nargs=2, metavar=("PRESET", "MODE"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.one:
-        print(json.dumps(measure(args.one[0], args.one[1], args.steps, args.device)))
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--out", default=str(common.RESULTS))
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(json.loads(args.child), args.steps, args.device, args.threads)
         return 0
-    rows = []
-    for p in args.presets.split(","):
-        for mode in ("optimised", "naive"):
-            proc = subprocess.run([sys.executable, __file__, "--one", p, mode, "--steps", str(args.steps),
-                                   "--device", args.device], capture_output=True, text=True)
-            if proc.returncode != 0:
-                rows.append({"preset": p, "mode": mode, "error": proc.stderr.strip().splitlines()[-1:]})
-                continue
-            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-            r = rows[-1]
-            mem = r.get("peak_gpu_mb", r.get("peak_rss_mb"))
-            print(f"{p:6s} {mode:9s} {r['params'] / 1e6:5.2f} M params  batch {r['batch']:3d} = "
-                  f"{r['batch'] // r['micro_batch']} x {r['micro_batch']:3d}  {r['precision']:14s} "
-                  f"ckpt {'on ' if r['checkpointing'] else 'off'}  {r['samples_per_s']:7.1f} samples/s  "
-                  f"peak {'GPU' if 'peak_gpu_mb' in r else 'RSS'} {mem:8.0f} MB", flush=True)
-    by = {(r["preset"], r["mode"]): r for r in rows if "error" not in r}
-    for p in args.presets.split(","):
-        o, n = by.get((p, "optimised")), by.get((p, "naive"))
-        if o and n:
-            key = "peak_gpu_mb" if "peak_gpu_mb" in o else "peak_rss_mb"
-            print(f"{p:6s} optimised/naive: speed x{o['samples_per_s'] / n['samples_per_s']:.2f}, "
-                  f"memory x{o[key] / n[key]:.2f}")
-    host = platform.node() or "host"
-    result = {"machine": {"host": host, "cpu": platform.processor() or platform.machine(),
-                          "cores": os.cpu_count(), "python": platform.python_version()},
-              "date": time.strftime("%Y-%m-%d"), "rows": rows}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    kind = "gpu" if any("peak_gpu_mb" in r for r in rows) else "cpu"
-    path = out / f"train_speed-{kind}.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    jobs = [(f.replace("-", "_"), p, m) for f in args.families.split(",") for p in args.presets.split(",")
+            for m in ("optimised", "naive")]
+    rows = measure_all(jobs, args.steps, args.device, threads=args.threads)
+    payload = {"steps_timed": args.steps, "rows": rows, "optimised_vs_naive": speedups(rows)}
+    print(table(payload))
+    kind = "cuda" if any("peak_gpu_mb" in r for r in rows) else "cpu"
+    payload.update(suite=common.SCHEMA, benchmark=NAME, date=common.now(), machine=common.machine(kind))
+    path = common.write_result(Path(args.out), "train_speed", kind, payload)
     print(f"wrote {path}")
     return 0
 

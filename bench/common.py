@@ -1,0 +1,182 @@
+"""What every benchmark shares: the machine it ran on, where results go, tables, percentiles, test models.
+
+A benchmark module of the suite (`python -m bench`) has NAME, `run(opts) -> dict` (a payload whose "rows"
+are a list of flat dicts) and `table(payload) -> str`; bench/__main__.py adds the machine and the date and
+writes `<out>/<NAME>-<cpu|cuda>.json` through `write_result`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+BUNDLED = REPO / "kickserver" / "models" / "default.safetensors"
+STARTER_KIT = REPO / "kickserver" / "data" / "kicks"
+RESULTS = REPO / "bench" / "results"
+IMG = REPO / "docs" / "img"
+SCHEMA = 1  # the "suite" key of every JSON the suite writes; bench/report.py reads only these
+
+
+@dataclass
+class Options:
+    """What `python -m bench` was asked; each benchmark reads the fields it needs."""
+
+    quick: bool = False
+    device: str = "auto"
+    models: list[Path] = field(default_factory=lambda: [BUNDLED])
+    out: Path = RESULTS
+    img: Path = IMG
+    real: list[Path] = field(default_factory=lambda: [STARTER_KIT])
+    train: list[Path] = field(default_factory=lambda: [STARTER_KIT])
+    kicks: Path = STARTER_KIT  # the custom benchmark's source of a user's folder
+    init: Path | None = None  # the custom benchmark's model to fine-tune (default: models[0])
+    budget_s: float | None = None  # the custom benchmark's training budget (default: custom.BUDGET_S)
+    guidance: list[float] = field(default_factory=list)
+    seed: int = 0
+    threads: int = 0  # torch threads in this process and in the processes it starts (0: torch's default)
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (platform.processor() is often just 'x86_64')."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def machine(device: str = "cpu") -> dict[str, Any]:
+    """Where a figure was measured: CPU model, cores, torch threads, GPU (when the device is one), versions."""
+    import torch
+
+    info: dict[str, Any] = {"cpu": cpu_model(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                            "torch": torch.__version__, "python": platform.python_version(),
+                            "os": platform.platform(terse=True), "host": platform.node(), "commit": _git_commit(),
+                            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"), "gpu": None}
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        dev = torch.device(device)
+        props = torch.cuda.get_device_properties(dev)
+        info["gpu"] = props.name
+        info["gpu_memory_gb"] = round(props.total_memory / 2**30, 1)
+        info["cuda"] = torch.version.cuda
+    return info
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def device_kind(device: Any) -> str:
+    return "cuda" if str(device).startswith("cuda") else "cpu"
+
+
+def write_result(out: Path, name: str, kind: str, payload: dict[str, Any]) -> Path:
+    """payload as <out>/<name>-<kind>.json, atomically (temp + fsync + rename); NaN/inf become null."""
+    from trainer.evaluate import _clean
+    from trainer.fsutil import atomic_write_bytes
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}-{kind}.json"
+    atomic_write_bytes(path, (json.dumps(_clean(payload), indent=1, allow_nan=False) + "\n").encode())
+    return path
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100), linear between order statistics (numpy's default)."""
+    import numpy as np
+
+    if not len(values):
+        return float("nan")
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def fmt(v: Any, spec: str = ".3g") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return format(v, spec)
+    return str(v)
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]]) -> str:
+    """An aligned text table: columns are (key, heading, format spec); missing keys show '-'."""
+    cells = [[fmt(r.get(k), spec) for k, _, spec in columns] for r in rows]
+    heads = [h for _, h, _ in columns]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(heads)]
+
+    def line(cs: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths)))
+
+    return "\n".join([line(heads), line(["-" * w for w in widths])] + [line(c) for c in cells])
+
+
+def model_label(gen: Any) -> str:
+    """How a model is named in tables: its artifact name, and its family."""
+    return f"{gen.name} ({gen.family.replace('_', '-')})"
+
+
+def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: int = 0) -> Path:
+    """A real artifact of `family` and preset with seeded random weights (no training), for benchmarks of
+    speed, memory and FLOPs, which do not depend on the weights. A latent-diffusion model gets a random
+    mel-VAE of the same preset beside it (a hidden file, so a models folder does not list it)."""
+    import torch
+
+    from trainer.artifact import save_artifact
+    from trainer.config import preset
+    from trainer.families import get_family
+    from trainer.families.base import FitContext
+
+    path = Path(path)
+    cfg = preset(preset_name, family)
+    options = {}
+    if cfg.family == "latent_diffusion":
+        options["vae"] = random_artifact(path.with_name(f".{path.stem}-vae.safetensors"), "mel_vae", preset_name,
+                                         seed)
+    ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, options=options)
+    fam = get_family(cfg.family)
+    cfg = fam.fit_config(cfg, ctx)
+    torch.manual_seed(seed)
+    objective = fam.objective(cfg, ctx)
+    with torch.no_grad():  # zero-initialised output layers would make every kick silent
+        for p in objective.module.parameters():
+            if p.ndim > 1 and p.abs().sum() == 0:
+                p.normal_(0, 0.02)
+    quantiles = [[i / 32 for i in range(33)] for _ in cfg.controls]
+    return save_artifact(path, objective.artifact_tensors(objective.module.state_dict()), cfg, step=0,
+                         control_quantiles=quantiles, training={"note": "random weights for benchmarks"},
+                         part_configs=objective.part_configs(cfg))
+
+
+def set_threads(n: int) -> None:
+    if n > 0:
+        import torch
+
+        torch.set_num_threads(n)

@@ -1,0 +1,170 @@
+"""Time to a custom model: from a folder of a user's kicks to a fine-tuned model served by a running daemon.
+
+    python -m bench custom [--kicks DIR] [--init A.safetensors] [--budget-min 45] [--quick]
+
+1. A user's folder: POOL kicks spread evenly over --kicks (sorted by name; default the starter kit),
+   split by `trainer.split.split_indices` (velocity layers and near-copies on one side) into about
+   TRAIN kicks for the user's folder and the rest held out for the evaluation (`fit` never sees them).
+2. A daemon is running already (the bundled model, pinned), as on the user's machine.
+3. The clock starts: `kicktrain fit <folder> --init <model> --export-dir <daemon's models>` (the
+   model's own family and preset) trains until the budget (--budget-min of training wall time) is
+   spent, then gets SIGTERM: it finishes its step, checkpoints, exports and exits 0.
+4. `/kick/model custom`, then one `/kick/generate`: the clock stops at its `/kick/done`.
+5. Quality: `trainer.evaluate.evaluate` of the starting model and the fine-tuned one against the
+   held-out kicks (--train: the user's folder). The starting model may have been trained on those
+   kicks (the bundled model saw the whole starter kit): its figures are then optimistic.
+Target: <= 60 minutes on 2 CPU cores, <= 10 on a 6 GB-class GPU. --quick: 12 kicks, 2 training steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import common
+
+NAME = "custom"
+POOL = 28
+HELDOUT = 8
+BUDGET_S = 45 * 60
+TARGET_S = {"cpu": 3600, "cuda": 600}
+EVAL_N = 32
+
+
+def pick(files: list[Path], n: int) -> list[Path]:
+    """n files spread evenly over the sorted list (all of them when there are fewer)."""
+    files = sorted(files)
+    if n >= len(files):
+        return files
+    step = len(files) / n
+    return [files[int(i * step)] for i in range(n)]
+
+
+def user_folder(kicks: Path, work: Path, pool: int, heldout: int) -> tuple[Path, Path, int, int]:
+    """(training folder, held-out folder, their sizes): copies of pool kicks, split with trainer.split."""
+    from trainer.config import DataConfig
+    from trainer.data import scan_audio
+    from trainer.evaluate import load_folder
+    from trainer.split import split_indices
+
+    chosen = pick(scan_audio([kicks]), pool)
+    cfg = DataConfig()
+    clips, sources, shas, _ = load_folder(chosen, cfg, log=lambda m: None)
+    manifest = [{"source": s, "sha256": h} for s, h in zip(sources, shas)]
+    tr, va = split_indices(clips, manifest, heldout / len(sources), cfg.sample_rate)
+    folders = (work / "my-kicks", work / "held-out")
+    for folder, idx in zip(folders, (tr, va)):
+        folder.mkdir()
+        for i in idx:
+            shutil.copy2(sources[i], folder / Path(sources[i]).name)
+    return folders[0], folders[1], len(tr), len(va)
+
+
+def _fit(folder: Path, init: Path, models: Path, run_dir: Path, device: str, budget_s: float | None,
+         max_steps: int | None, log: Path) -> tuple[int, float, bool]:
+    """Run `kicktrain fit`; SIGTERM after budget_s. (exit code, seconds, stopped by the budget)."""
+    from trainer.artifact import load_artifact
+
+    art = load_artifact(init)
+    cmd = [sys.executable, "-m", "trainer", "fit", str(folder), "--run-dir", str(run_dir), "--init", str(init),
+           "--family", art.family.replace("_", "-"), "--preset", art.config.preset, "--device", device,
+           "--export-dir", str(models), "--export-name", "custom", "--no-progress", "--no-tensorboard"]
+    if max_steps is not None:
+        cmd += ["--max-steps", str(max_steps)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = str(common.REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    t0 = time.perf_counter()
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(cmd, cwd=common.REPO, env=env, stdout=f, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    stopped = False
+    try:
+        proc.wait(timeout=budget_s)
+    except subprocess.TimeoutExpired:
+        stopped = True
+        proc.send_signal(signal.SIGTERM)  # the trainer saves and exports at the next step boundary
+        try:
+            proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, time.perf_counter() - t0, stopped
+
+
+def run(opts: common.Options) -> dict:
+    from bench import latency
+    from trainer.artifact import load_artifact
+    from trainer.evaluate import evaluate
+
+    init = Path(opts.init or opts.models[0])
+    pool, heldout = (12, 4) if opts.quick else (POOL, HELDOUT)
+    budget = None if opts.quick else (opts.budget_s or BUDGET_S)
+    with tempfile.TemporaryDirectory(prefix="kickbench-custom-") as tmp:
+        work = Path(tmp)
+        mine, held, n_train, n_held = user_folder(opts.kicks, work, pool, heldout)
+        models = work / "models"
+        models.mkdir()
+        ns = argparse.Namespace(device=opts.device, models=str(models), model="default", threads=opts.threads,
+                                extra=[])
+        proc, port, _ = latency.start(ns, work)
+        client = latency.Client(port)
+        try:
+            t0 = time.perf_counter()
+            rc, fit_s, stopped = _fit(mine, init, models, work / "run", opts.device, budget,
+                                      2 if opts.quick else None, work / "fit.log")
+            if rc != 0 or not (models / "custom.safetensors").is_file():
+                tail = (work / "fit.log").read_text(errors="replace").strip().splitlines()[-3:]
+                raise RuntimeError(f"kicktrain fit exited with {rc}: {' | '.join(tail)}")
+            replies, _ = client.request(latency.message("/kick/model", "custom"), 1, 120)
+            if replies[0] != ("/kick/model", ["custom"]):
+                raise RuntimeError(f"/kick/model custom was answered {replies[0]}")
+            replies, _ = client.request(latency.message("/kick/generate", 1, "seed", 1), 1, 600)
+            if replies[0][0] != "/kick/done":
+                raise RuntimeError(f"/kick/generate was answered {replies[0]}")
+            total_s = time.perf_counter() - t0
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            client.sock.close()
+        custom = load_artifact(models / "custom.safetensors")
+        kept = work / "custom.safetensors"
+        shutil.copy2(models / "custom.safetensors", kept)
+        n = 4 if opts.quick else EVAL_N
+        report, _ = evaluate([init, kept], [held], [mine], n=n, steps=[custom.config.sampling.steps]
+                             if hasattr(custom.config, "sampling") else [10], seed=opts.seed, device=opts.device,
+                             splits=5 if opts.quick else 50, log=lambda m: None)
+    kind = common.device_kind(report["device"])
+    rows = [{k: r.get(k) for k in ("name", "kind", "steps", "kid", "kid_std", "fad", "haze_vs_real_db",
+                                   "diversity_ratio", "latency_s")} for r in report["rows"]]
+    tr = custom.training
+    return {"init": str(init), "kicks": str(opts.kicks), "user_kicks": n_train, "held_out_kicks": n_held,
+            "budget_s": budget, "stopped_by_budget": stopped, "fit_s": fit_s, "train_seconds": tr.get("train_seconds"),
+            "train_steps": custom.step, "samples_per_s": tr.get("samples_per_s"), "time_to_model_s": total_s,
+            "target_s": TARGET_S[kind], "met_target": bool(total_s <= TARGET_S[kind]), "eval_n": n,
+            "rows": rows}
+
+
+def table(payload: dict) -> str:
+    p = payload
+    head = (f"{p['user_kicks']} kicks -> fine-tuned from {Path(p['init']).name}: {p['train_steps']} steps in "
+            f"{p['fit_s']:.0f} s of fit; served after {p['time_to_model_s'] / 60:.1f} min (target "
+            f"{p['target_s'] / 60:.0f} min: {'met' if p['met_target'] else 'MISSED'})\n"
+            f"quality against {p['held_out_kicks']} held-out kicks of the same pool:\n")
+    return head + common.table(p["rows"], [("name", "set", ""), ("kid", "KID", ".3g"), ("kid_std", "±", ".2g"),
+                                           ("fad", "FAD", ".3g"), ("haze_vs_real_db", "haze dB", "+.1f"),
+                                           ("diversity_ratio", "div/real", ".2f")])

@@ -1,0 +1,238 @@
+"""The suite's figures on inputs whose answer is known: Spearman's r, the control targets, the guidance choice,
+FLOP counting, the burst's accounting, the report's choice of results, bench/gpu.py on a CPU."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from daemon_util import make_artifact  # noqa: E402
+
+from bench import controls, custom, flops, gpu, latency, report  # noqa: E402
+from bench.train_speed import speedups  # noqa: E402
+
+# ------------------------------------------------------------------ Spearman
+
+
+def test_spearman_is_one_for_any_increasing_map_and_handles_ties():
+    x = np.arange(20, dtype=float)
+    assert controls.spearman(x, np.exp(x / 3)) == pytest.approx(1.0)
+    assert controls.spearman(x, -(x**3)) == pytest.approx(-1.0)
+    assert np.isnan(controls.spearman(x, np.ones(20)))
+    assert list(controls.rankdata([3, 1, 3, 2])) == [3.5, 1.0, 3.5, 2.0]
+    rng = np.random.default_rng(0)
+    asked = np.repeat([0.1, 0.3, 0.5, 0.7, 0.9], 8)  # the sweep's many ties
+    measured = asked + rng.normal(0, 0.3, asked.size)
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert controls.spearman(asked, measured) == pytest.approx(scipy_stats.spearmanr(asked, measured)[0], abs=1e-12)
+
+
+# ------------------------------------------------------------------ the control targets
+
+VALUES = (0.1, 0.3, 0.5, 0.7, 0.9)
+Q = [float(v) for v in np.linspace(0.0, 1.0, 33)]  # raw units = dial units: the percentiles are 0.1, 0.2, ...
+QUANTILES = {"decay": Q, "pitch": [100 * v for v in Q], "click": [-60 + 60 * v for v in Q]}
+
+
+def sweep_raw(own: np.ndarray, pitch: float = 50.0, click: float = -30.0) -> np.ndarray:
+    """[values, n, 3] with decay = own and the other two constant (unless given per value)."""
+    n = own.shape[1]
+    raw = np.zeros((len(VALUES), n, 3))
+    raw[:, :, 0] = own
+    raw[:, :, 1] = np.broadcast_to(np.asarray(pitch, dtype=float).reshape(-1, 1), (len(VALUES), n))
+    raw[:, :, 2] = np.broadcast_to(np.asarray(click, dtype=float).reshape(-1, 1), (len(VALUES), n))
+    return raw
+
+
+def test_a_dial_that_does_what_it_says_meets_every_target():
+    rng = np.random.default_rng(1)
+    own = np.asarray(VALUES)[:, None] + rng.normal(0, 0.01, (5, 8))
+    row = controls.score("decay", VALUES, sweep_raw(own), QUANTILES)
+    assert row["r"] > 0.95 and row["targets"] == {"r": True, "low_end": True, "high_end": True, "cross_talk": True}
+    assert row["train"]["p20"] == pytest.approx(0.2) and row["train"]["p80"] == pytest.approx(0.8)
+    assert row["move_own"] == pytest.approx(0.8, abs=0.03) and row["met"] == 4
+
+
+def test_each_target_fails_on_its_own():
+    rng = np.random.default_rng(2)
+    narrow = 0.5 + 0.2 * (np.asarray(VALUES)[:, None] - 0.5) + rng.normal(0, 0.005, (5, 8))  # right way, too little
+    row = controls.score("decay", VALUES, sweep_raw(narrow), QUANTILES)
+    assert row["targets"]["r"] and not row["targets"]["low_end"] and not row["targets"]["high_end"]
+    noisy = np.asarray(VALUES)[:, None] + rng.normal(0, 0.6, (5, 8))
+    assert not controls.score("decay", VALUES, sweep_raw(noisy), QUANTILES)["targets"]["r"]
+    good = np.asarray(VALUES)[:, None] + rng.normal(0, 0.01, (5, 8))
+    dragging = 100 * (0.3 + 0.5 * np.asarray(VALUES))  # pitch moves 0.4 of its range while decay moves 0.8
+    row = controls.score("decay", VALUES, sweep_raw(good, pitch=dragging), QUANTILES)
+    assert row["cross_talk"]["pitch"] == pytest.approx(0.4, abs=0.02) and row["cross_talk"]["click"] == 0
+    assert row["cross_talk_ratio"]["pitch"] == pytest.approx(0.5, abs=0.03)
+    assert row["targets"]["r"] and row["targets"]["low_end"] and not row["targets"]["cross_talk"]
+    backwards = controls.score("decay", VALUES, sweep_raw(good[::-1]), QUANTILES)
+    assert backwards["r"] < -0.9 and backwards["met"] == 0
+
+
+def test_best_guidance_meets_the_most_targets_then_the_higher_r_then_the_smaller_scale():
+    def rows(met, r):
+        return [{"met": met, "r": r}]
+
+    assert controls.best_guidance({1.0: rows(2, 0.9), 2.0: rows(3, 0.5), 3.0: rows(1, 0.99)}) == 2.0
+    assert controls.best_guidance({1.0: rows(3, 0.5), 2.0: rows(3, 0.7)}) == 2.0
+    assert controls.best_guidance({3.0: rows(3, 0.7), 1.5: rows(3, 0.7)}) == 1.5
+    assert controls.best_guidance({}) is None
+
+
+# ------------------------------------------------------------------ FLOPs
+
+
+def test_flop_counter_counts_a_matmul_and_the_peak_is_a_rate():
+    a, b = torch.randn(64, 32), torch.randn(32, 16)
+    assert flops.count_flops(lambda: a @ b) == 2 * 64 * 32 * 16
+    assert 1e6 < flops.peak_flops("cpu", n=128, reps=1) < 1e15
+
+
+def test_flops_per_kick_is_the_steps_times_the_cost_of_one(tmp_path):
+    from trainer.generator import load_generator
+
+    gen = load_generator(make_artifact(tmp_path / "w.safetensors"), "cpu")
+    rows = flops.measure_model(gen, peak=1e11, reps=1)
+    one = rows[0]
+    assert one["steps"] == gen.default_steps and one["flops_per_step"] > 0
+    assert one["flops_per_kick"] == pytest.approx(one["flops_outside_steps"] + gen.default_steps
+                                                  * one["flops_per_step"], rel=0.01)
+    assert rows[1]["batch"] == 8 and rows[1]["flops_per_kick"] == pytest.approx(one["flops_per_kick"], rel=0.01)
+    assert one["of_peak"] == pytest.approx(one["achieved_flops"] / 1e11)
+
+
+# ------------------------------------------------------------------ the burst's accounting
+
+
+def fake_daemon(limit: int) -> tuple[int, threading.Event]:
+    """A UDP server that answers like the daemon: the first `limit` kicks are done (after a queue), the rest
+    refused busy; /kick/status reports the queue."""
+    from pythonosc.osc_message_builder import OscMessageBuilder
+    from pythonosc.osc_packet import OscPacket
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.01)
+    stop = threading.Event()
+    state = {"accepted": 0}
+
+    def reply(addr, address, *args):
+        b = OscMessageBuilder(address=address)
+        for a in args:
+            b.add_arg(a)
+        sock.sendto(b.build().dgram, addr)
+
+    def serve():
+        pending, last = [], time.monotonic()
+        while not stop.is_set():
+            try:
+                data, addr = sock.recvfrom(65536)
+            except TimeoutError:
+                data = None
+            if data:
+                for m in OscPacket(data).messages:
+                    msg = m.message
+                    if msg.address == "/kick/status":
+                        reply(addr, "/kick/status", "fake", "cpu", len(pending), 0)
+                    elif msg.address == "/kick/generate":
+                        kid = msg.params[2]
+                        if state["accepted"] < limit:
+                            state["accepted"] += 1
+                            pending.append((addr, kid))
+                        else:
+                            reply(addr, "/kick/error", kid, "busy: 3 kicks queued (limit 3)")
+            if pending and time.monotonic() - last > 0.03:  # one kick per 30 ms
+                addr, kid = pending.pop(0)
+                reply(addr, "/kick/done", kid, f"/tmp/{kid}.wav", 0)
+                last = time.monotonic()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return sock.getsockname()[1], stop
+
+
+def test_burst_counts_done_refused_and_the_largest_queue():
+    port, stop = fake_daemon(limit=5)
+    try:
+        b = latency.burst(port, clients=3, requests=3, timeout=20)
+    finally:
+        stop.set()
+    assert b["kicks_asked"] == 9 and b["kicks_done"] == 5 and b["refused"] == 4 and b["lost"] == 0
+    assert b["refusal_reasons"] == {"busy": 4}
+    assert b["kicks_per_s"] > 0 and 1 <= b["max_queue"] <= 5 and b["status_replies"] >= 1
+
+
+# ------------------------------------------------------------------ the rest
+
+
+def test_custom_picks_files_spread_over_the_folder():
+    files = [Path(f"k{i:03d}.wav") for i in range(100)]
+    got = custom.pick(list(reversed(files)), 4)
+    assert got == [Path("k000.wav"), Path("k025.wav"), Path("k050.wav"), Path("k075.wav")]
+    assert custom.pick(files[:3], 10) == files[:3]
+
+
+def test_speedups_compare_each_optimised_row_with_its_naive_twin():
+    rows = [{"family": "f", "preset": "p", "mode": "optimised", "samples_per_s": 30.0, "peak_gpu_mb": 500.0},
+            {"family": "f", "preset": "p", "mode": "naive", "samples_per_s": 10.0, "peak_gpu_mb": 1000.0},
+            {"family": "f", "preset": "q", "mode": "optimised", "error": "OOM"}]
+    assert speedups(rows) == [{"family": "f", "preset": "p", "speed_x": 3.0, "memory_x": 0.5}]
+    v = gpu.verdicts(rows)
+    assert v == [{"family": "f", "preset": "p", "peak_gpu_mb": 500.0, "within_design_point": True,
+                  "base_within_2gib": None, "speedup": 3.0, "memory_ratio": 0.5, "beats_naive": True}]
+    big = [dict(rows[0], preset="base", peak_gpu_mb=2100.0), dict(rows[1], preset="base", samples_per_s=20.0)]
+    v = gpu.verdicts(big)[0]
+    assert v["base_within_2gib"] is False and v["within_design_point"] is True and v["beats_naive"] is False
+
+
+def test_report_keeps_the_newest_suite_result_per_benchmark_and_device(tmp_path):
+    def write(name, d):
+        (tmp_path / name).write_text(json.dumps(d))
+
+    write("flops-cpu.json", {"suite": 1, "benchmark": "flops", "date": "2026-12-04T10:00:00+00:00", "machine": {}})
+    write("flops-old.json", {"suite": 1, "benchmark": "flops", "date": "2026-12-01T10:00:00+00:00", "machine": {}})
+    write("flops-gpu.json", {"suite": 1, "benchmark": "flops", "date": "2026-12-02T10:00:00+00:00",
+                             "machine": {"gpu": "H100"}})
+    write("latency-cpu.json", {"host": "vm", "results": []})  # an older script's result: not the suite's
+    (tmp_path / "broken.json").write_text("{")
+    got = report.load_results(tmp_path)
+    assert set(got) == {("flops", "cpu"), ("flops", "cuda")}
+    assert got[("flops", "cpu")]["_file"] == "flops-cpu.json"
+
+
+def test_gpu_script_refuses_without_a_gpu(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert gpu.main([]) == 2
+    err = capsys.readouterr().err
+    assert "no CUDA GPU here" in err and "python -m bench" in err
+
+
+def test_gpu_sections_run_on_a_cpu_with_tiny_sizes(tmp_path):
+    rows = gpu.train_section("cpu", ["waveform_diffusion"], ["tiny"], steps=1)
+    assert [r["mode"] for r in rows] == ["optimised", "optimised-fp32", "optimised-fp16", "naive"]
+    assert rows[1]["precision"] == "fp32" and rows[2]["precision"] == "torch.float16"
+    assert all(r["samples_per_s"] > 0 for r in rows)
+    late = gpu.train_section("cpu", ["mel_vae"], ["tiny"], modes=(("naive", None),), steps=1,
+                             deadline=gpu.Deadline(0), reserve_s=1)
+    assert late == [{"family": "mel_vae", "preset": "tiny", "mode": "naive", "skipped": "time budget"}]
+    art = make_artifact(tmp_path / "w.safetensors")
+    rows = gpu.sampling_section("cpu", [art], None, batches=(1,), reps=1)
+    assert rows[0]["how"] == "eager" and rows[0]["median_s"] > 0 and rows[0]["peak_gpu_mb"] is None
+    from trainer.generator import load_generator
+
+    gen = load_generator(art, "cpu")
+    assert gpu.compile_modules(gen, "default") == ["denoiser"]
+    assert isinstance(gen.denoiser, torch._dynamo.eval_frame.OptimizedModule)
+    kit = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
+    rows = gpu.loop_section("cpu", ["latent_diffusion"], "tiny", 2, [kit], tmp_path)
+    assert rows[0]["steps"] == 2 and rows[0]["samples_per_s"] > 0
