@@ -114,3 +114,32 @@ def test_the_daemon_serves_latent_diffusion_over_osc(ld_artifact, tmp_path):
         assert sr == 44100 and np.abs(audio).max() > 0.5
         replies = d.send("/kick/variation", Path(args[1]).name, "strength", 0.5, "count", 2, "steps", 4, expect=2)
         assert [a for a, _ in replies] == ["/kick/done", "/kick/done"], replies
+
+
+def test_with_augmentation_off_each_clip_is_encoded_once(vaes, monkeypatch):
+    """The latent cache: the same latents as encoding every batch, and the VAE's encoder runs once per
+    distinct clip. With augmentation on, nothing is kept (every batch is new audio)."""
+    import dataclasses
+
+    import torch
+
+    from trainer.config import AugmentConfig, preset
+    from trainer.families.latent_diffusion.network import LatentDenoiserNet
+    from trainer.families.latent_diffusion.objective import LatentObjective
+
+    vae = load_artifact(vaes[0])
+    off = AugmentConfig(**{f.name: 0.0 for f in dataclasses.fields(AugmentConfig) if f.name.endswith("_p")})
+    cfg = preset("tiny", "latent_diffusion").with_section("augment", off)
+    net = LatentDenoiserNet(cfg.model, vae.config.vae.latent_dim, len(cfg.controls))
+    obj = LatentObjective(cfg, net, vae, torch.device("cpu"))
+    clips = torch.from_numpy(synth_batch(5, seed=3, length=vae.config.data.length)).float()
+    calls = []
+    real = obj.posterior_means
+    monkeypatch.setattr(obj, "posterior_means", lambda x: calls.append(len(x)) or real(x))
+    first = obj.prepare_batch(clips[[0, 1, 2]])
+    again = obj.prepare_batch(clips[[2, 3, 0, 4]])
+    assert calls == [3, 2]  # clips 3 and 4 were new
+    assert torch.allclose(first, obj.to_latent(clips[[0, 1, 2]]), atol=1e-6)
+    assert torch.allclose(again, obj.to_latent(clips[[2, 3, 0, 4]]), atol=1e-6)
+    on = LatentObjective(preset("tiny", "latent_diffusion"), net, vae, torch.device("cpu"))
+    assert on.cache is None

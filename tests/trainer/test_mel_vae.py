@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+import torchaudio
 
 from trainer.checkpoint import list_checkpoints
 from trainer.config import preset
@@ -111,6 +112,20 @@ def test_the_inverter_puts_no_peak_at_multiples_of_sample_rate_over_16(kind):
     imaged = np.zeros(n, dtype=np.float32)
     imaged[::16] = tone[::16] * 16
     assert band_excess_db(imaged, sr, sr / 16 - 1000.0) > 10.0
+
+
+def test_the_front_end_is_torchaudios_magnitude_mel_spectrogram():
+    """MelFrontEnd takes the STFT magnitude with hypot (faster than abs of a complex tensor on the CPU):
+    the log-mel must be the one torchaudio's MelSpectrogram(power=1) gives."""
+    cfg = preset("small", "mel_vae")
+    sr, n = cfg.data.sample_rate, cfg.data.length
+    front = MelFrontEnd(cfg.mel, sr, n)
+    kick = torch.from_numpy(synth_batch(2, seed=5, length=n))
+    ref = torchaudio.transforms.MelSpectrogram(sr, n_fft=cfg.mel.n_fft, hop_length=cfg.mel.hop,
+                                               n_mels=cfg.mel.n_mels, f_min=cfg.mel.f_min,
+                                               f_max=min(cfg.mel.f_max, sr / 2), power=1.0)(kick)
+    db = 20.0 * torch.log10((ref[..., : front.frames] / front.gain).clamp(min=10.0 ** (cfg.mel.floor_db / 20.0)))
+    assert torch.allclose(front(kick), front.db_to_unit(db), atol=1e-5)
 
 
 def test_griffin_lim_inverts_a_real_mel_closely():
