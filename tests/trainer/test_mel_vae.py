@@ -26,6 +26,7 @@ from trainer.families.mel_vae.mel import MelFrontEnd
 from trainer.families.mel_vae.network import (
     MixturePrior,
     active_dims,
+    band_weights,
     free_bits_kl,
     gaussian_kl,
     kl_beta,
@@ -53,6 +54,21 @@ def test_free_bits_and_reconstruction_by_hand():
     assert recon_error(x_hat, x, "l2").tolist() == [0.5, 1.0]
     mu = torch.tensor([[0.0, 1.0, 5.0], [0.0, -1.0, 5.0], [0.0, 0.5, 5.001]])
     assert active_dims(mu) == 1
+
+
+def test_low_band_weighting_by_hand():
+    """Bands centred below recon_low_hz count low_weight times as much, the mean weight stays 1."""
+    w = band_weights(torch.tensor([50.0, 100.0, 1000.0, 5000.0]), 250.0, 3.0)
+    assert torch.allclose(w, torch.tensor([1.5, 1.5, 0.5, 0.5]))
+    assert band_weights(torch.tensor([50.0, 5000.0]), 250.0, 1.0) is None
+    x = torch.zeros(1, 4, 2)
+    x_hat = torch.tensor([[[1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]])  # error in one low, one high band
+    assert recon_error(x_hat, x, "l1", w).tolist() == [0.5]  # (1.5 * 2 + 0.5 * 2) / 8
+    x_hat_low = torch.tensor([[[1.0, 1.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]])
+    assert recon_error(x_hat_low, x, "l1", w).tolist() == [0.75]
+    cfg = preset("small", "mel_vae")
+    centres = MelFrontEnd(cfg.mel, cfg.data.sample_rate, cfg.data.length).band_centres_hz
+    assert int((centres < 250).sum()) == 11 and torch.all(centres[1:] > centres[:-1])
 
 
 def test_kl_warm_up_schedule():

@@ -59,6 +59,8 @@ class MelVAEFamily(Family):
             (v.latent_dim >= 1 and v.blocks_per_level >= 1 and v.kernel % 2 == 1, "vae: latent_dim and blocks >= 1, "
              "kernel odd"),
             (v.recon in ("l1", "l2"), f"vae.recon {v.recon!r} is not l1 or l2"),
+            (0 < v.recon_low_weight <= 100 and 0 < v.recon_low_hz < 20000,
+             "vae.recon_low_weight must be within (0, 100] and vae.recon_low_hz within (0, 20000) Hz"),
             (v.beta >= 0 and v.free_bits >= 0 and v.kl_warmup_steps >= 0, "vae: beta, free_bits, warm-up >= 0"),
             (p.components >= 1 and p.hidden >= 1, "prior: components and hidden >= 1"),
             (i.kind in ("vocos", "griffin-lim"), f"inverter.kind {i.kind!r} is not vocos or griffin-lim"),

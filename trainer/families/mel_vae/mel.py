@@ -39,6 +39,13 @@ class MelFrontEnd(torch.nn.Module):
         """[n_fft // 2 + 1, n_mels] triangular filters."""
         return self.mel.mel_scale.fb
 
+    @property
+    def band_centres_hz(self) -> torch.Tensor:
+        """[n_mels] each mel band's centre of mass on the STFT's frequency axis (Hz)."""
+        fb = self.filterbank
+        freqs = torch.linspace(0.0, self.sample_rate / 2, fb.shape[0], dtype=fb.dtype)
+        return (fb * freqs[:, None]).sum(0) / fb.sum(0).clamp(min=1e-12)
+
     def db_to_unit(self, db: torch.Tensor) -> torch.Tensor:
         f = self.cfg.floor_db
         return (db - f) / (-f) * 2.0 - 1.0

@@ -54,10 +54,23 @@ def kl_beta(step: int, beta: float, warmup_steps: int) -> float:
     return beta * min(1.0, step / warmup_steps)
 
 
-def recon_error(x_hat: torch.Tensor, x: torch.Tensor, kind: str = "l1") -> torch.Tensor:
-    """Per-kick mean reconstruction error over all mel bins: [B, ...] -> [B]."""
-    d = (x_hat.float() - x.float()).flatten(1)
-    return d.abs().mean(1) if kind == "l1" else d.pow(2).mean(1)
+def recon_error(x_hat: torch.Tensor, x: torch.Tensor, kind: str = "l1",
+                band_weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-kick mean reconstruction error over all mel bins: [B, n_mels, frames] -> [B]. band_weights
+    [n_mels] (mean 1) weights each band's error."""
+    d = x_hat.float() - x.float()
+    e = d.abs() if kind == "l1" else d.pow(2)
+    if band_weights is not None:
+        e = e * band_weights.to(e)[:, None]
+    return e.flatten(1).mean(1)
+
+
+def band_weights(centres_hz: torch.Tensor, low_hz: float, low_weight: float) -> torch.Tensor | None:
+    """Weights per mel band: low_weight below low_hz, 1 above, scaled to mean 1 (None when all equal)."""
+    if low_weight == 1.0:
+        return None
+    w = torch.where(centres_hz < low_hz, torch.tensor(float(low_weight)), torch.tensor(1.0))
+    return w / w.mean()
 
 
 def active_dims(mu: torch.Tensor, threshold: float = 0.01) -> int:

@@ -13,7 +13,7 @@ from ...config import Config
 from ..base import Objective
 from .inverter import inverter_loss
 from .mel import MelFrontEnd
-from .network import MelVAE, active_dims, free_bits_kl, gaussian_kl, kl_beta, recon_error
+from .network import MelVAE, active_dims, band_weights, free_bits_kl, gaussian_kl, kl_beta, recon_error
 
 
 class MelVAEModule(nn.Module):
@@ -43,6 +43,7 @@ class MelVAEObjective(Objective):
         self.module = module
         self.front = front
         self.parts = ("vae", "inverter") if module.inverter is not None else ("vae",)
+        self.band_weights = band_weights(front.band_centres_hz, cfg.vae.recon_low_hz, cfg.vae.recon_low_weight)
 
     @torch.no_grad()
     def prepare_batch(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,7 +55,7 @@ class MelVAEObjective(Objective):
         mel, x = batch
         eps = torch.randn(x.shape[0], v.latent_dim, generator=g).to(x.device)
         out = module(mel, x, cond, mask, eps, self.front, inv.batch)
-        recon = recon_error(out["mel_hat"], mel, v.recon).mean()
+        recon = recon_error(out["mel_hat"], mel, v.recon, self.band_weights).mean()
         kl = gaussian_kl(out["mu"].float(), out["logvar"].float())
         beta = kl_beta(step, v.beta, v.kl_warmup_steps)
         loss = recon + beta * free_bits_kl(kl, v.free_bits) + p.weight * out["prior_nll"].mean()
