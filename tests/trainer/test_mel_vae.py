@@ -259,3 +259,21 @@ def test_export_can_switch_a_mel_vae_to_griffin_lim(tmp_path, capsys):
     capsys.readouterr()
     assert kicktrain(["export", str(run), "--out", str(out), "--set", "vae.beta=1"]) == 2
     assert "export cannot change vae.beta of a mel_vae model" in capsys.readouterr().err
+
+
+def test_a_fine_tune_keeps_the_artifacts_shape_and_its_own_loss_settings(tmp_path):
+    """--init takes the network's shape (and mel, prior, inverter) from the artifact; the loss settings asked
+    on the command line (beta, warm-up, the low-band weight) are the run's own, not silently replaced."""
+    from daemon_util import make_artifact
+
+    from trainer.artifact import load_artifact
+
+    art = load_artifact(make_artifact(tmp_path / "vae.safetensors", family="mel_vae"))
+    fam = get_family("mel_vae")
+    asked = preset("tiny", "mel_vae").replace("vae", latent_dim=art.config.vae.latent_dim + 4, beta=0.5,
+                                               kl_warmup_steps=0, recon_low_weight=8.0)
+    ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, init=art)
+    cfg = fam.fit_config(asked, ctx)
+    assert cfg.vae.latent_dim == art.config.vae.latent_dim and cfg.vae.channels == art.config.vae.channels
+    assert (cfg.vae.beta, cfg.vae.kl_warmup_steps, cfg.vae.recon_low_weight) == (0.5, 0, 8.0)
+    assert cfg.mel == art.config.mel and cfg.inverter == art.config.inverter

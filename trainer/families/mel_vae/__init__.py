@@ -103,9 +103,13 @@ class MelVAEFamily(Family):
         if ctx.init is None:
             return cfg
         art = ctx.init
-        for section in ("mel", "vae", "prior", "inverter", "conditioning"):
+        for section in ("mel", "prior", "inverter", "conditioning"):
             cfg = cfg.with_section(section, getattr(art.config, section))
-        ctx.log(f"fine-tuning: taking the mel, vae, prior and inverter settings of {art.path.name}")
+        # the network's shape comes from the artifact; how it is trained (beta, warm-up, free bits, the
+        # reconstruction error and its band weights) from this run's preset and --set
+        shape = {k: getattr(art.config.vae, k) for k in ("channels", "blocks_per_level", "latent_dim", "kernel")}
+        cfg = cfg.replace("vae", **shape)
+        ctx.log(f"fine-tuning: taking the mel, prior and inverter settings and the VAE's shape of {art.path.name}")
         return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)
 
     def objective(self, cfg: Config, ctx: FitContext):
