@@ -12,6 +12,8 @@ from trainer.descriptors import measure
 from trainer.generator import Endpoint, Interpolation, Item, load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
+# the waveform-diffusion model bundled until 2026-12-04 (trained)
+WAVEFORM = ROOT / "tests" / "fixtures" / "models" / "waveform-small-2026-12-03.safetensors"
 BUNDLED = ROOT / "kickserver" / "models" / "default.safetensors"
 
 
@@ -56,11 +58,12 @@ def test_a_file_endpoint_and_refusals(models):
         Endpoint()
 
 
-def test_descriptors_move_monotonically_on_average_along_a_sweep():
-    """The bundled model, pairs of seeds whose decay or pitch differ: the measured descriptor follows t."""
+@pytest.mark.parametrize("model", [BUNDLED, WAVEFORM], ids=["bundled", "waveform"])
+def test_descriptors_move_monotonically_on_average_along_a_sweep(model):
+    """Trained models, pairs of seeds whose decay or pitch differ: the measured descriptor follows t."""
     from scipy.stats import spearmanr
 
-    gen = load_generator(BUNDLED, "cpu")
+    gen = load_generator(model, "cpu")
     ts = [0.0, 0.25, 0.5, 0.75, 1.0]
     seeds = list(range(20, 32))
     ends = measure(torch.from_numpy(gen.render([Item(seed=s) for s in seeds], steps=6)), gen.sample_rate).numpy()

@@ -23,10 +23,11 @@ from .config import LatentNetConfig, VAERefConfig
 
 CONTROLS = ("decay", "pitch", "click")
 # latents are normalised to unit spread: v-prediction, no STFT term (there is no audio here), x0 within
-# +-5 standard deviations, and a uniform time grid (measured better than time_power < 1 for latents:
-# docs/model.md)
+# +-5 standard deviations. Sampling: 10 steps with the waveform family's time_power 0.35; on the model of
+# MODEL_CARD.md (64 kicks against 20 held-out) it gave KID 0.61 at 10 steps against 0.67 with a uniform grid
+# (1.0), as good as 25 uniform steps (0.60), at the same cost per step
 LATENT_DIFFUSION = DiffusionConfig(prediction="v", stft_loss_weight=0.0, data_scale=1.0, clip_x0=5.0)
-LATENT_SAMPLING = SamplingConfig(steps=25, time_power=1.0, image_reject_db=0.0)
+LATENT_SAMPLING = SamplingConfig(steps=10, time_power=0.35, image_reject_db=0.0)
 
 
 class LatentDiffusion(Family):

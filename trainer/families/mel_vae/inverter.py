@@ -75,8 +75,15 @@ class GriffinLimInverter(nn.Module):
         self.register_buffer("pinv", torch.linalg.pinv(front.filterbank.T.double()).float(), persistent=False)
         self.register_buffer("window", torch.hann_window(front.cfg.n_fft), persistent=False)
 
+    # mel bins this close to the front end's floor (mel.floor_db, -100 dB) are silence: a decoder's output
+    # hovers there in a kick's tail, and Griffin-Lim turned those crumbs into a noise floor about 78 dB
+    # under the attack; zeroed, the tail is digital silence as in the prepared real kicks
+    SILENCE_MARGIN_DB = 10.0
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         mel = self.front.magnitude(x)  # [B, n_mels, frames + 1]
+        floor = 10.0 ** ((self.front.cfg.floor_db + self.SILENCE_MARGIN_DB) / 20.0) * self.front.gain
+        mel = torch.where(mel < floor, torch.zeros_like(mel), mel)
         lin = (self.pinv @ mel).clamp(min=0.0)  # [B, n_fft/2 + 1, frames + 1]
         c = self.front.cfg
         return AF.griffinlim(lin, self.window, c.n_fft, c.hop, c.n_fft, 1.0, self.iters, 0.99, self.front.length,
