@@ -7,7 +7,7 @@ Each world size is a fresh `torchrun --standalone --nproc-per-node N -m trainer 
 preset and effective batch (train.batch_size is split across the processes), one torch thread per
 process on a CPU (gloo) or one GPU per process (NCCL). Throughput is the median of the samples/s the
 trainer logs every `log_every` steps, after the first interval (warm-up); wall time is the whole fit.
-Writes <out>/ddp-<cpu|cuda>.json with the machine. On a CPU, N processes can only be faster when the
+Writes <out>/ddp-<family>-<cpu|cuda>.json with the machine. On a CPU, N processes can only be faster when the
 machine has N idle cores: the load average before and after is recorded.
 """
 
@@ -35,7 +35,7 @@ def one(n: int, args: argparse.Namespace, tmp: Path) -> dict:
            "fit", str(args.data), "--family", args.family, "--preset", args.preset, "--run-dir", str(run),
            "--device", args.device, "--max-steps", str(args.steps), "--no-progress", "--no-tensorboard",
            "--set", "train.log_every=10", "--set", "train.val_every=100000", "--set", "train.ckpt_every=100000",
-           "--set", "train.sample_every=0"]
+           "--set", "train.sample_every=0"] + (["--vae", str(args.vae)] if args.vae else [])
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), PYTHONPATH=str(common.REPO))
     load = os.getloadavg()
     t0 = time.perf_counter()
@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per process")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--data", type=Path, default=common.STARTER_KIT)
+    ap.add_argument("--vae", type=Path, help="latent-diffusion: the mel-vae artifact it trains over")
     ap.add_argument("--out", type=Path, default=common.RESULTS)
     args = ap.parse_args(argv)
     procs = [int(p) for p in args.procs.split(",")]
@@ -74,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"suite": common.SCHEMA, "benchmark": "ddp", "date": common.now(), "machine": common.machine(kind),
                "family": args.family, "preset": args.preset, "steps": args.steps, "threads_per_process": args.threads,
                "rows": rows}
-    print(f"wrote {common.write_result(args.out, 'ddp', kind, payload)}")
+    name = f"ddp-{args.family.replace('_', '-')}"
+    print(f"wrote {common.write_result(args.out, name, kind, payload)}")
     return 0
 
 
