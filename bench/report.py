@@ -22,14 +22,16 @@ if __package__ in (None, ""):
 
 from bench import common  # noqa: E402
 
-ORDER = ("osc", "sampling", "quality", "flops", "controls", "train", "custom")
+ORDER = ("osc", "sampling", "quality", "flops", "controls", "train", "ddp", "custom")
 TITLES = {"osc": "The daemon end to end (OSC)", "sampling": "Sampling latency per sampler and step count",
           "quality": "Quality per cost", "flops": "FLOPs and the hardware's limit",
           "controls": "Do the dials do what they say?", "train": "Training speed and peak memory",
-          "custom": "Time to a custom model", "gpu": "GPU"}
+          "custom": "Time to a custom model", "gpu": "GPU",
+          "ddp": "Training on 1 and on 2 processes (DistributedDataParallel)"}
 COMMANDS = {"osc": "python -m bench osc", "sampling": "python -m bench sampling", "quality": "python -m bench quality",
             "flops": "python -m bench flops", "controls": "python -m bench controls --guidance 1,1.5,2,3",
-            "train": "python -m bench train", "custom": "python -m bench custom", "gpu": "python -m bench.gpu"}
+            "train": "python -m bench train", "custom": "python -m bench custom", "gpu": "python -m bench.gpu",
+            "ddp": "python bench/ddp_speed.py"}
 
 
 def load_results(folder: Path) -> dict[tuple[str, str], dict]:
@@ -260,7 +262,16 @@ def section_gpu(d: dict, img: Path, page: Path) -> str:
     return text + "\n"
 
 
-SECTIONS = {"osc": section_osc, "sampling": section_sampling, "quality": section_quality, "flops": section_flops,
+def section_ddp(d: dict, img: Path, page: Path) -> str:
+    return (md_table(d["rows"], [("family", "family", ""), ("processes", "processes", "d"), ("steps", "steps", "d"),
+                                 ("samples_per_s", "samples/s", ".1f"), ("speed_up", "x of 1 process", ".2f"),
+                                 ("log_line", "the trainer says", "")])
+            + f"\n\nPreset `{d.get('preset')}`, {d.get('threads_per_process')} torch thread(s) per process, the same "
+            "effective batch split across the processes (gloo on a CPU).\n")
+
+
+SECTIONS = {"ddp": section_ddp, "osc": section_osc, "sampling": section_sampling, "quality": section_quality,
+            "flops": section_flops,
             "controls": section_controls, "train": section_train, "custom": section_custom, "gpu": section_gpu}
 
 
