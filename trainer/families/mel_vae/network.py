@@ -69,7 +69,8 @@ def band_weights(centres_hz: torch.Tensor, low_hz: float, low_weight: float) -> 
     """Weights per mel band: low_weight below low_hz, 1 above, scaled to mean 1 (None when all equal)."""
     if low_weight == 1.0:
         return None
-    w = torch.where(centres_hz < low_hz, torch.tensor(float(low_weight)), torch.tensor(1.0))
+    w = torch.ones_like(centres_hz)
+    w[centres_hz < low_hz] = float(low_weight)
     return w / w.mean()
 
 
