@@ -100,10 +100,14 @@ def test_mixture_prior_nll_of_a_standard_normal_by_hand():
 
 
 def band_excess_db(audio: np.ndarray, sr: int, f: float, half: float = 60.0) -> float:
-    """Level of a narrow band around f minus the level of the bands 300..700 Hz to either side."""
-    spec = np.abs(np.fft.rfft(audio * np.hanning(len(audio)))) ** 2
+    """Level of a narrow band around f minus the level of the bands 300..700 Hz to either side; 0 where the
+    band is more than 120 dB under the spectrum's peak (float32 rounding noise there, whose random
+    ups and downs are no image: Griffin-Lim's silent bands sit at about -177 dB)."""
+    spec = np.abs(np.fft.rfft(audio.astype(np.float64) * np.hanning(len(audio)))) ** 2
     freqs = np.fft.rfftfreq(len(audio), 1.0 / sr)
     centre = spec[(freqs > f - half) & (freqs < f + half)].mean()
+    if centre < spec.max() * 1e-12:
+        return 0.0
     side = spec[((freqs > f - 700) & (freqs < f - 300)) | ((freqs > f + 300) & (freqs < f + 700))].mean()
     return 10 * np.log10(centre / side)
 
