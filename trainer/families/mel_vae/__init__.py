@@ -118,7 +118,7 @@ class MelVAEFamily(Family):
 
         vae, inv = self._modules(cfg)
         front = MelFrontEnd(cfg.mel, cfg.data.sample_rate, cfg.data.length).to(ctx.device)
-        return MelVAEObjective(cfg, MelVAEModule(vae, inv).to(ctx.device), front)
+        return MelVAEObjective(cfg, MelVAEModule(vae, inv, cfg.vae.posterior_noise).to(ctx.device), front)
 
     def load_generator(self, art, device: torch.device):
         from .generator import MelVAEGenerator

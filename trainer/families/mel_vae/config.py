@@ -34,6 +34,11 @@ class VAEConfig:
     # 9 % of the loss, and the decoder gave every kick the same average low end (docs/model.md)
     recon_low_weight: float = 1.0
     recon_low_hz: float = 250.0
+    # a decoder-only fine-tune (with --init): the encoder is frozen, so the latent space, and any latent
+    # diffusion trained in it, keeps its meaning; the decoder learns from the posterior means (no sampling
+    # noise, which blurs what it learns: MODEL_CARD.md)
+    train_encoder: bool = True
+    posterior_noise: bool = True
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,16 @@ from .network import MelVAE, active_dims, band_weights, free_bits_kl, gaussian_k
 class MelVAEModule(nn.Module):
     """What a mel-VAE run trains: the VAE (encoder, decoder, prior) and, when learned, the inverter."""
 
-    def __init__(self, vae: MelVAE, inverter: nn.Module | None) -> None:
+    def __init__(self, vae: MelVAE, inverter: nn.Module | None, posterior_noise: bool = True) -> None:
         super().__init__()
         self.vae = vae
         self.inverter = inverter
+        self.posterior_noise = posterior_noise
 
     def forward(self, mel: torch.Tensor, audio: torch.Tensor, cond: torch.Tensor | None, mask: torch.Tensor | None,
                 eps: torch.Tensor, front: MelFrontEnd, inverter_batch: int) -> dict[str, torch.Tensor]:
         mu, logvar = self.vae.encode(mel)
-        z = mu + (0.5 * logvar).exp() * eps
+        z = mu + (0.5 * logvar).exp() * eps if self.posterior_noise else mu
         mel_hat = self.vae.decode(z)
         out = {"mu": mu, "logvar": logvar, "mel_hat": mel_hat,
                "prior_nll": self.vae.prior.nll(z.detach(), cond, mask)}
@@ -44,6 +45,8 @@ class MelVAEObjective(Objective):
         self.front = front
         self.parts = ("vae", "inverter") if module.inverter is not None else ("vae",)
         self.band_weights = band_weights(front.band_centres_hz, cfg.vae.recon_low_hz, cfg.vae.recon_low_weight)
+        if not cfg.vae.train_encoder:  # no gradient, so the optimiser leaves the encoder exactly as it was
+            module.vae.encoder.requires_grad_(False)
 
     @torch.no_grad()
     def prepare_batch(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
