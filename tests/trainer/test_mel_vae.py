@@ -281,3 +281,30 @@ def test_a_fine_tune_keeps_the_artifacts_shape_and_its_own_loss_settings(tmp_pat
     assert cfg.vae.latent_dim == art.config.vae.latent_dim and cfg.vae.channels == art.config.vae.channels
     assert (cfg.vae.beta, cfg.vae.kl_warmup_steps, cfg.vae.recon_low_weight) == (0.5, 0, 8.0)
     assert cfg.mel == art.config.mel and cfg.inverter == art.config.inverter
+
+
+def test_a_decoder_only_fine_tune_leaves_the_encoder_as_it_was(tmp_path):
+    """vae.train_encoder=false: after fine-tuning steps the encoder (the latent space a latent diffusion was
+    trained in) is bit for bit the one it started from, and the decoder has moved."""
+    from daemon_util import make_artifact
+    from safetensors.torch import load_file
+
+    from trainer.cli import main as kicktrain
+
+    kicks = tmp_path / "kicks"
+    kicks.mkdir()
+    for i, clip in enumerate(synth_batch(6, seed=3)):
+        sf.write(kicks / f"k{i:02d}.wav", clip, 44100, subtype="PCM_16")
+    start = make_artifact(tmp_path / "vae.safetensors", family="mel_vae")
+    out = tmp_path / "tuned.safetensors"
+    args = ["--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard", "--max-steps", "3",
+            "--set", "train.ema_decay=0", "--set", "vae.posterior_noise=false"]
+    assert kicktrain(["fit", str(kicks), "--family", "mel-vae", "--init", str(start), "--run-dir",
+                      str(tmp_path / "run"), *args, "--set", "vae.train_encoder=false"]) == 0
+    assert kicktrain(["export", str(tmp_path / "run"), "--out", str(out)]) == 0
+    before, after = load_file(str(start)), load_file(str(out))
+    enc = [k for k in before if k.startswith("vae.encoder.")]
+    dec = [k for k in before if k.startswith("vae.decoder.")]
+    assert enc and dec
+    assert all(torch.equal(before[k], after[k]) for k in enc)
+    assert not all(torch.equal(before[k], after[k]) for k in dec)
