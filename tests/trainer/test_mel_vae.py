@@ -308,3 +308,11 @@ def test_a_decoder_only_fine_tune_leaves_the_encoder_as_it_was(tmp_path):
     assert enc and dec
     assert all(torch.equal(before[k], after[k]) for k in enc)
     assert not all(torch.equal(before[k], after[k]) for k in dec)
+
+
+def test_band_weights_are_built_on_the_front_ends_device():
+    """The objective is built after the front end moved to the training device: nothing may stay on the CPU
+    (the meta device stands in for a GPU here)."""
+    cfg = preset("tiny", "mel_vae")
+    front = MelFrontEnd(cfg.mel, cfg.data.sample_rate, cfg.data.length).to("meta")
+    assert front.band_centres_hz.device.type == "meta"

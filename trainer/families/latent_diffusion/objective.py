@@ -40,7 +40,8 @@ class LatentObjective(DiffusionObjective):
         if self.cache is None:
             return self.to_latent(x)
         # no augmentation: a clip is always the same samples, so its latent is encoded once. Keys are
-        # content hashes of the clips as given (the prefetch thread is the only writer during a run)
+        # content hashes of the clips as given; the prefetch thread and validation may both add entries (dict
+        # updates are atomic; at worst a clip is encoded twice)
         rows = x.detach().float().cpu().contiguous()
         keys = [hashlib.blake2b(r.numpy().tobytes(), digest_size=16).digest() for r in rows]
         todo = sorted({i for i, k in enumerate(keys) if k not in self.cache})

@@ -43,7 +43,7 @@ class MelFrontEnd(torch.nn.Module):
     def band_centres_hz(self) -> torch.Tensor:
         """[n_mels] each mel band's centre of mass on the STFT's frequency axis (Hz)."""
         fb = self.filterbank
-        freqs = torch.linspace(0.0, self.sample_rate / 2, fb.shape[0], dtype=fb.dtype)
+        freqs = torch.linspace(0.0, self.sample_rate / 2, fb.shape[0], dtype=fb.dtype, device=fb.device)
         return (fb * freqs[:, None]).sum(0) / fb.sum(0).clamp(min=1e-12)
 
     def db_to_unit(self, db: torch.Tensor) -> torch.Tensor:
