@@ -134,12 +134,7 @@ def run(opts: common.Options) -> dict:
                 raise RuntimeError(f"/kick/generate was answered {replies[0]}")
             total_s = time.perf_counter() - t0
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            latency.stop_daemon(proc)
             client.sock.close()
         custom = load_artifact(models / "custom.safetensors")
         kept = work / "custom.safetensors"

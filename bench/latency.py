@@ -53,6 +53,16 @@ BURST_REQUESTS = 20
 STATUS_EVERY_S = 0.02
 
 
+
+def stop_daemon(proc: subprocess.Popen) -> None:
+    """SIGTERM a daemon this benchmark started, SIGKILL it if it has not exited within 20 s, and reap it."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -268,12 +278,7 @@ def run(opts) -> dict:
                 rows.append(r)
             b = burst(port, clients, requests, timeout=600)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_daemon(proc)
             client.sock.close()
     kind = common.device_kind(st[1])
     for r in rows:
@@ -342,11 +347,7 @@ def main() -> int:
                           f"(n={r['reps']}, ddpm {args.baseline_steps} steps)  realtime x{r['realtime_factor']:.2f}",
                           flush=True)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_daemon(proc)
         import torch
 
         result = {
