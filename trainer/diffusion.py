@@ -197,6 +197,9 @@ class Denoiser(torch.nn.Module):
                 cond_mask: torch.Tensor | None = None) -> torch.Tensor:
         if t.ndim == 0:
             t = t.expand(x_t.shape[0])
+        # the samplers' time grids live on the CPU; the latent denoiser's time embedding did not move them, so
+        # latent diffusion failed on a GPU at the first step (seen on an H200, 2026-12-04)
+        t = t.to(x_t.device)
         out = self.net(x_t, t.to(x_t.dtype), cond, cond_mask)
         x0 = self.x0_from_output(x_t, t, out.to(x_t.dtype))
         if self.clip_x0:

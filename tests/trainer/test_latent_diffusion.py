@@ -143,3 +143,20 @@ def test_with_augmentation_off_each_clip_is_encoded_once(vaes, monkeypatch):
     assert torch.allclose(again, obj.to_latent(clips[[2, 3, 0, 4]]), atol=1e-6)
     on = LatentObjective(preset("tiny", "latent_diffusion"), net, vae, torch.device("cpu"))
     assert on.cache is None
+
+
+def test_the_denoiser_takes_the_samplers_cpu_time_grid_to_the_networks_device():
+    # the samplers' time grids are CPU tensors; on a GPU the latent denoiser's time embedding met them on
+    # the CPU and latent diffusion failed at its first step (an H200, 2026-12-04). The meta device stands in
+    # for the GPU here: any CPU tensor reaching the network's layers is the same error
+    import torch
+
+    from trainer.config import preset
+    from trainer.diffusion import Denoiser
+    from trainer.families.latent_diffusion.network import LatentDenoiserNet
+
+    cfg = preset("tiny", "latent_diffusion")
+    den = Denoiser.from_config(LatentDenoiserNet(cfg.model, 8, 3).to("meta"), cfg.diffusion)
+    for t in (torch.tensor(0.5), torch.full((2,), 0.5)):
+        out = den(torch.zeros(2, 8, device="meta"), t)
+        assert out.device.type == "meta" and out.shape == (2, 8)
