@@ -61,11 +61,12 @@ class MelVAEFamily(Family):
             (v.recon in ("l1", "l2"), f"vae.recon {v.recon!r} is not l1 or l2"),
             (0 < v.recon_low_weight <= 100 and 0 < v.recon_low_hz < 20000,
              "vae.recon_low_weight must be within (0, 100] and vae.recon_low_hz within (0, 20000) Hz"),
+            (0 <= v.recon_linear_weight <= 100, "vae.recon_linear_weight must be within [0, 100]"),
             (v.beta >= 0 and v.free_bits >= 0 and v.kl_warmup_steps >= 0, "vae: beta, free_bits, warm-up >= 0"),
             (p.components >= 1 and p.hidden >= 1, "prior: components and hidden >= 1"),
             (i.kind in ("vocos", "griffin-lim"), f"inverter.kind {i.kind!r} is not vocos or griffin-lim"),
-            (i.dim >= 1 and i.blocks >= 0 and i.griffin_lim_iters >= 1 and i.batch >= 1,
-             "inverter: dim, batch and iterations >= 1"),
+            (i.dim >= 1 and i.blocks >= 0 and i.griffin_lim_iters >= 1 and i.batch >= 1 and i.nnls_iters >= 0,
+             "inverter: dim, batch and iterations >= 1, nnls_iters >= 0"),
             (cfg.sampling.temperature > 0, "sampling.temperature must be > 0"),
         ]
         for ok, msg in checks:
@@ -76,7 +77,7 @@ class MelVAEFamily(Family):
         m, v, p, i = cfg.mel, cfg.vae, cfg.prior, cfg.inverter
         if (len(v.channels) > 6 or max(v.channels) > 1024 or v.blocks_per_level > 6 or v.kernel > 31
                 or v.latent_dim > 512 or m.n_mels > 256 or m.n_fft > 8192 or p.components > 64 or p.hidden > 1024
-                or i.dim > 1024 or i.blocks > 16 or i.griffin_lim_iters > 256):
+                or i.dim > 1024 or i.blocks > 16 or i.griffin_lim_iters > 256 or i.nnls_iters > 1000):
             raise ConfigError("its vae/mel/prior/inverter sections are larger than any kick model this "
                               "kickserver serves")
 

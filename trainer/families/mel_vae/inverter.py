@@ -72,6 +72,7 @@ class GriffinLimInverter(nn.Module):
         super().__init__()
         self.front = front
         self.iters = cfg.griffin_lim_iters
+        self.nnls_iters = cfg.nnls_iters
         self.register_buffer("pinv", torch.linalg.pinv(front.filterbank.T.double()).float(), persistent=False)
         self.register_buffer("window", torch.hann_window(front.cfg.n_fft), persistent=False)
 
@@ -84,10 +85,26 @@ class GriffinLimInverter(nn.Module):
         mel = self.front.magnitude(x)  # [B, n_mels, frames + 1]
         floor = 10.0 ** ((self.front.cfg.floor_db + self.SILENCE_MARGIN_DB) / 20.0) * self.front.gain
         mel = torch.where(mel < floor, torch.zeros_like(mel), mel)
-        lin = (self.pinv @ mel).clamp(min=0.0)  # [B, n_fft/2 + 1, frames + 1]
+        lin = self.linear(mel)  # [B, n_fft/2 + 1, frames + 1]
         c = self.front.cfg
         return AF.griffinlim(lin, self.window, c.n_fft, c.hop, c.n_fft, 1.0, self.iters, 0.99, self.front.length,
                              False)
+
+
+    def linear(self, mel: torch.Tensor) -> torch.Tensor:
+        """Linear mel magnitudes [B, n_mels, T] -> non-negative STFT magnitudes [B, n_fft/2 + 1, T] whose mel
+        is closest to them: the pseudo-inverse clamped at 0, refined by multiplicative NNLS updates
+        (each keeps every bin >= 0 and does not raise ||fb^T lin - mel||^2)."""
+        fb = self.front.filterbank.to(mel)  # [F, M]; mel = fb^T lin
+        lin = (self.pinv @ mel).clamp(min=0.0)
+        if self.nnls_iters == 0:
+            return lin
+        # a bin the clamp zeroed could never grow again under multiplicative updates: start it just above 0
+        lin = lin + 1e-3 * lin.mean(dim=(1, 2), keepdim=True).clamp(min=1e-12)
+        target = fb @ mel
+        for _ in range(self.nnls_iters):
+            lin = lin * target / (fb @ (fb.T @ lin)).clamp(min=1e-12)
+        return lin
 
 
 def build_inverter(cfg: InverterConfig, front: MelFrontEnd) -> nn.Module:

@@ -65,6 +65,18 @@ def recon_error(x_hat: torch.Tensor, x: torch.Tensor, kind: str = "l1",
     return e.flatten(1).mean(1)
 
 
+def linear_error(x_hat: torch.Tensor, x: torch.Tensor, floor_db: float) -> torch.Tensor:
+    """Per-kick relative L1 error of linear mel magnitudes, sum |S^ - S| / sum S: [B, n_mels, frames] of
+    normalised log-mel (MelFrontEnd's units) -> [B]. The prediction is clamped a little beyond the unit
+    range first, so a wild output cannot overflow the exponential (the log term pulls it back)."""
+    def mag(u: torch.Tensor) -> torch.Tensor:
+        db = (u.float() + 1.0) / 2.0 * (-floor_db) + floor_db
+        return torch.pow(10.0, db / 20.0)
+
+    s, s_hat = mag(x), mag(x_hat.clamp(-1.5, 1.5))
+    return (s_hat - s).abs().flatten(1).sum(1) / s.flatten(1).sum(1).clamp(min=1e-8)
+
+
 def band_weights(centres_hz: torch.Tensor, low_hz: float, low_weight: float) -> torch.Tensor | None:
     """Weights per mel band: low_weight below low_hz, 1 above, scaled to mean 1 (None when all equal)."""
     if low_weight == 1.0:

@@ -13,7 +13,7 @@ from ...config import Config
 from ..base import Objective
 from .inverter import inverter_loss
 from .mel import MelFrontEnd
-from .network import MelVAE, active_dims, band_weights, free_bits_kl, gaussian_kl, kl_beta, recon_error
+from .network import MelVAE, active_dims, band_weights, free_bits_kl, gaussian_kl, kl_beta, linear_error, recon_error
 
 
 class MelVAEModule(nn.Module):
@@ -59,6 +59,9 @@ class MelVAEObjective(Objective):
         eps = torch.randn(x.shape[0], v.latent_dim, generator=g).to(x.device)
         out = module(mel, x, cond, mask, eps, self.front, inv.batch)
         recon = recon_error(out["mel_hat"], mel, v.recon, self.band_weights).mean()
+        if v.recon_linear_weight > 0:
+            lin = linear_error(out["mel_hat"], mel, self.cfg.mel.floor_db).mean()
+            recon = recon + v.recon_linear_weight * lin
         kl = gaussian_kl(out["mu"].float(), out["logvar"].float())
         beta = kl_beta(step, v.beta, v.kl_warmup_steps)
         loss = recon + beta * free_bits_kl(kl, v.free_bits) + p.weight * out["prior_nll"].mean()
