@@ -29,7 +29,7 @@ TITLES = {"osc": "The daemon end to end (OSC)", "sampling": "Sampling latency pe
           "custom": "Time to a custom model", "gpu": "GPU",
           "ddp": "Training on 1 and on 2 processes (DistributedDataParallel)"}
 COMMANDS = {"osc": "python -m bench osc", "sampling": "python -m bench sampling", "quality": "python -m bench quality",
-            "flops": "python -m bench flops", "controls": "python -m bench controls --guidance 1,1.5,2,3",
+            "flops": "python -m bench flops", "controls": "python -m bench controls --threads 1 --guidance 2",
             "train": "python -m bench train", "custom": "python -m bench custom", "gpu": "python -m bench.gpu",
             "ddp": "python bench/ddp_speed.py"}
 
