@@ -84,6 +84,22 @@ def test_kl_warm_up_schedule():
     assert seen == pytest.approx([0.0, 0.1, 0.4, 0.4])
 
 
+def test_the_linear_term_is_added_to_the_training_loss_and_logged_on_its_own():
+    x = torch.from_numpy(synth_batch(2, seed=1, length=preset("tiny", "mel_vae").data.length))
+    seen = {}
+    for w in (0.0, 2.0):
+        torch.manual_seed(0)
+        cfg = preset("tiny", "mel_vae").replace("vae", recon_linear_weight=w)
+        objective = get_family("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
+        loss, figures = objective.loss(objective.module, objective.prepare_batch(x), None, None,
+                                       torch.Generator().manual_seed(0), 100)
+        seen[w] = (loss.item(), figures)
+    assert "recon_linear" not in seen[0.0][1]
+    lin = seen[2.0][1]["recon_linear"]
+    assert lin > 0 and seen[2.0][1]["recon"] == pytest.approx(seen[0.0][1]["recon"])
+    assert seen[2.0][0] == pytest.approx(seen[0.0][0] + 2.0 * lin, rel=1e-5)
+
+
 def test_mixture_prior_nll_of_a_standard_normal_by_hand():
     """With every output weight zero, each component is N(0, I) and the mixture is too."""
     from trainer.families.mel_vae.config import PriorConfig

@@ -90,7 +90,6 @@ class GriffinLimInverter(nn.Module):
         return AF.griffinlim(lin, self.window, c.n_fft, c.hop, c.n_fft, 1.0, self.iters, 0.99, self.front.length,
                              False)
 
-
     def linear(self, mel: torch.Tensor) -> torch.Tensor:
         """Linear mel magnitudes [B, n_mels, T] -> non-negative STFT magnitudes [B, n_fft/2 + 1, T] whose mel
         is closest to them: the pseudo-inverse clamped at 0, refined by multiplicative NNLS updates
