@@ -26,6 +26,7 @@ for k in "${!V[@]}"; do kill -TERM $(cat $R/$k.pid); done; wait
 echo "VAE stage $(( $(date +%s) - start )) s"
 for k in "${!V[@]}"; do tail -3 $R/$k.log; python3 -m trainer.cli export $R/$k --out $R/$k.safetensors --set inverter.kind=griffin-lim 2>&1 | tail -1; done
 python3 bench/vae_pitch_check.py vae $R/v*.safetensors > $R/vaecheck.txt 2>&1 & CHK=$!
+# the VAEs go to $OUT first, so a run cut off by its time limit still brings them back; the latent models replace them
 for k in "${!V[@]}"; do split -b 15M -d $R/$k.safetensors $O/$k.part; done
 start=$(date +%s)
 for k in "${!V[@]}"; do
@@ -39,6 +40,7 @@ echo "LD stage $(( $(date +%s) - start )) s"
 for k in "${!V[@]}"; do tail -2 $R/ld-$k.log; python3 -m trainer.cli export $R/ld-$k --out $R/ld-$k.safetensors --set sampling.steps=10 --set sampling.time_power=0.35 --set sampling.guidance=2 2>&1 | tail -1; done
 rm -f $O/v*.part*
 for k in "${!V[@]}"; do split -b 15M -d $R/ld-$k.safetensors $O/ld-$k.part; done
+# the logs now and again after the checks: an evaluation that fails or runs out of time still leaves the training logs
 tar czf $O/results.tgz -C $R --exclude='*.pt' --exclude='*.safetensors' --exclude='tb' .
 wait $CHK; cat $R/vaecheck.txt
 python3 bench/vae_pitch_check.py ld $R/ld-v*.safetensors > $R/ldcheck.txt 2>&1; cat $R/ldcheck.txt
