@@ -160,3 +160,28 @@ def test_the_denoiser_takes_the_samplers_cpu_time_grid_to_the_networks_device():
     for t in (torch.tensor(0.5), torch.full((2,), 0.5)):
         out = den(torch.zeros(2, 8, device="meta"), t)
         assert out.device.type == "meta" and out.shape == (2, 8)
+
+
+def test_a_decoder_only_fine_tune_of_its_vae_can_take_the_vaes_place(ld_artifact, kicks, vaes, tmp_path, capsys):
+    """A denoiser is valid over any VAE whose encoder is bit-identical to the one it learned in (the same
+    latent space): a mel-VAE fine-tuned with vae.train_encoder=false can replace its VAE by a fine-tune
+    of the latent diffusion over it; a VAE with another encoder cannot."""
+    ft = tmp_path / "vae-ft"
+    assert kicktrain(["fit", str(kicks), "--family", "mel-vae", "--init", str(vaes[0]), "--run-dir", str(ft),
+                      "--max-steps", "3", "--set", "vae.train_encoder=false", *FAST]) == 0
+    vae_ft = tmp_path / "vae-ft.safetensors"
+    assert kicktrain(["export", str(ft), "--out", str(vae_ft)]) == 0
+    a, b = load_artifact(vaes[0]), load_artifact(vae_ft)
+    assert a.part_hashes["vae"] != b.part_hashes["vae"]  # the decoder moved
+    run = tmp_path / "ld-ft"
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--init", str(ld_artifact), "--vae",
+                      str(vae_ft), "--run-dir", str(run), "--max-steps", "2", *FAST]) == 0
+    out = tmp_path / "ld-ft.safetensors"
+    assert kicktrain(["export", str(run), "--out", str(out)]) == 0
+    art = load_artifact(out)
+    assert art.part_hashes["vae"] == b.part_hashes["vae"] == art.config.vae.sha256
+    assert load_generator(out, "cpu").render([Item(seed=1)], steps=2).shape == (1, 4096)
+    # another VAE (another encoder) is refused, and says why
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--init", str(ld_artifact), "--vae",
+                      str(vaes[1]), "--run-dir", str(tmp_path / "ld-other"), "--max-steps", "2", *FAST]) == 2
+    assert "whose encoder differs" in capsys.readouterr().err

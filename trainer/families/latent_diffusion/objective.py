@@ -66,6 +66,23 @@ class LatentObjective(DiffusionObjective):
         return {p: (cfg.to_dict() if p == "denoiser" else vae_cfg) for p in self.parts}
 
     def load_init(self, art: Artifact) -> None:
-        if art.part_hashes.get("vae") and art.part_hashes.get("vae") != self.cfg.vae.sha256:
-            raise ValueError(f"{art.path.name} was trained over another VAE than this run's")
+        theirs = art.part_hashes.get("vae")
+        if theirs and theirs != self.cfg.vae.sha256 and not same_latent_space(art, self.vae_art):
+            raise ValueError(f"{art.path.name} was trained over another VAE than this run's, whose encoder differs "
+                             "(another latent space); only a decoder-only fine-tune of its VAE "
+                             "(vae.train_encoder=false) can take its place")
         self.module.load_state_dict(unprefixed("denoiser", art.tensors), strict=True)
+
+
+def same_latent_space(a: Artifact, b: Artifact) -> bool:
+    """Whether two artifacts' VAEs put every clip at the same latent: the same mel front end and clip, and
+    bit-identical encoders. A decoder-only fine-tune (vae.train_encoder=false) keeps them, so a denoiser
+    trained over the one is as valid over the other, and its latent normalisation too."""
+    ca, cb = a.config_of("vae"), b.config_of("vae")
+    if (ca.mel, ca.data.sample_rate, ca.data.length, ca.vae.latent_dim) != (
+            cb.mel, cb.data.sample_rate, cb.data.length, cb.vae.latent_dim):
+        return False
+    ea, eb = a.part_tensors("vae"), b.part_tensors("vae")
+    ea = {k: v for k, v in ea.items() if k.startswith("encoder.")}
+    eb = {k: v for k, v in eb.items() if k.startswith("encoder.")}
+    return bool(ea) and ea.keys() == eb.keys() and all(torch.equal(ea[k], eb[k]) for k in ea)
