@@ -31,6 +31,7 @@ from trainer.families.mel_vae.network import (
     gaussian_kl,
     kl_beta,
     linear_error,
+    low_centroid_error,
     recon_error,
 )
 from trainer.synth import synth_batch
@@ -84,20 +85,47 @@ def test_kl_warm_up_schedule():
     assert seen == pytest.approx([0.0, 0.1, 0.4, 0.4])
 
 
-def test_the_linear_term_is_added_to_the_training_loss_and_logged_on_its_own():
+@pytest.mark.parametrize("field,key", [("recon_linear_weight", "recon_linear"), ("recon_pitch_weight", "recon_pitch")])
+def test_the_extra_reconstruction_terms_are_added_to_the_training_loss_and_logged_on_their_own(field, key):
     x = torch.from_numpy(synth_batch(2, seed=1, length=preset("tiny", "mel_vae").data.length))
     seen = {}
     for w in (0.0, 2.0):
         torch.manual_seed(0)
-        cfg = preset("tiny", "mel_vae").replace("vae", recon_linear_weight=w)
+        cfg = preset("tiny", "mel_vae").replace("vae", **{field: w})
         objective = get_family("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
         loss, figures = objective.loss(objective.module, objective.prepare_batch(x), None, None,
                                        torch.Generator().manual_seed(0), 100)
         seen[w] = (loss.item(), figures)
-    assert "recon_linear" not in seen[0.0][1]
-    lin = seen[2.0][1]["recon_linear"]
-    assert lin > 0 and seen[2.0][1]["recon"] == pytest.approx(seen[0.0][1]["recon"])
-    assert seen[2.0][0] == pytest.approx(seen[0.0][0] + 2.0 * lin, rel=1e-5)
+    assert key not in seen[0.0][1]
+    term = seen[2.0][1][key]
+    assert term > 0 and seen[2.0][1]["recon"] == pytest.approx(seen[0.0][1]["recon"])
+    assert seen[2.0][0] == pytest.approx(seen[0.0][0] + 2.0 * term, rel=1e-5)
+
+
+def test_the_body_frequency_track_error_by_hand():
+    """The centroid of the low bands, frame by frame, in octaves, weighted by the real kick's low level:
+    a body one band off costs log2 of the bands' ratio; a silent frame, the bands above low_hz and a
+    level change that keeps the track cost nothing, though the log-mel error counts each the same."""
+    centres = torch.tensor([40.0, 60.0, 80.0, 120.0, 500.0, 2000.0])
+    floor = -100.0
+    x = torch.full((1, 6, 3), -1.0)
+    x[0, 2, :2] = 0.6  # a body at 80 Hz in the first two frames; frame 3 silent
+    x[0, 4:, :] = 0.2
+    low = x.clone()
+    low[0, 2, :2], low[0, 1, :2] = -1.0, 0.6  # the body decoded at 60 Hz
+    assert low_centroid_error(x, x, centres, 250.0, floor).item() == 0.0
+    assert low_centroid_error(low, x, centres, 250.0, floor).item() == pytest.approx(math.log2(80 / 60), rel=2e-3)
+    quiet_moved = low.clone()
+    quiet_moved[0, :4, 2] = 0.9  # loud low bands where the real kick is silent: not weighted
+    assert low_centroid_error(quiet_moved, x, centres, 250.0, floor).item() == pytest.approx(math.log2(80 / 60),
+                                                                                           rel=2e-3)
+    louder = x.clone()
+    louder[0, 2, :2] += 0.12  # the same track 6 dB louder
+    above = x.clone()
+    above[0, 5, :2] += 0.12  # a band above low_hz
+    assert low_centroid_error(louder, x, centres, 250.0, floor).item() < 1e-3  # (the floor bands weigh a little less)
+    assert low_centroid_error(above, x, centres, 250.0, floor).item() == 0.0
+    assert recon_error(louder, x).item() == pytest.approx(recon_error(above, x).item())
 
 
 def test_mixture_prior_nll_of_a_standard_normal_by_hand():

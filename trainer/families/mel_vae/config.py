@@ -39,6 +39,10 @@ class VAEConfig:
     # log-mel error weighs a band 90 dB down in the tail like the body's loudest band; the linear term
     # weighs the loud attack and body, where the pitch sweep is
     recon_linear_weight: float = 0.0
+    # weight of an error on the body's frequency track (network.low_centroid_error: the frame-by-frame
+    # centroid of the bands below recon_low_hz, in octaves), the sweep that the band-by-band errors above
+    # let a decoder lose
+    recon_pitch_weight: float = 0.0
     # a decoder-only fine-tune (with --init): the encoder is frozen, so the latent space, and any latent
     # diffusion trained in it, keeps its meaning; the decoder learns from the posterior means (no sampling
     # noise, which blurs what it learns: MODEL_CARD.md)

@@ -65,16 +65,36 @@ def recon_error(x_hat: torch.Tensor, x: torch.Tensor, kind: str = "l1",
     return e.flatten(1).mean(1)
 
 
+def _magnitude(u: torch.Tensor, floor_db: float) -> torch.Tensor:
+    """Normalised log-mel (MelFrontEnd's units) -> linear mel magnitude."""
+    db = (u.float() + 1.0) / 2.0 * (-floor_db) + floor_db
+    return torch.pow(10.0, db / 20.0)
+
+
 def linear_error(x_hat: torch.Tensor, x: torch.Tensor, floor_db: float) -> torch.Tensor:
     """Per-kick relative L1 error of linear mel magnitudes, sum |S^ - S| / sum S: [B, n_mels, frames] of
     normalised log-mel (MelFrontEnd's units) -> [B]. The prediction is clamped a little beyond the unit
     range first, so a wild output cannot overflow the exponential (the log term pulls it back)."""
-    def mag(u: torch.Tensor) -> torch.Tensor:
-        db = (u.float() + 1.0) / 2.0 * (-floor_db) + floor_db
-        return torch.pow(10.0, db / 20.0)
-
-    s, s_hat = mag(x), mag(x_hat.clamp(-1.5, 1.5))
+    s, s_hat = _magnitude(x, floor_db), _magnitude(x_hat.clamp(-1.5, 1.5), floor_db)
     return (s_hat - s).abs().flatten(1).sum(1) / s.flatten(1).sum(1).clamp(min=1e-8)
+
+
+def low_centroid_error(x_hat: torch.Tensor, x: torch.Tensor, centres_hz: torch.Tensor, low_hz: float,
+                       floor_db: float) -> torch.Tensor:
+    """Per-kick error of the body's frequency track, in octaves: frame by frame, the centroid (on a log2
+    Hz axis) of the linear mel magnitudes in the bands centred below low_hz, where a kick's body and its
+    pitch sweep are; |decoded - real|, averaged over frames weighted by the real kick's level in those
+    bands (its silent frames do not count). [B, n_mels, frames] -> [B].
+
+    The mel errors count a band's level, not where the level sits among the low bands: a decoder whose
+    bands are each 1-3 dB off can move the strongest one and lose the sweep (MODEL_CARD.md)."""
+    low = centres_hz < low_hz
+    logf = torch.log2(centres_hz[low].clamp(min=1.0)).to(x.device).float()[None, :, None]
+    s, s_hat = _magnitude(x[:, low], floor_db), _magnitude(x_hat[:, low].clamp(-1.5, 1.5), floor_db)
+    c = (s * logf).sum(1) / s.sum(1).clamp(min=1e-8)
+    c_hat = (s_hat * logf).sum(1) / s_hat.sum(1).clamp(min=1e-8)
+    w = s.sum(1)
+    return (w * (c_hat - c).abs()).sum(1) / w.sum(1).clamp(min=1e-8)
 
 
 def band_weights(centres_hz: torch.Tensor, low_hz: float, low_weight: float) -> torch.Tensor | None:

@@ -13,7 +13,17 @@ from ...config import Config
 from ..base import Objective
 from .inverter import inverter_loss
 from .mel import MelFrontEnd
-from .network import MelVAE, active_dims, band_weights, free_bits_kl, gaussian_kl, kl_beta, linear_error, recon_error
+from .network import (
+    MelVAE,
+    active_dims,
+    band_weights,
+    free_bits_kl,
+    gaussian_kl,
+    kl_beta,
+    linear_error,
+    low_centroid_error,
+    recon_error,
+)
 
 
 class MelVAEModule(nn.Module):
@@ -69,6 +79,11 @@ class MelVAEObjective(Objective):
             lin = linear_error(out["mel_hat"], mel, self.cfg.mel.floor_db).mean()
             loss = loss + v.recon_linear_weight * lin
             figures["recon_linear"] = lin.item()
+        if v.recon_pitch_weight > 0:
+            track = low_centroid_error(out["mel_hat"], mel, self.front.band_centres_hz, v.recon_low_hz,
+                                       self.cfg.mel.floor_db).mean()
+            loss = loss + v.recon_pitch_weight * track
+            figures["recon_pitch"] = track.item()
         if "inverter" in out:
             inv_loss = out["inverter"].mean()
             loss = loss + inv.weight * inv_loss
