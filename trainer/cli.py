@@ -4,7 +4,7 @@
     kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset tiny|small|base] [--max-steps N]
                   [--device auto|cpu|cuda] [--export-dir DIR] [--init ARTIFACT] [--vram-budget GB]
                   [--set section.key=value ...]
-    kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...]
+    kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...] [--vae DECODER_FINE_TUNE]
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
     kicktrain eval ARTIFACT [ARTIFACT...] --real DIR [--train DIR] [--out DIR]
     kicktrain map ARTIFACT DATA_DIR... --out DIR [--perplexity 30]
@@ -110,7 +110,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         if not sep or "." not in key:
             raise ConfigError(f"--set {item!r}: expected section.key=value")
         settings[key] = _parse_value(value)
-    path = export_run(Path(args.run), Path(args.out), settings, log=lambda m: print(m, file=sys.stderr))
+    path = export_run(Path(args.run), Path(args.out), settings, log=lambda m: print(m, file=sys.stderr),
+                      family_options={"vae": Path(args.vae)} if args.vae else {})
     print(f"exported {path}")
     return 0
 
@@ -207,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                     help="what needs no retraining: sampling.steps/sampler/time_power/guidance/temperature, "
                          "inverter.kind=griffin-lim (mel-vae)")
+    sp.add_argument("--vae", help="latent-diffusion: a decoder-only fine-tune (vae.train_encoder=false) of the "
+                                  "run's VAE, exported in its place")
     sp.set_defaults(func=_cmd_export)
 
     sp = sub.add_parser("sample", help="write kicks from an artifact, offline")

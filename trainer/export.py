@@ -18,13 +18,15 @@ SAMPLING_KEYS = ("steps", "sampler", "time_power", "guidance", "image_reject_db"
 EXPORT_KEYS = {"sampling": SAMPLING_KEYS, "inverter": ("kind", "griffin_lim_iters")}
 
 
-def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print) -> Path:
+def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print,
+               family_options: dict | None = None) -> Path:
     """Export the EMA weights of run_dir's newest loadable checkpoint to out (.safetensors), atomically.
 
     `settings` ({"sampling.steps": 10, ...}) overrides what needs no retraining: the default sampling
     settings (steps, sampler, time_power, guidance for a diffusion family; temperature for a mel-VAE),
     so the evaluation's choice can be written into the served artifact, and a mel-VAE's inverter kind
-    (Griffin-Lim, training-free, instead of the learned one)."""
+    (Griffin-Lim, training-free, instead of the learned one). `family_options`: what the family's
+    export_config takes (latent diffusion: {"vae": a decoder-only fine-tune of the run's VAE})."""
     run_dir, out = Path(run_dir), Path(out)
     if out.suffix != ".safetensors":
         raise ValueError(f"{out}: the artifact's name must end in .safetensors")
@@ -43,6 +45,7 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
     for section, changes in by_section.items():
         cfg = cfg.replace(section, **changes)
     family = get_family(cfg.family)
+    cfg = family.export_config(cfg, family_options or {}, log)
     objective = family.objective(cfg, FitContext(device=torch.device("cpu"), log=log, run_dir=run_dir))
     parts = family.part_names(cfg, {p: from_dict(c) for p, c in objective.part_configs(cfg).items()})
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -183,6 +183,18 @@ def test_a_decoder_only_fine_tune_of_its_vae_can_take_the_vaes_place(ld_artifact
     # with no steps the denoiser is the one it started from, exactly: only the decoder changed
     assert art.part_hashes["denoiser"] == load_artifact(ld_artifact).part_hashes["denoiser"]
     assert load_generator(out, "cpu").render([Item(seed=1)], steps=2).shape == (1, 4096)
+    # or the run itself exported with the fine-tuned decoder: the same denoiser, step and training record
+    run0 = ld_artifact.parent.parent / "run"
+    out2 = tmp_path / "ld-export.safetensors"
+    assert kicktrain(["export", str(run0), "--out", str(out2), "--vae", str(vae_ft)]) == 0
+    art2, art0 = load_artifact(out2), load_artifact(ld_artifact)
+    assert art2.part_hashes == art.part_hashes and art2.config.vae.sha256 == b.part_hashes["vae"]
+    assert art2.step == art0.step and art2.training["run"] == art0.training["run"]
+    assert kicktrain(["export", str(run0), "--out", str(tmp_path / "x.safetensors"), "--vae", str(vaes[1])]) == 2
+    assert "its encoder differs" in capsys.readouterr().err
+    assert kicktrain(["export", str(ft), "--out", str(tmp_path / "y.safetensors"), "--vae", str(vae_ft)]) == 2
+    assert "export of a mel-vae model takes no --vae" in capsys.readouterr().err
+    assert not (tmp_path / "x.safetensors").exists() and not (tmp_path / "y.safetensors").exists()
     # another VAE (another encoder) is refused, and says why
     assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--init", str(ld_artifact), "--vae",
                       str(vaes[1]), "--run-dir", str(tmp_path / "ld-other"), "--max-steps", "2", *FAST]) == 2

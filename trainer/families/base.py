@@ -14,7 +14,7 @@ its own config in the artifact's metadata (trainer/artifact.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,6 +138,13 @@ class Family:
 
     def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
         """The config a new run actually trains with (e.g. fine-tuning takes the artifact's network)."""
+        return cfg
+
+    def export_config(self, cfg: Config, options: Mapping[str, Any], log: Callable[[str], None]) -> Config:
+        """The config an export of a run writes, given the export's family options (e.g. latent
+        diffusion's --vae); a family that takes none refuses any."""
+        if options:
+            raise ConfigError(f"export of a {self.cli_name} model takes no {', '.join('--' + k for k in options)}")
         return cfg
 
 

@@ -11,8 +11,9 @@ the one the denoiser was trained with is refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -107,6 +108,29 @@ class LatentDiffusion(Family):
         ctx.log(f"latent diffusion over {Path(path).name}: {vcfg.vae.latent_dim}-dimensional latents, "
                 f"{vcfg.inverter.kind} inverter")
         return cfg.replace("data", sample_rate=vcfg.data.sample_rate, length=vcfg.data.length)
+
+    def export_config(self, cfg: Config, options: Mapping[str, Any], log: Callable[[str], None]) -> Config:
+        """--vae FILE: export with a decoder-only fine-tune of the run's VAE (vae.train_encoder=false) in place
+        of the VAE it learned in. Only the encoder (the latent space) reaches the denoiser, so it is as valid
+        over the one as over the other; a VAE with another encoder is refused."""
+        from ...artifact import load_artifact
+        from .objective import same_latent_space
+
+        unknown = set(options) - {"vae"}
+        if unknown:
+            raise ConfigError(f"export of a latent-diffusion model takes no {', '.join('--' + k for k in unknown)}")
+        if not options.get("vae"):
+            return cfg
+        path = Path(options["vae"])
+        new, old = load_artifact(path), self._vae_artifact(cfg)
+        if new.family != "mel_vae":
+            raise ConfigError(f"--vae {path.name} is a {new.family} model, not a mel-vae model")
+        if not same_latent_space(old, new):
+            raise ConfigError(f"--vae {path.name}: its encoder differs from that of {old.path.name}, the VAE this "
+                              "run learned in (another latent space); only a decoder-only fine-tune of it can take "
+                              "its place")
+        log(f"exporting with {path.name}'s decoder: a decoder-only fine-tune of {old.path.name}")
+        return cfg.with_section("vae", VAERefConfig(path=str(path.resolve()), sha256=new.part_hashes["vae"]))
 
     def _vae_artifact(self, cfg: Config):
         from ...artifact import load_artifact
