@@ -76,9 +76,11 @@ def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, p
                 ax_s.set_ylabel("Hz", fontsize=7)
             else:
                 ax_s.set_yticks([])
-    if title:
+    if title:  # tight_layout leaves the suptitle out: keep ~0.35 inch above the first row's titles for it
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+        fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.35 / fig.get_figheight()))
+    else:
+        fig.tight_layout()
     return save_figure(fig, path)
 
 
