@@ -54,7 +54,8 @@ class MelVAEObjective(Objective):
         self.module = module
         self.front = front
         self.parts = ("vae", "inverter") if module.inverter is not None else ("vae",)
-        self.band_weights = band_weights(front.band_centres_hz, cfg.vae.recon_low_hz, cfg.vae.recon_low_weight)
+        self.centres_hz = front.band_centres_hz
+        self.band_weights = band_weights(self.centres_hz, cfg.vae.recon_low_hz, cfg.vae.recon_low_weight)
         if not cfg.vae.train_encoder:  # no gradient, so the optimiser leaves the encoder exactly as it was
             module.vae.encoder.requires_grad_(False)
 
@@ -80,7 +81,7 @@ class MelVAEObjective(Objective):
             loss = loss + v.recon_linear_weight * lin
             figures["recon_linear"] = lin.item()
         if v.recon_pitch_weight > 0:
-            track = low_centroid_error(out["mel_hat"], mel, self.front.band_centres_hz, v.recon_low_hz,
+            track = low_centroid_error(out["mel_hat"], mel, self.centres_hz, v.recon_low_hz,
                                        self.cfg.mel.floor_db).mean()
             loss = loss + v.recon_pitch_weight * track
             figures["recon_pitch"] = track.item()
