@@ -94,6 +94,9 @@ class TrainConfig:
     sample_every: int = 1000
     keep_checkpoints: int = 3
     early_stop_patience: int = 0  # validation rounds without improvement before stopping; 0: off
+    # draw velocity layers and near-copies of one kick (trainer.split's groups) as one kick: a kick recorded at
+    # five velocities is then drawn as often as one recorded once (the member at random), not five times
+    balance_layers: bool = False
     seed: int = 0
 
 

@@ -226,6 +226,16 @@ class PreparedSet:
 
         return split_indices(self.audio, self.manifest, val_fraction, self.config.sample_rate)
 
+    def groups(self, idx) -> list[np.ndarray]:
+        """The clips of `idx` as groups of velocity layers and near-copies, each an int64 array of indices into
+        the set, sorted: the whole set's groups (`trainer.split.group_clips`, what the split keeps on one side;
+        grouping a subset alone could differ, a layer series being judged against the set's size), cut to idx."""
+        from trainer.split import group_clips
+
+        keep = set(int(i) for i in idx)
+        whole = group_clips(np.asarray(self.audio), self.manifest, self.config.sample_rate)
+        return [g for g in (np.array([i for i in grp if i in keep], dtype=np.int64) for grp in whole) if len(g)]
+
     def describe_split(self, train_idx, val_idx) -> dict[str, list[dict[str, str]]]:
         """{"train": [{"name", "sha256"}, ...], "heldout": [...]}: the files on each side (for an artifact)."""
         from trainer.split import describe_split

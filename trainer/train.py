@@ -37,7 +37,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,15 @@ def step_generator(seed: int, step: int, stream: int) -> torch.Generator:
     return torch.Generator().manual_seed((seed * 1_000_003 + step * 7919 + stream) % (2**63 - 1))
 
 
-def batch_indices(train_idx: np.ndarray, seed: int, step: int, micro: int, n_micro: int) -> list[np.ndarray]:
-    """Clips for each micro-batch of `step`: epochs are seeded permutations, so position is a function of step."""
+def batch_indices(train_idx: np.ndarray, seed: int, step: int, micro: int, n_micro: int,
+                  groups: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+    """Clips for each micro-batch of `step`: epochs are seeded permutations, so position is a function of step.
+    With `groups` (the training clips as groups of velocity layers and near-copies, `train.balance_layers`),
+    an epoch is a permutation of the groups and each draw takes one member of its group at random: a kick
+    recorded at five velocities is drawn as often as a kick recorded once, not five times as often."""
     per_step = micro * n_micro
-    n = len(train_idx)
+    units = list(groups) if groups is not None else None
+    n = len(units) if units is not None else len(train_idx)
     start = step * per_step
     out = []
     for m in range(n_micro):
@@ -122,7 +127,11 @@ def batch_indices(train_idx: np.ndarray, seed: int, step: int, micro: int, n_mic
         for k in range(start + m * micro, start + (m + 1) * micro):
             epoch, pos = divmod(k, n)
             perm = np.random.default_rng([seed, epoch]).permutation(n)
-            rows.append(train_idx[perm[pos]])
+            if units is None:
+                rows.append(train_idx[perm[pos]])
+            else:
+                group = units[perm[pos]]
+                rows.append(group[int(np.random.default_rng([seed, epoch, pos, 1]).integers(len(group)))])
         out.append(np.array(rows))
     return out
 
@@ -324,6 +333,11 @@ class Trainer:
         if len(self.train_idx) == 0:
             raise TrainingError("no training clips left after the validation split")
         log(f"data: {len(self.train_idx)} training clips, {len(self.val_idx)} validation clips")
+        self.train_groups: list[np.ndarray] | None = None
+        if tc.balance_layers:
+            self.train_groups = data.groups(self.train_idx)
+            log(f"data: drawing the {len(self.train_idx)} training clips as {len(self.train_groups)} kicks "
+                "(velocity layers and near-copies of one kick drawn as one: train.balance_layers)")
         self.audio = torch.from_numpy(np.array(data.audio))  # a writable copy in RAM: kick sets are small
 
         self.controls = tuple(cfg.controls)
@@ -482,7 +496,7 @@ class Trainer:
         out = []
         with torch.no_grad():
             with record_function("data"):
-                flat = batch_indices(self.train_idx, tc.seed, step, tc.batch_size, 1)[0]
+                flat = batch_indices(self.train_idx, tc.seed, step, tc.batch_size, 1, self.train_groups)[0]
                 micro_batches = self.dist.shard(flat, self.micro)
             for idx in micro_batches:
                 with record_function("augment"):

@@ -182,3 +182,15 @@ def test_the_kits_gmrockkit_layers_are_on_one_side():
     assert gm <= set(names)
     assert together(gm, {names[i] for i in train}, {names[i] for i in val})
     assert len(val) == round(0.3 * len(names))
+
+
+def test_groups_of_a_subset_are_index_arrays_into_the_set():
+    named = filler(3) + [("/lib/kit/BD_Soft.wav", kick(20)), ("/lib/kit/BD_Hard.wav", kick(21)),
+                         ("/lib/kit/BD_Med.wav", kick(22))]
+    ds = make_set(named)
+    names = [m["source"] for m in ds.manifest]
+    got = ds.groups(np.array([1, 3, 4, 5]))
+    assert all(g.dtype == np.int64 for g in got)
+    assert {frozenset(names[i] for i in g) for g in got} == {
+        frozenset({"/lib/other/bravo.wav"}),
+        frozenset({"/lib/kit/BD_Soft.wav", "/lib/kit/BD_Hard.wav", "/lib/kit/BD_Med.wav"})}

@@ -25,7 +25,7 @@ from trainer.config import preset
 from trainer.diffusion import Denoiser, NoiseSchedule
 from trainer.generator import Item, load_generator
 from trainer.synth import synth_batch
-from trainer.train import FitOptions, fit
+from trainer.train import FitOptions, batch_indices, fit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,6 +106,43 @@ def test_resume_is_exact(kick_dir, tmp_path):
     _equal_states(a["optimizer"], b["optimizer"], "optimizer")  # Adam's moments and its step counts
     steps = {float(st["step"]) for st in b["optimizer"]["state"].values()}
     assert steps == {12.0}, steps
+
+
+def test_batch_draws_count_kicks_not_their_layers():
+    """train.balance_layers' draws: each group as often as any other (its members at random, every one reached);
+    without groups each clip as often as any other; the draws are a function of (seed, step) alone."""
+    idx = np.arange(10, 20)
+    groups = [np.array([10, 11, 12, 13, 14]), np.array([15]), np.array([16, 17]), np.array([18]), np.array([19])]
+    counts = {False: np.zeros(20), True: np.zeros(20)}
+    for balanced in (False, True):
+        for step in range(500):
+            for i in np.concatenate(batch_indices(idx, 0, step, 4, 2, groups if balanced else None)):
+                counts[balanced][i] += 1
+    plain, bal = counts[False][10:] / 4000, counts[True][10:] / 4000
+    assert np.allclose(plain, 0.1)  # whole epochs: exactly even
+    per_group = np.array([bal[g - 10].sum() for g in groups])
+    assert np.allclose(per_group, 0.2)  # 800 epochs of five groups: exactly even
+    assert (bal[:5] > 0.02).all() and abs(bal[:5].sum() - 0.2) < 1e-9  # every layer drawn, the group's share split
+    a = batch_indices(idx, 3, 77, 4, 2, groups)
+    b = batch_indices(idx, 3, 77, 4, 2, groups)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_balance_layers_draws_a_layered_kick_as_one(tmp_path):
+    folder = tmp_path / "kit"
+    folder.mkdir()
+    clips = synth_batch(6, seed=5)
+    for name, clip in zip(["BD_Soft", "BD_Med", "BD_Hard", "alpha", "bravo", "charlie"], clips):
+        sf.write(folder / f"{name}.wav", clip, 44100, subtype="PCM_16")
+    cfg = preset("tiny")
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, val_fraction=0.0),
+                              train=dataclasses.replace(cfg.train, balance_layers=True))
+    msgs: list[str] = []
+    _fit(folder, tmp_path / "run", 1, log=msgs.append, cfg=cfg)
+    assert any("drawing the 6 training clips as 4 kicks" in m for m in msgs), msgs
+    msgs.clear()
+    _fit(folder, tmp_path / "plain", 1, log=msgs.append, cfg=preset("tiny"))
+    assert not any("drawing the" in m for m in msgs)
 
 
 def test_last_three_checkpoints_kept_and_latest_written_last(kick_dir, tmp_path, monkeypatch):
