@@ -111,3 +111,17 @@ def test_haze_figure_rises_with_noise_over_the_body():
     hazy = clean + (0.01 * np.random.default_rng(7).standard_normal(N) * np.exp(-T / 0.1)).astype(np.float32)
     m = SC.measure(np.stack([clean, hazy]), SR)
     assert m["body_hf_db"][1] - m["body_hf_db"][0] > 10.0
+
+
+def test_bootstrap_interval_holds_the_figure_and_narrows_with_more_clips():
+    rng = np.random.default_rng(3)
+    few, many = (rng.random(20) < 0.7).astype(float), (rng.random(2000) < 0.7).astype(float)
+    for v in (few, many):
+        lo, hi = SC.bootstrap_interval(v, np.mean)
+        assert lo <= v.mean() <= hi
+    (lo_f, hi_f), (lo_m, hi_m) = SC.bootstrap_interval(few, np.mean), SC.bootstrap_interval(many, np.mean)
+    assert 0.2 < hi_f - lo_f < 0.6  # 20 clips: +-2 standard errors of a 70 % share is about +-0.2
+    assert hi_m - lo_m < 0.06
+    assert lo_m < 0.7 < hi_m
+    med = SC.summarise({"body_hf_db": rng.normal(-45.0, 6.0, 500), "pitch_drop": many})
+    assert med["body_hf_db"]["ci_lo"] < -45.0 < med["body_hf_db"]["ci_hi"] and med["pitch_drop"]["ci_lo"] < 0.7
