@@ -118,8 +118,7 @@ def batch_indices(train_idx: np.ndarray, seed: int, step: int, micro: int, n_mic
     an epoch is a permutation of the groups and each draw takes one member of its group at random: a kick
     recorded at five velocities is drawn as often as a kick recorded once, not five times as often."""
     per_step = micro * n_micro
-    units = list(groups) if groups is not None else None
-    n = len(units) if units is not None else len(train_idx)
+    n = len(groups) if groups is not None else len(train_idx)
     start = step * per_step
     out = []
     for m in range(n_micro):
@@ -127,10 +126,10 @@ def batch_indices(train_idx: np.ndarray, seed: int, step: int, micro: int, n_mic
         for k in range(start + m * micro, start + (m + 1) * micro):
             epoch, pos = divmod(k, n)
             perm = np.random.default_rng([seed, epoch]).permutation(n)
-            if units is None:
+            if groups is None:
                 rows.append(train_idx[perm[pos]])
             else:
-                group = units[perm[pos]]
+                group = groups[perm[pos]]
                 rows.append(group[int(np.random.default_rng([seed, epoch, pos, 1]).integers(len(group)))])
         out.append(np.array(rows))
     return out
