@@ -126,9 +126,22 @@ def test_batch_draws_count_kicks_not_their_layers():
     a = batch_indices(idx, 3, 77, 4, 2, groups)
     b = batch_indices(idx, 3, 77, 4, 2, groups)
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    # position is a function of the step: the same eight draws however the step's batch is cut into micro-batches
+    assert np.array_equal(np.concatenate(a), batch_indices(idx, 3, 77, 8, 1, groups)[0])
 
 
-def test_balance_layers_draws_a_layered_kick_as_one(tmp_path):
+def test_balance_layers_draws_a_layered_kick_as_one(tmp_path, monkeypatch):
+    """The fit hands the draws the kit's groups (three layers as one kick), and only with the option on."""
+    import trainer.train as T
+
+    seen: list = []
+    real_draw = T.batch_indices
+
+    def spy(train_idx, seed, step, micro, n_micro, groups=None):
+        seen.append(None if groups is None else sorted(len(g) for g in groups))
+        return real_draw(train_idx, seed, step, micro, n_micro, groups)
+
+    monkeypatch.setattr(T, "batch_indices", spy)
     folder = tmp_path / "kit"
     folder.mkdir()
     clips = synth_batch(6, seed=5)
@@ -140,9 +153,12 @@ def test_balance_layers_draws_a_layered_kick_as_one(tmp_path):
     msgs: list[str] = []
     _fit(folder, tmp_path / "run", 1, log=msgs.append, cfg=cfg)
     assert any("drawing the 6 training clips as 4 kicks" in m for m in msgs), msgs
+    assert seen and all(g == [1, 1, 1, 3] for g in seen), seen
     msgs.clear()
+    seen.clear()
     _fit(folder, tmp_path / "plain", 1, log=msgs.append, cfg=preset("tiny"))
     assert not any("drawing the" in m for m in msgs)
+    assert seen and all(g is None for g in seen), seen
 
 
 def test_last_three_checkpoints_kept_and_latest_written_last(kick_dir, tmp_path, monkeypatch):
