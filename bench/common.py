@@ -97,8 +97,8 @@ def device_kind(device: Any) -> str:
 
 def write_result(out: Path, name: str, kind: str, payload: dict[str, Any]) -> Path:
     """payload as <out>/<name>-<kind>.json, atomically (temp + fsync + rename); NaN/inf become null."""
+    from kickmodel.fsutil import atomic_write_bytes
     from trainer.evaluate import _clean
-    from trainer.fsutil import atomic_write_bytes
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -149,10 +149,9 @@ def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: in
     mel-VAE of the same preset beside it (a hidden file, so a models folder does not list it)."""
     import torch
 
-    from trainer.artifact import save_artifact
-    from trainer.config import preset
-    from trainer.families import get_family
-    from trainer.families.base import FitContext
+    from kickmodel.artifact import save_artifact
+    from kickmodel.families import get_family, preset
+    from kickmodel.families.base import FitContext
 
     path = Path(path)
     cfg = preset(preset_name, family)

@@ -34,7 +34,7 @@ import latency  # noqa: E402 - bench/latency.py: start(), Client, message()
 REPO = BENCH.parent
 sys.path.insert(0, str(REPO))
 
-from trainer.fsutil import atomic_write_bytes  # noqa: E402
+from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 BUSY = "while True: pass"
 

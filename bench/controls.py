@@ -5,7 +5,7 @@
 
 For each model and each of its controls: VALUES asked for that control alone (the others free), N kicks
 per value from the same seeds (seed .. seed+N-1), rendered at the model's default steps and sampler
-as the daemon renders them, and measured with `trainer.descriptors.measure` (decay s, pitch Hz, click
+as the daemon renders them, and measured with `kickmodel.descriptors.measure` (decay s, pitch Hz, click
 dB: the descriptors the model was conditioned on). Per control:
 
 - r: Spearman's rank correlation between the asked value and the measured descriptor over all kicks.
@@ -73,8 +73,8 @@ def sweep(gen, control: str, values: Sequence[float], n: int, seed: int) -> np.n
     """Raw descriptors [len(values), n, 3] (CONTROL_NAMES order) of n kicks per value of `control`."""
     import torch
 
-    from trainer.descriptors import measure
-    from trainer.generator import Item
+    from kickmodel.descriptors import measure
+    from kickmodel.generator import Item
 
     items = [Item(seed=seed + i, controls={control: float(v)}) for v in values for i in range(n)]
     clips = np.concatenate([gen.render(items[s:s + BATCH]) for s in range(0, len(items), BATCH)])
@@ -85,7 +85,7 @@ def sweep(gen, control: str, values: Sequence[float], n: int, seed: int) -> np.n
 def _unit(raw: np.ndarray, quantiles: list[float]) -> np.ndarray:
     import torch
 
-    from trainer.descriptors import to_unit
+    from kickmodel.descriptors import to_unit
 
     return to_unit(torch.as_tensor(raw, dtype=torch.float64).reshape(-1, 1), [quantiles]).numpy().reshape(raw.shape)
 
@@ -94,7 +94,7 @@ def training_percentiles(quantiles: list[float]) -> dict[str, float]:
     """{"p10", "p20", "p50", "p80", "p90"}: the training set's percentiles in raw units (from_unit)."""
     import torch
 
-    from trainer.descriptors import from_unit
+    from kickmodel.descriptors import from_unit
 
     u = torch.tensor([[0.1], [0.2], [0.5], [0.8], [0.9]], dtype=torch.float64)
     raw = from_unit(u, [quantiles]).numpy()[:, 0]
@@ -104,7 +104,7 @@ def training_percentiles(quantiles: list[float]) -> dict[str, float]:
 def score(control: str, values: Sequence[float], raw: np.ndarray, quantiles: dict[str, list[float]]) -> dict:
     """The figures and target verdicts of one control's sweep; raw [len(values), n, 3]; quantiles: the
     artifact's training quantiles per descriptor it has (others get no cross-talk figure)."""
-    from trainer.descriptors import CONTROL_NAMES
+    from kickmodel.descriptors import CONTROL_NAMES
 
     ci = CONTROL_NAMES.index(control)
     lo, hi = int(np.argmin(values)), int(np.argmax(values))
@@ -196,7 +196,7 @@ def plot_name(model: str, control: str) -> str:
 
 
 def run(opts: common.Options) -> dict:
-    from trainer.generator import load_generator
+    from kickmodel.generator import load_generator
 
     values, n = (VALUES, 2) if opts.quick else (VALUES, N_PER_VALUE)
     Path(opts.img).mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,7 @@ def pick(files: list[Path], n: int) -> list[Path]:
 
 def user_folder(kicks: Path, work: Path, pool: int, heldout: int) -> tuple[Path, Path, int, int]:
     """(training folder, held-out folder, their sizes): copies of pool kicks, split with trainer.split."""
-    from trainer.config import DataConfig
+    from kickmodel.config import DataConfig
     from trainer.data import scan_audio
     from trainer.evaluate import load_folder
     from trainer.split import split_indices
@@ -70,7 +70,7 @@ def user_folder(kicks: Path, work: Path, pool: int, heldout: int) -> tuple[Path,
 def _fit(folder: Path, init: Path, models: Path, run_dir: Path, device: str, budget_s: float | None,
          max_steps: int | None, log: Path) -> tuple[int, float, bool]:
     """Run `kicktrain fit`; SIGTERM after budget_s. (exit code, seconds, stopped by the budget)."""
-    from trainer.artifact import load_artifact
+    from kickmodel.artifact import load_artifact
 
     art = load_artifact(init)
     cmd = [sys.executable, "-m", "trainer", "fit", str(folder), "--run-dir", str(run_dir), "--init", str(init),
@@ -104,7 +104,7 @@ def _fit(folder: Path, init: Path, models: Path, run_dir: Path, device: str, bud
 
 def run(opts: common.Options) -> dict:
     from bench import latency
-    from trainer.artifact import load_artifact
+    from kickmodel.artifact import load_artifact
     from trainer.evaluate import evaluate
 
     init = Path(opts.init or opts.models[0])

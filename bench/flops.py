@@ -55,7 +55,7 @@ def peak_flops(device, n: int = PEAK_N, reps: int = PEAK_REPS) -> float:
 
 
 def _render(gen, batch: int, steps):
-    from trainer.generator import Item
+    from kickmodel.generator import Item
 
     items = [Item(seed=i) for i in range(batch)]
     return lambda: gen.render(items, steps=steps)
@@ -95,7 +95,7 @@ def measure_model(gen, peak: float, reps: int) -> list[dict]:
 
 
 def run(opts: common.Options) -> dict:
-    from trainer.generator import load_generator, resolve_device
+    from kickmodel.generator import load_generator, resolve_device
 
     device = resolve_device(opts.device)
     n, peak_reps, reps = (512, 2, 1) if opts.quick else (PEAK_N, PEAK_REPS, REPS)

@@ -132,7 +132,7 @@ def sampling_section(device: str, models: list[Path], compile_model: Path | None
     import torch
 
     from bench.sampling import time_render
-    from trainer.generator import load_generator
+    from kickmodel.generator import load_generator
 
     rows = []
 
@@ -179,7 +179,7 @@ def sampling_section(device: str, models: list[Path], compile_model: Path | None
 def loop_section(device: str, families, preset_name: str, steps: int, data: list[Path], work: Path,
                  deadline: Deadline | None = None, reserve_s: float = 0.0) -> list[dict]:
     """samples/s of the real training loop (trainer.train.fit) for `steps` steps per family."""
-    from trainer.config import preset
+    from kickmodel.families import preset
     from trainer.train import FitOptions, fit
 
     rows = []
@@ -219,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{torch.version.cuda or 'none'}); it measures GPUs only: run it on a machine with an NVIDIA GPU, "
               "or `python -m bench` for the CPU figures", file=sys.stderr)
         return 2
-    from trainer.families import family_names
-    from trainer.generator import resolve_device
+    from kickmodel.families import family_names
+    from kickmodel.generator import resolve_device
 
     try:
         device = str(resolve_device(args.device))

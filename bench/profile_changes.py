@@ -40,8 +40,8 @@ def front_end(vae_path: Path | None, batch: int, repeats: int) -> dict:
     import torch
     import torchaudio
 
-    from trainer.config import preset
-    from trainer.families.mel_vae.mel import MelFrontEnd
+    from kickmodel.families import preset
+    from kickmodel.families.mel_vae.mel import MelFrontEnd
     from trainer.synth import synth_batch
 
     cfg = preset("small", "mel_vae")
@@ -66,10 +66,11 @@ def front_end(vae_path: Path | None, batch: int, repeats: int) -> dict:
 def latent_cache(vae_path: Path | None, batch: int, repeats: int) -> dict:
     import torch
 
-    from trainer.artifact import load_artifact
-    from trainer.config import AugmentConfig, ConditioningConfig, preset
-    from trainer.families.latent_diffusion.network import LatentDenoiserNet
-    from trainer.families.latent_diffusion.objective import LatentObjective
+    from kickmodel.artifact import load_artifact
+    from kickmodel.config import AugmentConfig, ConditioningConfig
+    from kickmodel.families import preset
+    from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.families.latent_diffusion.objective import LatentObjective
     from trainer.synth import synth_batch
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from trainer.fsutil import atomic_write_bytes  # noqa: E402
+from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 SUITE = "tests/kickserver/test_reliability.py"
 START, END = "<!-- reliability-table:start -->", "<!-- reliability-table:end -->"

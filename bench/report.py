@@ -302,7 +302,7 @@ def render(results: dict[tuple[str, str], dict], page: Path, img: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from trainer.fsutil import atomic_write_bytes
+    from kickmodel.fsutil import atomic_write_bytes
 
     ap = argparse.ArgumentParser(prog="python -m bench.report", description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", type=Path, default=common.RESULTS)

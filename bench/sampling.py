@@ -26,7 +26,7 @@ def time_render(gen, batch: int, steps: int | None, sampler: str | None, reps: i
     """Wall seconds of `reps` renders of `batch` kicks (seeds seed.., no controls)."""
     import torch
 
-    from trainer.generator import Item
+    from kickmodel.generator import Item
 
     items = [Item(seed=seed + i) for i in range(batch)]
     out = []
@@ -42,7 +42,7 @@ def time_render(gen, batch: int, steps: int | None, sampler: str | None, reps: i
 
 
 def measure_model(gen, label: str, steps_list, batches, reps: int) -> list[dict]:
-    from trainer.generator import Item
+    from kickmodel.generator import Item
 
     gen.render([Item(seed=0)], steps=1 if gen.samplers else None)  # warm-up: allocations, lazy imports
     clip_s = gen.length / gen.sample_rate
@@ -61,7 +61,7 @@ def measure_model(gen, label: str, steps_list, batches, reps: int) -> list[dict]
 
 
 def run(opts: common.Options) -> dict:
-    from trainer.generator import load_generator
+    from kickmodel.generator import load_generator
 
     steps_list, batches, reps = ((1, 2), (1, 2), 1) if opts.quick else (STEPS, BATCHES, REPS)
     rows, models = [], []

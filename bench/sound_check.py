@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    from trainer.fsutil import atomic_write_bytes
+    from kickmodel.fsutil import atomic_write_bytes
 
     path = out / (f"sound_check-{args.tag}.json" if args.tag else "sound_check.json")
     atomic_write_bytes(path, (json.dumps(report, indent=1) + "\n").encode())

@@ -48,10 +48,9 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
     the optimised loop's mixed precision (bench/gpu.py compares them); the naive loop is always fp32."""
     import torch
 
-    from trainer.config import preset
-    from trainer.families import get_family
-    from trainer.families.base import FitContext, parameter_count
-    from trainer.generator import resolve_device
+    from kickmodel.families import get_family, preset
+    from kickmodel.families.base import FitContext, parameter_count
+    from kickmodel.generator import resolve_device
     from trainer.train import precision, set_grad_checkpointing
 
     fam = get_family(family)
@@ -161,7 +160,7 @@ def speedups(rows: list[dict]) -> list[dict]:
 
 
 def run(opts: common.Options) -> dict:
-    from trainer.families import family_names
+    from kickmodel.families import family_names
 
     presets = ("tiny",) if opts.quick else PRESETS
     steps = 1 if opts.quick else 3
@@ -189,7 +188,7 @@ def table(payload: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from trainer.families import family_names
+    from kickmodel.families import family_names
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=",".join(family_names()))

@@ -20,10 +20,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.sound_check import measure  # noqa: E402
-from trainer.artifact import load_artifact  # noqa: E402
+from kickmodel.artifact import load_artifact  # noqa: E402
+from kickmodel.families.mel_vae.generator import build_parts  # noqa: E402
+from kickmodel.generator import Item, load_generator  # noqa: E402
 from trainer.data import prepare  # noqa: E402
-from trainer.families.mel_vae.generator import build_parts  # noqa: E402
-from trainer.generator import Item, load_generator  # noqa: E402
 
 KIT = Path(__file__).resolve().parents[1] / "kickserver" / "data" / "kicks"
 

@@ -1,5 +1,5 @@
 """kickserver: a background service that generates kick drums and drops them into a DAW's folder."""
 
-from trainer import __version__
+from kickmodel import __version__
 
 __all__ = ["__version__"]

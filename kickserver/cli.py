@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kickmodel.config import OUTPUT_SAMPLE_RATES, SEED_LIMIT
+
 from . import __version__
 from .config import ServerConfig, ServerConfigError, default_config_path, load_config
 
@@ -51,7 +53,7 @@ def _add_model_options(p: argparse.ArgumentParser, **kw: Any) -> None:
     p.add_argument("--model", metavar="NAME",
                    help="artifact <models>/NAME.safetensors; 'default' is the bundled model", **kw)
     p.add_argument("--device", metavar="DEV", help="auto (CUDA if present, else CPU), cpu, cuda or cuda:N", **kw)
-    p.add_argument("--sample-rate", dest="sample_rate", type=int, choices=(44100, 48000),
+    p.add_argument("--sample-rate", dest="sample_rate", type=int, choices=OUTPUT_SAMPLE_RATES,
                    help="sample rate of the written WAV files (default 44100)", **kw)
     p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (0: torch's default)", **kw)
     p.add_argument("--config", metavar="FILE", help=f"TOML config (default {default_config_path()} if present)",
@@ -307,8 +309,8 @@ def cmd_render(ns: argparse.Namespace) -> int:
 
     import torch
 
-    from trainer.artifact import ArtifactError
-    from trainer.generator import Item, load_generator, resolve_device
+    from kickmodel.artifact import ArtifactError
+    from kickmodel.generator import Item, load_generator, resolve_device
 
     from .reload import ModelNotFound, resolve_model
     from .worker import settings
@@ -340,7 +342,7 @@ def cmd_render(ns: argparse.Namespace) -> int:
     import os
 
     writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
-    base = ns.seed if ns.seed is not None else random.randrange(0, 2**24 - ns.n)
+    base = ns.seed if ns.seed is not None else random.randrange(0, SEED_LIMIT - ns.n)
     steps, sampler = settings(gen, getattr(ns, "steps", None) or cfg.steps or None, ns.sampler)
     t0 = time.perf_counter()
     for start in range(0, ns.n, ns.batch):

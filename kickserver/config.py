@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kickmodel.config import MAX_STEPS, OUTPUT_SAMPLE_RATES
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -50,8 +52,6 @@ class ServerConfigError(ValueError):
     """A setting that cannot be used; the message says which and why."""
 
 
-SAMPLE_RATES = (44100, 48000)
-HARD_MAX_STEPS = 1000  # what the generator itself accepts; the contract's limit is 200 (max_steps)
 
 
 @dataclass
@@ -103,8 +103,8 @@ class ServerConfig:
             v = getattr(self, name)
             if not 1 <= v <= 65535:
                 raise bad(f"{name} must be within 1..65535, got {v}")
-        if self.sample_rate not in SAMPLE_RATES:
-            raise bad(f"sample_rate must be 44100 or 48000, got {self.sample_rate}")
+        if self.sample_rate not in OUTPUT_SAMPLE_RATES:
+            raise bad(f"sample_rate must be {' or '.join(map(str, OUTPUT_SAMPLE_RATES))}, got {self.sample_rate}")
         for a in self.allow:
             try:
                 ipaddress.ip_network(a, strict=False)
@@ -123,8 +123,8 @@ class ServerConfig:
                       f"{self.reply_rate_kb:g} and {self.reply_burst_kb:g}")
         if self.max_batch < 1:
             raise bad(f"max_batch must be >= 1, got {self.max_batch}")
-        if not 1 <= self.max_steps <= HARD_MAX_STEPS:
-            raise bad(f"max_steps must be within 1..{HARD_MAX_STEPS}, got {self.max_steps}")
+        if not 1 <= self.max_steps <= MAX_STEPS:
+            raise bad(f"max_steps must be within 1..{MAX_STEPS}, got {self.max_steps}")
         if not 0 <= self.steps <= self.max_steps:
             raise bad(f"steps must be within 0..max_steps ({self.max_steps}), got {self.steps}")
         if self.threads < 0:

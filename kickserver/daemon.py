@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kickmodel.config import SAMPLE_RATES
+
 from . import __version__, osc_api, state
 from .config import ServerConfig, ServerConfigError, load_config
 from .ratelimit import ReplyBudget
@@ -79,8 +81,8 @@ class Server:
         cfg = self.cfg
         import torch
 
-        from trainer.artifact import ArtifactError
-        from trainer.generator import load_generator, resolve_device
+        from kickmodel.artifact import ArtifactError
+        from kickmodel.generator import load_generator, resolve_device
 
         # The worker thread runs the network on cfg.threads CPU threads (torch's default when 0); start-up,
         # warm-up and reloads run on one, so that only one OpenMP thread team ever exists (measured: with a
@@ -303,7 +305,7 @@ class Server:
 
     # ------------------------------------------------------------ model hand-over
     def _on_model_loaded(self, gen: Any, name: str, path: Path, reply: Callable[[bytes], None] | None) -> None:
-        if gen.sample_rate not in (22050, 32000, 44100, 48000):  # pragma: no cover - config validation already
+        if gen.sample_rate not in SAMPLE_RATES:  # pragma: no cover - config validation already
             self._on_model_failed(f"model {name} has an unusable sample rate", reply)
             return
         assert self.worker is not None and self.loader is not None

@@ -17,6 +17,8 @@ from typing import Any
 from pythonosc.osc_message import OscMessage, ParseError
 from pythonosc.osc_message_builder import OscMessageBuilder
 
+from kickmodel.config import SEED_LIMIT
+
 from .config import MAX_MODEL_NAME, valid_model_name
 
 PING = "/kick/ping"
@@ -40,7 +42,6 @@ MAX_DATAGRAM = 4000  # replies stay under Max's and Pd's 4096-byte datagrams
 MAX_COUNT = 16
 NO_ID = -1  # in /kick/error: the request named no id and none was assigned
 ID_MIN = 0  # ids a client chooses; the server assigns -2, -3, ... (daemon.Server._next_id), so they never collide
-SERVER_SEED_LIMIT = 1 << 24  # seeds the server picks stay below 2^24: exact as float32, Pd's and Max's numbers
 MAX_ARGS = 64  # arguments in one request message
 MAX_BUNDLE_MESSAGES = 32  # messages in one datagram (a bundle, nested bundles included)
 MAX_BUNDLE_DEPTH = 4
@@ -330,8 +331,8 @@ def _parse_interpolate(args: list[Any], limits: Limits, id: int) -> Interpolate:
 
 
 def pick_seed(rng: random.Random, count: int) -> int:
-    """A first seed for `count` kicks when the client gave none: base .. base + count - 1 < SERVER_SEED_LIMIT."""
-    return rng.randrange(0, SERVER_SEED_LIMIT - max(1, int(count)) + 1)
+    """A first seed for `count` kicks when the client gave none: base .. base + count - 1 < SEED_LIMIT."""
+    return rng.randrange(0, SEED_LIMIT - max(1, int(count)) + 1)
 
 
 def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:

@@ -12,7 +12,7 @@ Which ready files are swapped in: with no model configured (`pinned` None) every
 newest artifact serves. With a model pinned (`--model NAME`, or the one chosen by `/kick/model`
 since), only a new version of that model's own file; any other is validated (refused with one log
 line if bad) and listed by /kick/models, but what the user hears does not change until they select
-it. A file to swap in is validated and loaded by `trainer.generator.load_generator` in the loader
+it. A file to swap in is validated and loaded by `kickmodel.generator.load_generator` in the loader
 thread, warmed up, then handed to the worker, which swaps it in between batches. An invalid
 artifact is refused with one log line and the current model keeps serving.
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.artifact import ArtifactError, check_artifact
+from kickmodel.artifact import ArtifactError, check_artifact
 
 log = logging.getLogger("kickserver.reload")
 
@@ -66,7 +66,7 @@ _meta_cache: dict[str, tuple[tuple[int, int], bool]] = {}
 
 def looks_valid(path: Path) -> bool:
     """Whether an artifact would load, for listing models: its header, metadata, configs and tensor names
-    and shapes are checked without reading a weight (trainer.artifact.check_artifact, which builds the
+    and shapes are checked without reading a weight (kickmodel.artifact.check_artifact, which builds the
     networks on torch's meta device); cached by mtime and size."""
     try:
         st = path.stat()
@@ -143,7 +143,7 @@ def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True)
 
 def warm_up(gen: Any) -> float:
     """One throw-away sample so the first real request does not pay for lazy initialisation."""
-    from trainer.generator import Item
+    from kickmodel.generator import Item
 
     t0 = time.perf_counter()
     gen.render([Item(seed=0)], steps=min(2, int(gen.default_steps)) if gen.samplers else None)
@@ -346,7 +346,7 @@ class ModelLoader:
                 self.on_failed(f"cannot load {path.name}: {e}", pending.reply)
 
     def _load(self, path: Path, pending: _Pending) -> None:
-        from trainer.generator import load_generator
+        from kickmodel.generator import load_generator
 
         if not path.is_file():
             if pending.reply is not None:
@@ -373,7 +373,7 @@ class ModelLoader:
 
     def _validate_only(self, path: Path, name: str) -> None:
         """A new artifact beside a pinned model: check it fully (on the CPU), list it, do not serve it."""
-        from trainer.generator import load_generator
+        from kickmodel.generator import load_generator
 
         try:
             gen = load_generator(path, "cpu")

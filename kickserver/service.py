@@ -27,7 +27,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainer.fsutil import atomic_write_bytes
+from kickmodel.fsutil import atomic_write_bytes
 
 UNIT_NAME = "kickserver.service"
 TEMPLATES = {"user": "kickserver.service", "system": "kickserver-system.service"}

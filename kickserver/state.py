@@ -13,7 +13,7 @@ import json
 import logging
 from pathlib import Path
 
-from trainer.fsutil import atomic_write_bytes
+from kickmodel.fsutil import atomic_write_bytes
 
 from .config import valid_model_name
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.data import BadAudio
-from trainer.generator import Cancelled, Endpoint, Interpolation, Item, Variation
+from kickmodel.clips import BadAudio
+from kickmodel.generator import Cancelled, Endpoint, Interpolation, Item, Variation
 
 from . import osc_api
 from .reload import warm_up

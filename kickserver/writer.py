@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from trainer.fsutil import atomic_write_bytes, fsync_dir
+from kickmodel.fsutil import atomic_write_bytes, fsync_dir
 
 log = logging.getLogger("kickserver.writer")
 

@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run as a script from a checkout
 
-from trainer.fsutil import atomic_write_bytes  # noqa: E402
+from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 DEFAULT_MAXPAT = HERE / "kickserver.maxpat"
 DEFAULT_AMXD = HERE / "kickserver.amxd"

@@ -22,12 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 MUTANTS = {
     "dpmpp-first-order": (
-        "trainer/diffusion.py",
+        "kickmodel/diffusion.py",
         "d = (1 + 1 / (2 * r)) * x0 - (1 / (2 * r)) * old_x0",
         "d = x0",
         ["tests/trainer/test_diffusion.py"]),
     "atomic-write-in-place": (
-        "trainer/fsutil.py",
+        "kickmodel/fsutil.py",
         'fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)',
         "fd, tmp = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), str(path)",
         ["tests/trainer/test_fsutil.py"]),

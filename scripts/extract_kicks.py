@@ -23,7 +23,7 @@ first), most of its energy below 200 Hz, and its strongest tone 30..130 ms after
 
 Duplicates, within and across packages and against the kit's existing files: a candidate is
 skipped when its mono 44.1 kHz audio is bit-identical to an earlier one (exact: ChucK ships
-kick_01.wav four times), or when its prepared clip (trainer.data.prepare_audio: onset-aligned, peak-
+kick_01.wav four times), or when its prepared clip (kickmodel.clips.prepare_audio: onset-aligned, peak-
 normalised, 1.02 s, as training sees it) has a normalised cross-correlation of at least
 NEAR_DUPLICATE_NCC with an earlier one at a lag within +-5 ms (trainer.split.pairwise_max_ncc: the
 same recording at another level, rate or in another kit; FluidR3's Std Kick 5 is its Room Kick).
@@ -37,7 +37,7 @@ trailing silence below -80 dB re. the peak dropped; longer than MAX_SECONDS cut 
 original_path, license; original_path is relative to /usr/share, `file.sf2#sample name`, or
 `#left+right` for a stereo pair). The script owns the rows of its three packages: a rerun rewrites
 those rows and files (only where the bytes differ) and removes the ones it no longer selects; every
-other row is kept as it is. Files and the manifest are written atomically (trainer.fsutil). A
+other row is kept as it is. Files and the manifest are written atomically (kickmodel.fsutil). A
 missing package is an error before anything is written.
 """
 
@@ -62,8 +62,8 @@ sys.path.insert(0, str(HERE))
 
 from sf2reader import SF2Error, SoundFont, sample_span  # noqa: E402
 
-from trainer.config import DataConfig  # noqa: E402
-from trainer.fsutil import atomic_write_bytes  # noqa: E402
+from kickmodel.config import DataConfig  # noqa: E402
+from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 SAMPLE_RATE = 44100
 MAX_SECONDS = 2.0
@@ -348,7 +348,7 @@ def choose(cands: list[Candidate], kit: list[tuple[str, np.ndarray]], cfg: DataC
     """Keep the candidates that measure like one kick hit and are neither identical nor near-copies
     (NEAR_DUPLICATE_NCC on prepared clips) of a kit file or of a candidate kept before them.
     kit: (file name, prepared clip) of the kit's files that this script does not own."""
-    from trainer.data import BadAudio, prepare_audio
+    from kickmodel.clips import BadAudio, prepare_audio
     from trainer.split import pairwise_max_ncc
 
     cfg = cfg or DataConfig()
@@ -435,7 +435,7 @@ def _unique(name: str, used: set[str]) -> str:
 
 def run(root: Path, kit: Path, dry_run: bool = False, sources=SOURCES, log=print) -> dict[str, int]:
     """Gather, choose, write (see the module docstring). Returns {package: kicks kept}."""
-    from trainer.data import BadAudio, load_clip
+    from kickmodel.clips import BadAudio, load_clip
 
     rows = read_manifest(kit)
     owned = {s.package for s in sources}

@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise E.ExtractError(f"{out} is not empty and has no MANIFEST.csv: not a folder this script wrote")
             old = E.read_manifest(out)
         rows = E.read_manifest(kit)
-        from trainer.data import load_clip
+        from kickmodel.clips import load_clip
 
         cfg = E.DataConfig()
         ref = [(r["file"], load_clip(kit / r["file"], cfg)[0]) for r in rows]

@@ -29,8 +29,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def fit_context(cfg, path: Path, seed: int = 0):
     """(cfg as `fit` would train it, a FitContext): a latent-diffusion model gets a random mel-VAE of the same
     preset beside `path` (a hidden file, so a models folder does not list it)."""
-    from trainer.families import get_family
-    from trainer.families.base import FitContext
+    from kickmodel.families import get_family
+    from kickmodel.families.base import FitContext
 
     options = {}
     if cfg.family == "latent_diffusion":
@@ -44,9 +44,8 @@ def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffus
                        preset_name: str = "tiny") -> Path:
     """A model of `family` (default preset tiny) with seeded random weights, exported as a real artifact
     (fast; no training)."""
-    from trainer.artifact import save_artifact
-    from trainer.config import preset
-    from trainer.families import get_family
+    from kickmodel.artifact import save_artifact
+    from kickmodel.families import get_family, preset
 
     path = Path(path)
     cfg, ctx = fit_context(cfg or preset(preset_name, family), path, seed)

@@ -1,1 +1,5 @@
-__version__ = "0.1.0"
+"""trainer: turns a folder of kicks into kickmodel artifacts (data, augmentation, the loop, export, evaluation, CLI)."""
+
+from kickmodel import __version__
+
+__all__ = ["__version__"]

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 import torchaudio.functional as AF
 
-from trainer.config import AugmentConfig
+from kickmodel.config import AugmentConfig
 
 PITCH_BASE = 128  # pitch ratios are n / PITCH_BASE
 ENV_WIN = 512

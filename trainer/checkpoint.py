@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from .fsutil import atomic_write_bytes
+from kickmodel.fsutil import atomic_write_bytes
 
 CHECKPOINT_VERSION = 1
 _NAME = re.compile(r"^step-(\d{8,})\.pt$")

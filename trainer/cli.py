@@ -23,9 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kickmodel.config import DEFAULT_FAMILY, SEED_LIMIT, ConfigError
+from kickmodel.families import cli_name, family_names, from_dict, preset
+
 from . import __version__
-from .config import DEFAULT_FAMILY, ConfigError, from_dict, preset
-from .families import cli_name, family_names
 
 
 def _parse_value(text: str) -> Any:
@@ -130,12 +131,12 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     import numpy as np
     import soundfile as sf
 
-    from .fsutil import atomic_write_bytes
-    from .generator import Item, load_generator
+    from kickmodel.fsutil import atomic_write_bytes
+    from kickmodel.generator import Item, load_generator
 
     gen = load_generator(Path(args.artifact), args.device)
     controls = _parse_controls(args.control or [])
-    seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(0, 2**24 - 16))
+    seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(0, SEED_LIMIT - 16))
     items = [Item(seed=seed + i, controls=controls) for i in range(args.n)]
     clips = gen.render(items, steps=args.steps, sampler=args.sampler)
     out = Path(args.out)
@@ -260,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .artifact import ArtifactError
+    from kickmodel.artifact import ArtifactError
+
     from .data import NoUsableAudio
 
     args = build_parser().parse_args(argv)

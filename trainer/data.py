@@ -18,49 +18,23 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
-import torch
-import torchaudio.functional as AF
 
-from trainer.config import DataConfig
-from trainer.fsutil import atomic_write, clean_stale_temp_files
+from kickmodel.clips import AUDIO_EXTENSIONS, BadAudio, load_clip
+from kickmodel.config import DataConfig
+from kickmodel.fsutil import atomic_write, clean_stale_temp_files
 
 CACHE_VERSION = 1
 AUDIO_FILE = "audio.f32"
 MANIFEST_FILE = "manifest.json"
-PRE_ONSET_MS = 0.5  # kept before the detected onset so the attack's first rise is not cut
-END_FADE_MS = 2.0  # fade at the natural end of a clip shorter than cfg.length
-SILENCE_DB = -80.0  # a file whose peak is below this (dBFS) is "silent"
-HIGHPASS_HZ = 10.0  # gentle DC / rumble removal after mean subtraction
 SIDECAR_SUFFIXES = frozenset({".asd", ".reapeaks", ".reapindex"})
 # DataConfig fields that do not change the decoded clips, so changing them keeps the cache
 _NOT_IN_CACHE_KEY = ("val_fraction",)
-
-
-def _audio_extensions() -> frozenset[str]:
-    formats = set(sf.available_formats())
-    ext = {".wav", ".flac"}  # libsndfile always has these
-    if "AIFF" in formats:
-        ext |= {".aif", ".aiff"}
-    if "OGG" in formats:
-        ext.add(".ogg")
-    if "MP3" in formats:
-        ext.add(".mp3")
-    return frozenset(ext)
-
-
-AUDIO_EXTENSIONS: frozenset[str] = _audio_extensions()  # lower case, with the dot, as Path.suffix.lower()
-
-
-class BadAudio(Exception):
-    """A file that cannot be used; the message is the reason ("silent", "contains NaN", ...)."""
 
 
 class NoUsableAudio(Exception):
@@ -102,106 +76,6 @@ def scan_audio(paths: Iterable[str | Path]) -> list[Path]:
                 if f.is_file():
                     found.add(f.resolve())
     return sorted(found)
-
-
-# ----------------------------------------------------------------------------------------------
-# decoding one clip
-
-
-def read_audio(path: Path) -> tuple[np.ndarray, int]:
-    """(float32 [frames, channels], sample rate) of a sound file; BadAudio with the reason if unreadable."""
-    try:
-        size = path.stat().st_size
-    except OSError as e:
-        raise BadAudio(f"unreadable: {e.strerror or e}") from None
-    if size == 0:
-        raise BadAudio("empty file")
-    try:
-        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except sf.LibsndfileError as e:
-        msg = str(e.error_string if hasattr(e, "error_string") else e).strip()
-        with open(path, "rb") as f:
-            magic = f.read(4)
-        if magic in (b"RIFF", b"RIFX", b"RF64", b"FORM", b"fLaC", b"OggS"):
-            raise BadAudio(f"malformed header ({msg})") from None
-        raise BadAudio(f"unreadable: {msg}") from None
-    except (RuntimeError, TypeError, ValueError, OSError) as e:
-        raise BadAudio(f"unreadable: {e}") from None
-    if data.shape[0] == 0:
-        raise BadAudio("empty file")
-    return data, int(sr)
-
-
-def _raised_cosine(n: int) -> np.ndarray:
-    """n samples going from 1 to exactly 0 (half a Hann window)."""
-    if n <= 1:
-        return np.zeros(max(n, 0), dtype=np.float32)
-    return (0.5 * (1.0 + np.cos(np.linspace(0.0, math.pi, n)))).astype(np.float32)
-
-
-def load_clip(path: Path, cfg: DataConfig) -> tuple[np.ndarray, float]:
-    """Decode one file into (float32 mono clip of exactly cfg.length samples, original duration in s);
-    see prepare_audio. Raises BadAudio with the reason."""
-    data, sr = read_audio(Path(path))
-    return prepare_audio(data, sr, cfg)
-
-
-def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig) -> tuple[np.ndarray, float]:
-    """Decoded audio ([frames] or [frames, channels] at sr) as a training clip: (float32 mono clip of
-    exactly cfg.length samples, original duration in s).
-
-    Mix to mono -> reject NaN/inf and too short -> resample to cfg.sample_rate (torchaudio) ->
-    subtract the mean -> reject silent -> start PRE_ONSET_MS before the first sample above
-    peak * 10**(onset_threshold_db/20) -> 10 Hz high-pass -> crop (with a cfg.fade_ms raised-cosine
-    fade-out when cropped) or zero-pad (with a 2 ms fade at the natural end) -> peak to cfg.peak_db.
-    Raises BadAudio with the reason.
-    """
-    data = np.asarray(data, dtype=np.float32)
-    if data.ndim == 1:
-        data = data[:, None]
-    if data.ndim != 2 or data.shape[0] == 0:
-        raise BadAudio("empty file" if data.size == 0 else f"unexpected audio shape {data.shape}")
-    sr = int(sr)
-    if sr <= 0:
-        raise BadAudio(f"bad sample rate {sr}")
-    duration = data.shape[0] / sr
-    if not np.isfinite(data).all():
-        raise BadAudio("contains NaN" if np.isnan(data).any() else "contains inf")
-    if duration * 1000.0 < cfg.min_ms:
-        raise BadAudio(f"shorter than {cfg.min_ms:g} ms ({duration * 1000.0:.1f} ms)")
-    x = data.mean(axis=1, dtype=np.float64).astype(np.float32)
-    if sr != cfg.sample_rate:
-        x = AF.resample(torch.from_numpy(x), sr, cfg.sample_rate).numpy()
-    x = x - x.mean(dtype=np.float64).astype(np.float32)
-    peak = float(np.abs(x).max())
-    if not peak > 10.0 ** (SILENCE_DB / 20.0):
-        raise BadAudio("silent")
-
-    thr = peak * 10.0 ** (cfg.onset_threshold_db / 20.0)
-    onset = int(np.argmax(np.abs(x) > thr))
-    pre = int(round(PRE_ONSET_MS * cfg.sample_rate / 1000.0))
-    start = max(0, onset - pre)
-    x = x[start:]
-    if onset - start > 1:  # ramp the pre-roll in so sample 0 is ~0 (it is below the onset threshold anyway)
-        x[: onset - start] *= _raised_cosine(onset - start)[::-1]
-    x = np.ascontiguousarray(x) * np.float32(0.5 / peak)  # headroom: torchaudio's biquads clamp to [-1, 1]
-    x = AF.highpass_biquad(torch.from_numpy(x), cfg.sample_rate, HIGHPASS_HZ, Q=0.5).numpy()
-
-    out = np.zeros(cfg.length, dtype=np.float32)
-    if x.shape[0] > cfg.length:
-        out[:] = x[: cfg.length]
-        n_fade = min(cfg.length, max(2, int(round(cfg.fade_ms * cfg.sample_rate / 1000.0))))
-        out[-n_fade:] *= _raised_cosine(n_fade)
-    else:
-        n = x.shape[0]
-        out[:n] = x
-        n_fade = min(n, max(2, int(round(END_FADE_MS * cfg.sample_rate / 1000.0))))
-        out[n - n_fade:n] *= _raised_cosine(n_fade)
-    peak = float(np.abs(out).max())
-    if not peak > 10.0 ** (SILENCE_DB / 20.0):
-        raise BadAudio("silent")
-    out *= np.float32(10.0 ** (cfg.peak_db / 20.0) / peak)
-    return out, float(duration)
 
 
 # ----------------------------------------------------------------------------------------------

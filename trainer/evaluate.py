@@ -12,7 +12,7 @@ seed..seed+n-1, no controls set, rendered and finished as the daemon renders the
 procedural kicks from `trainer.synth`, finished the same way: the baseline a model must beat by
 far), and "real vs real" (real held-out kicks against other real held-out kicks: the floor a perfect
 model would reach). Real and training clips are
-decoded with `trainer.data.load_clip` and the artifact's DataConfig, so every set has the same rate,
+decoded with `kickmodel.clips.load_clip` and the artifact's DataConfig, so every set has the same rate,
 length, onset alignment and peak level.
 
 Distances (on a clip-level embedding, `trainer.embeddings`, default "mfcc-stats"):
@@ -354,7 +354,7 @@ class EvalSets:
 def load_folder(paths: Sequence[str | Path], cfg, log: Log = _stderr) -> tuple[np.ndarray, list[str], list[str],
                                                                                list[tuple[str, str]]]:
     """(clips [n, cfg.length], sources, sha256s, skipped) of every usable file under paths, decoded
-    with trainer.data.load_clip exactly as training decodes them."""
+    with kickmodel.clips.load_clip exactly as training decodes them."""
     from .data import BadAudio, NoUsableAudio, load_clip, scan_audio, sha256_file
 
     files = scan_audio(paths)
@@ -392,7 +392,7 @@ def generate(gen, n: int, steps: int | None, sampler: str | None, seed: int,
              batch: int = EVAL_BATCH) -> tuple[np.ndarray, float, float]:
     """(n finished kicks from seeds seed..seed+n-1 with no controls set, seconds per kick in batches,
     seconds for one kick alone)."""
-    from .generator import Item
+    from kickmodel.generator import Item
 
     gen.render([Item(seed=seed)], steps=1 if gen.samplers else None, sampler=sampler)  # warm-up, not timed
     out = []
@@ -437,8 +437,9 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
             ) -> tuple[list[Any], EvalSets]:
     """Load the models and the real/training clips, generate every model's sets and the synth set.
     Diffusion models get a row per step count; one-pass models one row."""
-    from .config import DataConfig
-    from .generator import finish_kick, load_generator
+    from kickmodel.config import DataConfig
+    from kickmodel.generator import finish_kick, load_generator
+
     from .synth import synth_batch
 
     artifacts = [artifacts] if isinstance(artifacts, (str, Path)) else list(artifacts)
@@ -550,7 +551,7 @@ def _median(v: np.ndarray) -> float:
 def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int = 0,
           log: Log = _stderr) -> dict[str, Any]:
     """Rows of the table (a dict per set) plus the recommended steps; see the module docstring."""
-    from .descriptors import CONTROL_NAMES, measure
+    from kickmodel.descriptors import CONTROL_NAMES, measure
 
     sr = sets.sample_rate
     t0 = time.perf_counter()
@@ -812,7 +813,7 @@ def parse_steps(text: str) -> list[int]:
 
 def main(args: argparse.Namespace) -> int:
     """`kicktrain eval`: print the table, write OUT/report.json and the pictures."""
-    from .fsutil import atomic_write_bytes
+    from kickmodel.fsutil import atomic_write_bytes
 
     steps = parse_steps(args.steps)
     out = Path(args.out)

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import torch
 
-from .artifact import save_artifact
+from kickmodel.artifact import save_artifact
+from kickmodel.config import ConfigError
+from kickmodel.families import from_dict, get_family
+from kickmodel.families.base import FitContext
+
 from .checkpoint import load_latest
-from .config import ConfigError, from_dict
-from .families import get_family
-from .families.base import FitContext
 
 SAMPLING_KEYS = ("steps", "sampler", "time_power", "guidance", "image_reject_db", "temperature")
 # settings an export may change without retraining: sampling, and a mel-VAE's inversion (Griffin-Lim needs no

@@ -2,10 +2,10 @@
 
     kicktrain map model.safetensors ~/Samples/Kicks --out map/     # map/map.png and map/map.csv
 
-Each file is decoded as training decodes it (trainer.data.load_clip, the artifact's clip settings),
+Each file is decoded as training decodes it (kickmodel.clips.load_clip, the artifact's clip settings),
 encoded to its posterior mean by the model's encoder, and laid out in two dimensions twice: t-SNE
 (scikit-learn, PCA initialisation, a fixed seed; van der Maaten & Hinton 2008) and PCA. The picture
-colours the points by the measured decay (s), pitch (Hz) and click (dB) of trainer/descriptors.py,
+colours the points by the measured decay (s), pitch (Hz) and click (dB) of kickmodel/descriptors.py,
 one colour bar each: punchy, boomy and clicky kicks show where they gather. map.csv holds one row per
 file: path, tsne_x, tsne_y, pca_x, pca_y, decay, pitch, click (t-SNE columns empty when skipped).
 
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .descriptors import CONTROL_NAMES, measure
-from .fsutil import atomic_write_bytes
+from kickmodel.descriptors import CONTROL_NAMES, measure
+from kickmodel.fsutil import atomic_write_bytes
 
 DEFAULT_PERPLEXITY = 30.0
 UNITS = {"decay": "s", "pitch": "Hz", "click": "dB"}
@@ -98,9 +98,10 @@ def make_map(artifact: str | Path, data: Sequence[str | Path], out: str | Path, 
              ) -> tuple[Path, Path]:
     import torch
 
+    from kickmodel.families import cli_name
+    from kickmodel.generator import load_generator
+
     from .evaluate import load_folder
-    from .families import cli_name
-    from .generator import load_generator
 
     gen = load_generator(Path(artifact), device)
     if not callable(getattr(gen, "encode", None)):

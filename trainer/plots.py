@@ -26,7 +26,7 @@ def save_figure(fig, path: Path, dpi: int = 90) -> Path:
     """Render fig as PNG and write it atomically (temp + fsync + rename), then close it."""
     import io
 
-    from .fsutil import atomic_write_bytes
+    from kickmodel.fsutil import atomic_write_bytes
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)

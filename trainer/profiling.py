@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from .fsutil import atomic_write_bytes
+from kickmodel.fsutil import atomic_write_bytes
 
 PHASES = ("data", "augment", "conditioning", "prepare", "wait for data", "forward", "backward", "optimizer", "ema")
 CONV_KEYS = ("conv", "cudnn_convolution", "mkldnn_convolution", "slow_conv")

@@ -9,7 +9,7 @@ is. So clips are first grouped, and the split moves whole groups. Two clips are 
 (transitively) any of these holds:
 - the same file content (sha256);
 - near-copies: the largest normalised cross-correlation of their prepared clips (onset-aligned,
-  peak-normalised, as `trainer.data.prepare_audio` makes them) over lags within +-NEAR_COPY_LAG_MS is at
+  peak-normalised, as `kickmodel.clips.prepare_audio` makes them) over lags within +-NEAR_COPY_LAG_MS is at
   least NEAR_COPY_NCC (a layer at another level, a re-encoding, a slightly shifted copy);
 - layer names: in one folder, file names that are the same once velocity words (VELOCITY_WORDS:
   Soft, Med, Hard, Hardest, Loud, pp .. ff, v1 .. v9, ...) and numbers are taken out (`layer_key`),

@@ -9,7 +9,7 @@
         for hook in trainer.hooks:      # log, validate, sample, checkpoint (+ profiler, when asked)
             hook(trainer, metrics)
 
-The loop knows nothing of any family: `trainer.families.<name>.objective()` gives the module to train
+The loop knows nothing of any family: `kickmodel.families.<name>.objective()` gives the module to train
 and its loss. Why it looks the way it does:
 - All randomness of step k (which clips, how they are augmented, which controls are dropped, noise
   levels, noise) comes from generators seeded by (seed, k). A resumed run therefore continues exactly
@@ -46,18 +46,19 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
+from kickmodel.artifact import Artifact, load_artifact, save_artifact
+from kickmodel.config import Config, ConfigError, differences
+from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
+from kickmodel.families import from_dict, get_family
+from kickmodel.families.base import FitContext, Objective, parameter_count
+from kickmodel.fsutil import atomic_write_bytes, clean_stale_temp_files
+from kickmodel.generator import resolve_device
+
 from . import __version__
-from .artifact import Artifact, load_artifact, save_artifact
 from .augment import Augmenter
 from .checkpoint import list_checkpoints, load_latest, rng_state, save_checkpoint, set_rng_state
-from .config import Config, ConfigError, differences, from_dict
 from .data import default_cache_dir, prepare
-from .descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
 from .distributed import Dist, per_rank_batch
-from .families import get_family
-from .families.base import FitContext, Objective, parameter_count
-from .fsutil import atomic_write_bytes, clean_stale_temp_files
-from .generator import resolve_device
 
 Log = Callable[[str], None]
 Hook = Callable[["Trainer", dict], None]
@@ -752,7 +753,8 @@ def write_samples(tr: Trainer, real: torch.Tensor, n: int = 4) -> list[Path]:
     """Generate n kicks with the EMA weights into RUN/samples/ (WAV + spectrogram PNG beside real kicks)."""
     import soundfile as sf
 
-    from .generator import Item
+    from kickmodel.generator import Item
+
     from .plots import spectrogram_grid
 
     folder = tr.run_dir / "samples"

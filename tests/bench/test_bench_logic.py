@@ -99,7 +99,7 @@ def test_flop_counter_counts_a_matmul_and_the_peak_is_a_rate():
 
 
 def test_flops_per_kick_is_the_steps_times_the_cost_of_one(tmp_path):
-    from trainer.generator import load_generator
+    from kickmodel.generator import load_generator
 
     gen = load_generator(make_artifact(tmp_path / "w.safetensors"), "cpu")
     rows = flops.measure_model(gen, peak=1e11, reps=1)
@@ -228,7 +228,7 @@ def test_gpu_sections_run_on_a_cpu_with_tiny_sizes(tmp_path):
     art = make_artifact(tmp_path / "w.safetensors")
     rows = gpu.sampling_section("cpu", [art], None, batches=(1,), reps=1)
     assert rows[0]["how"] == "eager" and rows[0]["median_s"] > 0 and rows[0]["peak_gpu_mb"] is None
-    from trainer.generator import load_generator
+    from kickmodel.generator import load_generator
 
     gen = load_generator(art, "cpu")
     assert gpu.compile_modules(gen, "default") == ["denoiser"]

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kickmodel.families.waveform_diffusion.generator import reject_images
 from trainer.embeddings import get_embedding
 from trainer.evaluate import EvalSets, ModelRow, score
-from trainer.families.waveform_diffusion.generator import reject_images
 from trainer.synth import synth_batch, synth_kick
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ import numpy as np
 import soundfile as sf
 from daemon_util import start_daemon
 
-from trainer.artifact import load_artifact
-from trainer.generator import Item, finish_kick, load_generator
+from kickmodel.artifact import load_artifact
+from kickmodel.generator import Item, finish_kick, load_generator
 from trainer.synth import synth_kick
 
 BUNDLED = Path(__file__).resolve().parents[2] / "kickserver" / "models" / "default.safetensors"
@@ -99,7 +99,7 @@ def test_bundled_model_makes_kick_shaped_sounds_as_often_as_the_real_kit():
     seeds fail, all on long tails; before Griffin-Lim's floor was gated to silence, 15 of 20 did)."""
     import tempfile
 
-    from trainer.config import DataConfig
+    from kickmodel.config import DataConfig
     from trainer.data import prepare
 
     gen = load_generator(BUNDLED, "cpu")

@@ -162,7 +162,7 @@ def test_daemon_imports_no_training_only_libraries():
     code = ("import sys, torch, torchaudio\n"
             "base = set(sys.modules)\n"
             "import kickserver.cli, kickserver.daemon, kickserver.worker, kickserver.reload, kickserver.writer\n"
-            "import trainer.generator, trainer.data\n"
+            "import kickmodel.generator, kickmodel.clips\n"
             "added = [m for m in ('tensorboard', 'matplotlib', 'tqdm') if m in sys.modules and m not in base]\n"
             "assert not added, added\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=daemon_env(), capture_output=True, text=True,

@@ -23,7 +23,8 @@ LSB = 2.0 ** -23  # one step of a 24-bit file
 @pytest.fixture(scope="module")
 def models_dir(tmp_path_factory, tiny_artifact):
     """The tiny diffusion model (served), a tiny mel-VAE, and a diffusion model whose only control is decay."""
-    from trainer.config import ConditioningConfig, preset
+    from kickmodel.config import ConditioningConfig
+    from kickmodel.families import preset
 
     folder = models_folder(tmp_path_factory.mktemp("models"), tiny_artifact)
     make_artifact(folder / "vae.safetensors", family="mel_vae")

@@ -128,9 +128,9 @@ def test_variation(daemon):
 
 
 def test_variation_strength_zero_returns_the_source(daemon):
-    from trainer.config import DataConfig
-    from trainer.data import load_clip
-    from trainer.generator import finish_kick
+    from kickmodel.clips import load_clip
+    from kickmodel.config import DataConfig
+    from kickmodel.generator import finish_kick
 
     (_, src), = daemon.send("/kick/generate", "seed", 12, "steps", STEPS)
     (a, p), = daemon.send("/kick/variation", Path(src[1]).name, "strength", 0.0)

@@ -141,9 +141,9 @@ def _kick(path: Path, freq: float, rate: int = 44100, seconds: float = 0.2) -> P
 
 
 def _prepared(path: Path) -> np.ndarray:
-    from trainer.config import DataConfig
-    from trainer.data import load_clip
-    from trainer.generator import finish_kick
+    from kickmodel.clips import load_clip
+    from kickmodel.config import DataConfig
+    from kickmodel.generator import finish_kick
 
     clip, _ = load_clip(path, DataConfig(length=4096))
     return finish_kick(clip, 44100)
@@ -587,7 +587,7 @@ def test_models_lists_only_artifacts_that_load(tmp_path, tiny_artifact, tally):
     import torch
     from safetensors.torch import load_file, save_file
 
-    from trainer.artifact import read_metadata
+    from kickmodel.artifact import read_metadata
 
     models = models_folder(tmp_path / "models", tiny_artifact)
     tensors = load_file(str(tiny_artifact))

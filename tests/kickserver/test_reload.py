@@ -16,9 +16,9 @@ import torch
 from daemon_util import make_artifact, models_folder, start_daemon
 from safetensors.torch import load_file, save_file
 
+from kickmodel.artifact import read_metadata
 from kickserver import reload as reload_mod
 from kickserver.reload import ModelLoader
-from trainer.artifact import read_metadata
 
 
 def status_model(d) -> str:

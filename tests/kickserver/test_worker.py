@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
+from kickmodel.generator import GeneratorBase, load_generator
 from kickserver import osc_api
 from kickserver.worker import Job, Worker
 from kickserver.writer import KickWriter
-from trainer.generator import GeneratorBase, load_generator
 
 
 class FakeGen(GeneratorBase):

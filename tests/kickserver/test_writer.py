@@ -12,8 +12,8 @@ import pytest
 import soundfile as sf
 from inotify_util import InotifyWatch
 
+from kickmodel.generator import finish_kick
 from kickserver.writer import LEDGER, NAME_RE, KickInfo, KickWriter, WriteError
-from trainer.generator import finish_kick
 
 SR = 48000
 

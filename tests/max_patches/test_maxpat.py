@@ -19,9 +19,8 @@ from collections import deque
 import pytest
 from daemon_util import REPO
 
+from kickmodel.families import family_names, preset
 from kickserver import osc_api
-from trainer.config import preset
-from trainer.families import family_names
 
 MAX_PATCHES = REPO / "max_patches"
 MAXPAT = MAX_PATCHES / "kickserver.maxpat"
@@ -284,7 +283,7 @@ def test_float_parameters_are_rounded_before_use(patch):
 
 def test_every_model_control_has_a_dial():
     """The dials are the models' controls: every preset (and any bundled model) has exactly these."""
-    from trainer.artifact import read_metadata
+    from kickmodel.artifact import read_metadata
 
     for family in family_names():
         for name in ("tiny", "small", "base"):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from kickmodel.config import AugmentConfig
+from kickmodel.descriptors import measure
 from trainer.augment import Augmenter
-from trainer.config import AugmentConfig
-from trainer.descriptors import measure
 from trainer.synth import synth_batch, synth_kick
 
 SR = 44100

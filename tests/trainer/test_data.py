@@ -12,9 +12,9 @@ import pytest
 import soundfile as sf
 import torch
 
+from kickmodel.config import DataConfig
+from kickmodel.descriptors import measure
 from trainer import data as D
-from trainer.config import DataConfig
-from trainer.descriptors import measure
 from trainer.synth import synth_kick
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "kicks"

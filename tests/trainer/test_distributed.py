@@ -80,7 +80,7 @@ def test_two_ranks_train_the_same_weights_and_rank_0_alone_writes(kicks, tmp_pat
     script.write_text(textwrap.dedent(f"""
         import os, sys, torch
         from pathlib import Path
-        from trainer.config import preset
+        from kickmodel.families import preset
         from trainer.train import FitOptions, Trainer
         opts = FitOptions(data=[{str(kicks)!r}], run_dir=Path({str(tmp_path / 'run')!r}), cfg=preset("tiny"),
                           device="cpu", max_steps=3, progress=False, tensorboard=False)

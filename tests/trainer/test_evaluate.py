@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from kickmodel.generator import finish_kick
 from trainer.embeddings import Embedding, MfccStats, get_embedding
 from trainer.evaluate import (
     diversity,
@@ -23,7 +24,6 @@ from trainer.evaluate import (
     standardiser,
     tail_hiss_db,
 )
-from trainer.generator import finish_kick
 from trainer.synth import synth_batch
 
 SR = 44100

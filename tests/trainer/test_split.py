@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from kickmodel.config import DataConfig
 from trainer import split as S
-from trainer.config import DataConfig
 from trainer.data import PreparedSet, prepare
 from trainer.evaluate import _heldout_split, load_folder
 from trainer.synth import synth_kick

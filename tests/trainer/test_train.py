@@ -18,12 +18,12 @@ import pytest
 import soundfile as sf
 import torch
 
-from trainer.artifact import ArtifactError, load_artifact
+from kickmodel.artifact import ArtifactError, load_artifact
+from kickmodel.diffusion import Denoiser, NoiseSchedule
+from kickmodel.families import preset
+from kickmodel.generator import Item, load_generator
 from trainer.checkpoint import file_is_complete, list_checkpoints, load_latest
 from trainer.cli import main as kicktrain
-from trainer.config import preset
-from trainer.diffusion import Denoiser, NoiseSchedule
-from trainer.generator import Item, load_generator
 from trainer.synth import synth_batch
 from trainer.train import FitOptions, batch_indices, fit
 
@@ -64,7 +64,7 @@ def _equal_states(a, b, where: str = "") -> None:
 def test_overfit_one_batch():
     """The network can drive the loss down on one fixed batch: the model, loss and optimiser are wired."""
     torch.manual_seed(0)
-    from trainer.families.waveform_diffusion.network import WaveUNet
+    from kickmodel.families.waveform_diffusion.network import WaveUNet
 
     cfg = preset("tiny")
     net = WaveUNet(cfg.model, n_controls=len(cfg.controls))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.descriptors import measure
-from trainer.generator import Endpoint, Interpolation, Item, load_generator
+from kickmodel.descriptors import measure
+from kickmodel.generator import Endpoint, Interpolation, Item, load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
 # the waveform-diffusion model bundled until 2026-12-04 (trained)

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
+from .config import MAX_STEPS
+
 SAMPLER_NAMES = ("ddim", "ddpm", "dpmpp_2m")
-MAX_STEPS = 1000
 
 
 @dataclass(frozen=True)

@@ -236,9 +236,9 @@ class GeneratorBase:
     def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
         """A decoded file ([frames] or [frames, channels] at sample_rate) made into a clip this model can
         vary: mono, resampled, onset-aligned, cropped or padded, peak-normalised exactly as training
-        clips are (trainer.data.prepare_audio). Raises trainer.data.BadAudio with the reason."""
+        clips are (kickmodel.clips.prepare_audio). Raises kickmodel.clips.BadAudio with the reason."""
+        from .clips import prepare_audio
         from .config import DataConfig
-        from .data import prepare_audio
 
         cfg = self.config.data
         if cfg.sample_rate != self.sample_rate or cfg.length != self.length:  # pragma: no cover - config-checked

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.artifact import load_artifact, save_artifact
-from trainer.config import ConfigError, from_dict, preset
-from trainer.families import cli_name, family_names, get_family
-from trainer.generator import Item, Variation, load_generator
+from kickmodel.artifact import load_artifact, save_artifact
+from kickmodel.config import ConfigError
+from kickmodel.families import cli_name, family_names, from_dict, get_family, preset
+from kickmodel.generator import Item, Variation, load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [(f, p) for f in family_names() for p in ("tiny", "small", "base")] + [("waveform_diffusion", "tiny-pqmf")]
@@ -107,9 +107,9 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_daemon_imports_nothing_family_specific():
-    """kickserver/ talks to models through trainer.generator only: no family module, no diffusion code."""
-    allowed = {"trainer", "trainer.generator", "trainer.artifact", "trainer.data", "trainer.fsutil",
-               "trainer.families"}
+    """kickserver/ talks to models through kickmodel.generator only: no family module, no diffusion code."""
+    allowed = {"trainer", "kickmodel.generator", "kickmodel.artifact", "trainer.data", "kickmodel.fsutil",
+               "kickmodel.families"}
     for path in sorted((ROOT / "kickserver").glob("*.py")):
         used = {m for m in _imports(path) if m == "trainer" or m.startswith("trainer.")}
         assert used <= allowed, (path.name, sorted(used - allowed))

@@ -2,7 +2,7 @@
 
 A config is a tree of frozen dataclasses. Every family shares `data`, `augment`, `conditioning`
 and `train`; the family named by `family` adds its own sections (the waveform U-Net adds `model`,
-`diffusion` and `sampling`; see trainer/families/). `from_dict` rebuilds a config from plain JSON
+`diffusion` and `sampling`; see kickmodel/families/). `from_dict` rebuilds a config from plain JSON
 types and rejects unknown keys, unknown sections and wrong types, so a typo in a saved run or an
 artifact's metadata is an error, not a silently ignored setting. Presets are named instances that
 each family defines (`preset(name, family)`), not copies of dicts.
@@ -17,13 +17,19 @@ import dataclasses
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 CONFIG_VERSION = 2
 DEFAULT_FAMILY = "waveform_diffusion"
 SHARED_SECTIONS = ("data", "augment", "conditioning", "train")
+
+# Limits the runtime shares with its callers (the daemon, the trainer, the clients' docs), each said once.
+SAMPLE_RATES = (22050, 32000, 44100, 48000)  # rates a model may work at (data.sample_rate)
+OUTPUT_SAMPLE_RATES = (44100, 48000)  # rates the daemon writes: what DAWs load without conversion
+MAX_STEPS = 1000  # most sampling steps any generator takes (a server may cap lower: kickserver's max_steps)
+SEED_LIMIT = 1 << 24  # seeds chosen for a user stay below 2^24: exact as float32, as Pd and Max hold numbers
 
 
 @dataclass(frozen=True)
@@ -61,7 +67,7 @@ class AugmentConfig:
 
 @dataclass(frozen=True)
 class ConditioningConfig:
-    """Named controls (trainer/descriptors.py), measured on every augmented batch and given to the
+    """Named controls (kickmodel/descriptors.py), measured on every augmented batch and given to the
     network as values 0..1 with a presence mask, so one network serves free and conditioned
     generation (and classifier-free guidance)."""
 
@@ -256,10 +262,28 @@ def _upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-def from_dict(data: dict[str, Any]) -> Config:
-    """Rebuild a Config from plain types; missing keys take defaults, unknown keys are an error."""
-    from .families import get_family
+def parse_sections(data: dict[str, Any], family_name: str, family_sections: Mapping[str, type]) -> Config:
+    """A Config of the family (name, its section classes) from plain types: missing keys take defaults, unknown
+    keys are an error. The registry (kickmodel.families.from_dict) looks the family up and calls this."""
+    allowed = {"version", "preset", "family", *SHARED_SECTIONS, *family_sections}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise ConfigError(f"config: unknown section(s) {', '.join(unknown)} for family {family_name}")
+    kwargs: dict[str, Any] = {"family": family_name, "version": CONFIG_VERSION}
+    if "preset" in data:
+        kwargs["preset"] = _convert(str, data["preset"], "preset")
+    hints = typing.get_type_hints(Config)
+    for name in SHARED_SECTIONS:
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], name)
+    kwargs["parts"] = {name: _convert(cls, data.get(name, {}), name) for name, cls in family_sections.items()}
+    cfg = Config(**kwargs)
+    validate(cfg)
+    return cfg
 
+
+def upgrade(data: Any) -> dict[str, Any]:
+    """A config table of any readable version as the current version's (ConfigError if none)."""
     if not isinstance(data, dict):
         raise ConfigError(f"config: expected a table, got {type(data).__name__}")
     version = data.get("version", CONFIG_VERSION)
@@ -270,54 +294,26 @@ def from_dict(data: dict[str, Any]) -> Config:
     family_name = data.get("family", DEFAULT_FAMILY)
     if not isinstance(family_name, str):
         raise ConfigError(f"family: expected a string, got {family_name!r}")
-    family = get_family(family_name)  # raises ConfigError naming the known families
-    allowed = {"version", "preset", "family", *SHARED_SECTIONS, *family.sections}
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise ConfigError(f"config: unknown section(s) {', '.join(unknown)} for family {family.name}")
-    kwargs: dict[str, Any] = {"family": family.name, "version": CONFIG_VERSION}
-    if "preset" in data:
-        kwargs["preset"] = _convert(str, data["preset"], "preset")
-    hints = typing.get_type_hints(Config)
-    for name in SHARED_SECTIONS:
-        if name in data:
-            kwargs[name] = _convert(hints[name], data[name], name)
-    kwargs["parts"] = {name: _convert(cls, data.get(name, {}), name) for name, cls in family.sections.items()}
-    cfg = Config(**kwargs)
-    validate(cfg)
-    return cfg
-
-
-def from_json(text: str) -> Config:
-    try:
-        return from_dict(json.loads(text))
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"config is not JSON ({e})") from None
-
-
-def make_config(family: str = DEFAULT_FAMILY, preset: str = "custom", **sections: Any) -> Config:
-    """A validated config of `family`: sections not given take their defaults."""
-    from .families import get_family
-
-    fam = get_family(family)
-    unknown = sorted(set(sections) - set(SHARED_SECTIONS) - set(fam.sections))
-    if unknown:
-        raise ConfigError(f"unknown section(s) {', '.join(unknown)} for family {fam.name}")
-    shared = {k: v for k, v in sections.items() if k in SHARED_SECTIONS}
-    parts = {name: sections.get(name, cls()) for name, cls in fam.sections.items()}
-    cfg = Config(family=fam.name, preset=preset, parts=parts, **shared)
-    validate(cfg)
-    return cfg
+    return data
 
 
 # ----------------------------------------------------------------------------------------------
 # checks
 
+# The family's own checks, installed by the registry (kickmodel.families) when it is imported: config
+# knows no family, so the registry -> config import is the only edge between them. Every Config is made by
+# the registry's from_dict / make_config, so the hook is in place before any Config is validated.
+_family_checks: Callable[[Config], None] | None = None
+
+
+def install_family_checks(check: Callable[[Config], None]) -> None:
+    global _family_checks
+    _family_checks = check
+
 
 def validate(cfg: Config) -> None:
-    """The shared checks, then the family's own (`Family.check_config`)."""
+    """The shared checks, then the family's own (the registry's hook: sections, `Family.check_config`)."""
     from .descriptors import CONTROL_NAMES
-    from .families import get_family
 
     t, c = cfg.train, cfg.conditioning
     checks = [
@@ -330,34 +326,17 @@ def validate(cfg: Config) -> None:
          "train.batch_size must be a positive multiple of train.micro_batch"),
         (t.mixed_precision in ("auto", "bf16", "fp16", "off"),
          f"train.mixed_precision {t.mixed_precision!r} is not auto, bf16, fp16 or off"),
-        (cfg.data.sample_rate in (22050, 32000, 44100, 48000), "data.sample_rate must be 22050, 32000, 44100 or 48000"),
+        (cfg.data.sample_rate in SAMPLE_RATES,
+         f"data.sample_rate must be one of {', '.join(map(str, SAMPLE_RATES))}"),
         (1024 <= cfg.data.length <= 4 * 48000, "data.length must be within 1024..192000 samples"),
         (0.0 <= cfg.data.val_fraction < 1.0, "data.val_fraction must be within 0..1"),
     ]
     for ok, msg in checks:
         if not ok:
             raise ConfigError(msg)
-    family = get_family(cfg.family)
-    if set(cfg.parts) != set(family.sections):
-        raise ConfigError(f"family {family.name} has sections {', '.join(family.sections)}, "
-                          f"the config has {', '.join(cfg.parts) or 'none'}")
-    for name, cls in family.sections.items():
-        if not isinstance(cfg.parts[name], cls):
-            raise ConfigError(f"section {name} must be a {cls.__name__}")
-    family.check_config(cfg)
-
-
-def preset(name: str, family: str = DEFAULT_FAMILY) -> Config:
-    """The family's named preset (tiny, small, base)."""
-    from .families import get_family
-
-    fam = get_family(family)
-    presets = fam.presets()
-    try:
-        return presets[name]
-    except KeyError:
-        raise ConfigError(f"unknown preset {name!r} for family {fam.cli_name}; "
-                          f"choose one of {', '.join(presets)}") from None
+    if _family_checks is None:
+        raise ConfigError("no model family is registered (import kickmodel.families first)")
+    _family_checks(cfg)
 
 
 def differences(saved: Config, asked: Config, ignore: tuple[str, ...] = ("train.max_steps",)) -> list[str]:

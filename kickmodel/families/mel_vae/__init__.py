@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 import torch
 
-from ...config import ConditioningConfig, Config, ConfigError, DataConfig, TrainConfig, make_config
+from ...config import ConditioningConfig, Config, ConfigError, DataConfig, TrainConfig
+from .. import make_config
 from ..base import Family, FitContext
 from .config import InverterConfig, MelConfig, PriorConfig, VAEConfig, VAESamplingConfig
 

@@ -1,6 +1,6 @@
 """Family "waveform_diffusion": a compact 1-D U-Net denoiser over the raw waveform.
 
-Sections: `model` (UNetConfig: the network), `diffusion` and `sampling` (trainer/diffusion.py).
+Sections: `model` (UNetConfig: the network), `diffusion` and `sampling` (kickmodel/diffusion.py).
 Artifact part: `denoiser` (the U-Net's weights). How it works and why: docs/model.md.
 """
 
@@ -10,8 +10,9 @@ from collections.abc import Mapping
 
 import torch
 
-from ...config import Config, ConfigError, DataConfig, TrainConfig, make_config
+from ...config import Config, ConfigError, DataConfig, TrainConfig
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
+from .. import make_config
 from ..base import Family, FitContext
 from .config import UNetConfig
 

@@ -11,9 +11,9 @@ import pytest
 import soundfile as sf
 from safetensors.torch import load_file, save_file
 
-from trainer.artifact import ArtifactError, load_artifact, read_metadata
+from kickmodel.artifact import ArtifactError, load_artifact, read_metadata
+from kickmodel.generator import Item, load_generator
 from trainer.cli import main as kicktrain
-from trainer.generator import Item, load_generator
 from trainer.synth import synth_batch
 
 FAST = ["--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard"]
@@ -123,9 +123,10 @@ def test_with_augmentation_off_each_clip_is_encoded_once(vaes, monkeypatch):
 
     import torch
 
-    from trainer.config import AugmentConfig, preset
-    from trainer.families.latent_diffusion.network import LatentDenoiserNet
-    from trainer.families.latent_diffusion.objective import LatentObjective
+    from kickmodel.config import AugmentConfig
+    from kickmodel.families import preset
+    from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.families.latent_diffusion.objective import LatentObjective
 
     vae = load_artifact(vaes[0])
     off = AugmentConfig(**{f.name: 0.0 for f in dataclasses.fields(AugmentConfig) if f.name.endswith("_p")})
@@ -151,9 +152,9 @@ def test_the_denoiser_takes_the_samplers_cpu_time_grid_to_the_networks_device():
     # for the GPU here: any CPU tensor reaching the network's layers is the same error
     import torch
 
-    from trainer.config import preset
-    from trainer.diffusion import Denoiser
-    from trainer.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.diffusion import Denoiser
+    from kickmodel.families import preset
+    from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
 
     cfg = preset("tiny", "latent_diffusion")
     den = Denoiser.from_config(LatentDenoiserNet(cfg.model, 8, 3).to("meta"), cfg.diffusion)

@@ -13,8 +13,8 @@ import time
 import pytest
 from inotify_util import InotifyWatch
 
-from trainer import fsutil
-from trainer.fsutil import atomic_write, atomic_write_bytes, clean_stale_temp_files
+from kickmodel import fsutil
+from kickmodel.fsutil import atomic_write, atomic_write_bytes, clean_stale_temp_files
 
 OLD = b"old:" + b"o" * 4096
 CHUNK = b"n" * 65536

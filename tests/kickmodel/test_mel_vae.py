@@ -17,13 +17,11 @@ import soundfile as sf
 import torch
 import torchaudio
 
-from trainer.checkpoint import list_checkpoints
-from trainer.config import preset
-from trainer.families import get_family
-from trainer.families.base import FitContext
-from trainer.families.mel_vae.inverter import GriffinLimInverter, build_inverter
-from trainer.families.mel_vae.mel import MelFrontEnd
-from trainer.families.mel_vae.network import (
+from kickmodel.families import get_family, preset
+from kickmodel.families.base import FitContext
+from kickmodel.families.mel_vae.inverter import GriffinLimInverter, build_inverter
+from kickmodel.families.mel_vae.mel import MelFrontEnd
+from kickmodel.families.mel_vae.network import (
     MixturePrior,
     active_dims,
     band_weights,
@@ -34,6 +32,7 @@ from trainer.families.mel_vae.network import (
     low_centroid_error,
     recon_error,
 )
+from trainer.checkpoint import list_checkpoints
 from trainer.synth import synth_batch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,7 +129,7 @@ def test_the_body_frequency_track_error_by_hand():
 
 def test_mixture_prior_nll_of_a_standard_normal_by_hand():
     """With every output weight zero, each component is N(0, I) and the mixture is too."""
-    from trainer.families.mel_vae.config import PriorConfig
+    from kickmodel.families.mel_vae.config import PriorConfig
 
     prior = MixturePrior(PriorConfig(components=3, hidden=8), latent_dim=4, n_controls=2)
     with torch.no_grad():
@@ -331,9 +330,9 @@ def test_kicktrain_map_refuses_a_family_without_an_encoder(tmp_path, tiny_artifa
 
 def test_export_can_switch_a_mel_vae_to_griffin_lim(tmp_path, capsys):
     """The inverter kind needs no retraining: a run with a learned inverter exports a Griffin-Lim model too."""
-    from trainer.artifact import load_artifact
+    from kickmodel.artifact import load_artifact
+    from kickmodel.generator import Item, load_generator
     from trainer.cli import main as kicktrain
-    from trainer.generator import Item, load_generator
 
     kicks = _kick_folder(tmp_path / "kicks", 6)
     run = tmp_path / "run"
@@ -357,7 +356,7 @@ def test_a_fine_tune_keeps_the_artifacts_shape_and_its_own_loss_settings(tmp_pat
     on the command line (beta, warm-up, the low-band weight) are the run's own, not silently replaced."""
     from daemon_util import make_artifact
 
-    from trainer.artifact import load_artifact
+    from kickmodel.artifact import load_artifact
 
     art = load_artifact(make_artifact(tmp_path / "vae.safetensors", family="mel_vae"))
     fam = get_family("mel_vae")

@@ -1,5 +1,5 @@
 """What the diffusion families (waveform, latent) share: the generator's sampling, variation and
-guidance logic, and the training objective around `trainer.diffusion.Denoiser`.
+guidance logic, and the training objective around `kickmodel.diffusion.Denoiser`.
 
 A diffusion family says how audio becomes the space it diffuses in and back (`to_latent`,
 `from_latent`); everything else -- seeded noise per kick, the sampling time grid, classifier-free
@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from ..artifact import Artifact
-from ..config import Config
-from ..diffusion import MAX_STEPS, SAMPLER_NAMES, Denoiser, SamplingConfig, run_sampler
+from ..config import MAX_STEPS, Config
+from ..diffusion import SAMPLER_NAMES, Denoiser, SamplingConfig, run_sampler
 from ..generator import Endpoint, GeneratorBase, Item
 from .base import Objective
 
@@ -184,7 +184,7 @@ class DiffusionGenerator(GeneratorBase):
 
 
 class DiffusionObjective(Objective):
-    """Denoising loss at a random noise level per example (trainer/diffusion.py's Denoiser.loss).
+    """Denoising loss at a random noise level per example (kickmodel/diffusion.py's Denoiser.loss).
     Subclasses give `to_latent(x)`: the clean signal in data units (before data_scale)."""
 
     def __init__(self, cfg: Config, module: torch.nn.Module, parts: tuple[str, ...] = ("denoiser",)) -> None:

@@ -6,10 +6,10 @@
     family.part_modules(configs)    {part: nn.Module} for an artifact's parts (also on the meta device,
                                     to check sizes before anything real is built)
     family.objective(cfg, ...)      training: the module to train and its loss (an Objective)
-    family.load_generator(art, dev) serving: a KickGenerator (trainer/generator.py)
+    family.load_generator(art, dev) serving: a KickGenerator (kickmodel/generator.py)
 
 An artifact's tensors are namespaced by part (`denoiser.*`, `vae.*`, `inverter.*`); each part has
-its own config in the artifact's metadata (trainer/artifact.py).
+its own config in the artifact's metadata (kickmodel/artifact.py).
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from trainer.artifact import ArtifactError, load_artifact, read_metadata
-from trainer.config import preset
-from trainer.generator import Item, load_generator
+from kickmodel.artifact import ArtifactError, load_artifact, read_metadata
+from kickmodel.families import preset
+from kickmodel.generator import Item, load_generator
 
 
 def _rewrite(src: Path, dst: Path, *, tensors=None, meta=None) -> Path:

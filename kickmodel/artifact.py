@@ -38,7 +38,8 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from . import __version__
-from .config import Config, ConfigError, from_dict, from_json
+from .config import Config, ConfigError
+from .families import from_dict, from_json
 from .fsutil import atomic_write_bytes
 
 FORMAT_KEY = "kickserver_format"

@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from ...config import ConditioningConfig, Config, ConfigError, TrainConfig, make_config
+from ...config import ConditioningConfig, Config, ConfigError, TrainConfig
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
+from .. import make_config
 from ..base import Family, FitContext
 from .config import LatentNetConfig, VAERefConfig
 

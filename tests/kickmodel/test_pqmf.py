@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.families.waveform_diffusion.pqmf import PQMF, design, reconstruction_error
+from kickmodel.families.waveform_diffusion.pqmf import PQMF, design, reconstruction_error
 
 SR, N = 44100, 45056
 

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from trainer.diffusion import (
+from kickmodel.diffusion import (
     SAMPLERS,
     Denoiser,
     NoiseSchedule,
@@ -267,7 +267,7 @@ def test_stft_loss_zero_for_identical_and_positive_for_hiss():
 def test_reject_images_dips_only_the_upsampler_bands():
     import numpy as np
 
-    from trainer.families.waveform_diffusion.generator import reject_images
+    from kickmodel.families.waveform_diffusion.generator import reject_images
 
     sr, n = 44100, 45056
     t = np.arange(n) / sr
@@ -287,7 +287,7 @@ def test_reject_images_dips_only_the_upsampler_bands():
 def test_finish_kick_removes_subsonic_drift_and_keeps_the_body():
     import numpy as np
 
-    from trainer.generator import finish_kick
+    from kickmodel.generator import finish_kick
 
     sr, n = 44100, 45056
     t = np.arange(n) / sr

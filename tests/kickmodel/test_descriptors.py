@@ -1,4 +1,4 @@
-"""trainer.descriptors against synthetic kicks with known decay, pitch and click; quantile mapping."""
+"""kickmodel.descriptors against synthetic kicks with known decay, pitch and click; quantile mapping."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.descriptors import CONTROL_NAMES, fit_quantiles, from_unit, measure, to_unit
+from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, from_unit, measure, to_unit
 from trainer.synth import random_params, render_kick, synth_batch, synth_kick
 
 SR = 44100
