@@ -67,6 +67,28 @@ class Interpolation:
     ts: list[float] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class StepPolicy:
+    """A server's word on steps: `default` when a request names none (0: the model's own default) and `cap`
+    (0: none), which neither a request nor an artifact's own default passes (an artifact is not trusted to
+    say 1000 steps on a server started with --max-steps 50)."""
+
+    default: int = 0
+    cap: int = 0
+
+
+MODEL_DEFAULTS = StepPolicy()  # no server in between: the request's settings, else the model's, uncapped
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How a kick is made, resolved once (GeneratorBase.settings): the worker's batch key, the render and the
+    WAV's tags all read this one object. (None, None) for a one-pass family, which takes neither."""
+
+    steps: int | None = None
+    sampler: str | None = None
+
+
 class Cancelled(Exception):
     """Raised between network calls when the caller's cancel() says stop."""
 
@@ -84,9 +106,12 @@ class KickGenerator(Protocol):
     default_sampler: str | None
     device: torch.device
 
+    def settings(self, steps: int | None = None, sampler: str | None = None,
+                 policy: StepPolicy = MODEL_DEFAULTS) -> Settings: ...
+
     def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
-               variation: Variation | None = None, sample_rate: int | None = None,
-               cancel: Callable[[], bool] | None = None) -> np.ndarray: ...
+               variation: Variation | None = None, interpolation: Interpolation | None = None,
+               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None) -> np.ndarray: ...
 
     def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray: ...
 
@@ -179,6 +204,20 @@ class GeneratorBase:
     def check_cancel(self) -> None:
         if self._cancel is not None and self._cancel():
             raise Cancelled()
+
+    def settings(self, steps: int | None = None, sampler: str | None = None,
+                 policy: StepPolicy = MODEL_DEFAULTS) -> Settings:
+        """The settings a kick is made with: the request's steps, else the server's default, else the model's;
+        capped at the server's cap; the request's sampler, else the model's. Not checked here (render checks:
+        an unknown sampler is the request's error, reported when it runs)."""
+        if not self.samplers:
+            return Settings()
+        if steps is None:
+            steps = policy.default or self.default_steps
+        steps = int(steps)
+        if policy.cap:
+            steps = min(steps, int(policy.cap))
+        return Settings(steps, sampler if sampler is not None else self.default_sampler)
 
     def check_settings(self, steps: int | None, sampler: str | None) -> tuple[int | None, str | None]:
         """(steps, sampler) with defaults filled in and checked; (None, None) for a one-pass family,

@@ -310,10 +310,9 @@ def cmd_render(ns: argparse.Namespace) -> int:
     import torch
 
     from kickmodel.artifact import ArtifactError
-    from kickmodel.generator import Item, load_generator, resolve_device
+    from kickmodel.generator import Item, StepPolicy, load_generator, resolve_device
 
     from .reload import ModelNotFound, resolve_model
-    from .worker import settings
     from .writer import KickInfo, KickWriter, WriteError
 
     if cfg.threads:
@@ -343,7 +342,9 @@ def cmd_render(ns: argparse.Namespace) -> int:
 
     writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
     base = ns.seed if ns.seed is not None else random.randrange(0, SEED_LIMIT - ns.n)
-    steps, sampler = settings(gen, getattr(ns, "steps", None) or cfg.steps or None, ns.sampler)
+    # render's --steps goes up to the generator's own limit (an offline run asks for what it wants), so no cap
+    chosen = gen.settings(getattr(ns, "steps", None), ns.sampler, StepPolicy(default=cfg.steps))
+    steps, sampler = chosen.steps, chosen.sampler
     t0 = time.perf_counter()
     for start in range(0, ns.n, ns.batch):
         seeds = list(range(base + start, base + min(ns.n, start + ns.batch)))

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from kickmodel.config import SAMPLE_RATES
+from kickmodel.generator import StepPolicy
 
 from . import __version__, osc_api, state
 from .config import ServerConfig, ServerConfigError, load_config
 from .ratelimit import ReplyBudget
 from .reload import ModelLoader, ModelNotFound, list_models, resolve_model, warm_up
 from .sources import SourceError, open_source
-from .worker import End, Job, Worker, settings
+from .worker import End, Job, Worker
 from .writer import KickWriter
 
 log = logging.getLogger("kickserver")
@@ -131,7 +132,8 @@ class Server:
             return 2
         self.worker = Worker(gen, name, writer, sample_rate=cfg.sample_rate, queue_limit=cfg.queue_limit,
                              client_limit=cfg.client_queue_limit, max_batch=cfg.max_batch,
-                             software=f"kickserver {__version__}", threads=worker_threads)
+                             software=f"kickserver {__version__}", threads=worker_threads,
+                             policy=_step_policy(cfg))
         self.worker.start()
         # --model pins what is served: a new artifact in the folder is listed, not swapped in
         self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed, pinned=cfg.model)
@@ -276,6 +278,7 @@ class Server:
                 log.error("SIGHUP: cannot use the output folder %s (%s); keeping %s", new.out_dir, e, old.out_dir)
                 new.out, new.sample_rate = old.out, old.sample_rate
         w.queue_limit, w.client_limit, w.max_batch = new.queue_limit, new.client_queue_limit, new.max_batch
+        w.policy = _step_policy(new)
         self.budget.rate, self.budget.burst = new.reply_rate_kb * 1024, new.reply_burst_kb * 1024
         logging.getLogger().setLevel(new.log_level.upper())
         self.cfg, self.config_path = new, path
@@ -486,9 +489,8 @@ class Server:
                 reply(osc_api.error(id, str(e)))
                 return
         base = req.seed if req.seed is not None else osc_api.pick_seed(self._rng, req.count)
-        steps = req.steps if req.steps is not None else (self.cfg.steps or None)
         job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=self._replier(addr, work=True),
-                  steps=steps, sampler=req.sampler, controls=dict(req.controls), source=source,
+                  steps=req.steps, sampler=req.sampler, controls=dict(req.controls), source=source,
                   strength=req.strength if isinstance(req, osc_api.Variation) else 0.5, client=addr[:2])
         refused = self.worker.submit(job)
         if refused is not None:
@@ -503,9 +505,8 @@ class Server:
         decoded later by the worker). A sampler the model cannot morph with is refused at once."""
         assert self.worker is not None
         id = req.id if req.id is not None else self._next_id()
-        steps = req.steps if req.steps is not None else (self.cfg.steps or None)
         gen = self.worker.gen
-        _, sampler = settings(gen, steps, req.sampler)
+        sampler = gen.settings(req.steps, req.sampler, self.worker.policy).sampler
         usable = tuple(gen.interpolation_samplers)  # diffusion families: the samplers that can morph
         if sampler is not None and usable and sampler not in usable:
             log.info("refused interpolation %d: sampler %s", id, sampler)
@@ -527,7 +528,7 @@ class Server:
                 reply(osc_api.error(id, f"{key}: {e}"))
                 return
         job = Job(id=id, seeds=[req.reply_seed(i) for i in range(req.count)], reply=self._replier(addr, work=True),
-                  steps=steps, sampler=req.sampler, controls=dict(req.controls), client=addr[:2],
+                  steps=req.steps, sampler=req.sampler, controls=dict(req.controls), client=addr[:2],
                   ends=(ends[0], ends[1]), ts=list(req.ts))
         refused = self.worker.submit(job)
         if refused is not None:
@@ -586,6 +587,11 @@ def _ensure_folder(models_dir: Path) -> None:
                     models_dir, e.strerror or e)
     else:
         log.info("created the models folder %s", models_dir)
+
+
+def _step_policy(cfg: ServerConfig) -> StepPolicy:
+    """--steps (0: the model's own default) and --max-steps, as the generator's settings take them."""
+    return StepPolicy(default=cfg.steps, cap=cfg.max_steps)
 
 
 def _warn_open_allow(cfg: ServerConfig) -> None:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from kickmodel.clips import BadAudio
-from kickmodel.generator import Cancelled, Endpoint, Interpolation, Item, Variation
+from kickmodel.generator import MODEL_DEFAULTS, Cancelled, Endpoint, Interpolation, Item, StepPolicy, Variation
 
 from . import osc_api
 from .reload import warm_up
@@ -36,19 +36,6 @@ from .writer import KickInfo, KickWriter, WriteError
 log = logging.getLogger("kickserver.worker")
 
 Reply = Callable[[bytes], None]
-
-def settings(gen: Any, steps: int | None, sampler: str | None, max_steps: int | None = None
-             ) -> tuple[int | None, str | None]:
-    """The (steps, sampler) a kick is made with: the request's, else the model's default, the steps
-    capped at the server's max_steps (an artifact's own default is not trusted past it). A one-pass
-    model takes neither: (None, None), whatever was asked."""
-    if not gen.samplers:
-        return None, None
-    steps = int(steps) if steps is not None else int(gen.default_steps)
-    if max_steps:
-        steps = min(steps, int(max_steps))
-    return steps, sampler if sampler is not None else gen.default_sampler
-
 
 @dataclass
 class End:
@@ -136,9 +123,9 @@ class _Offer:
 class Worker:
     def __init__(self, gen: Any, name: str, writer: KickWriter, *, sample_rate: int, queue_limit: int = 64,
                  client_limit: int = 32, max_batch: int = 8, software: str = "kickserver", threads: int = 0,
-                 max_steps: int | None = None) -> None:
+                 policy: StepPolicy = MODEL_DEFAULTS) -> None:
         self.gen = gen
-        self.max_steps = max_steps
+        self.policy = policy  # the server's default steps and cap (--steps, --max-steps); SIGHUP replaces it
         self.threads = int(threads)
         self.model_name = name
         self.writer = writer
@@ -248,7 +235,8 @@ class Worker:
             return ("variation", id(j))
         if j.ends is not None:
             return ("interpolate", id(j))  # its kicks share their ends (a file's is inverted per batch)
-        return ("generate",) + settings(self.gen, j.steps, j.sampler, self.max_steps)
+        s = self.gen.settings(j.steps, j.sampler, self.policy)
+        return ("generate", s.steps, s.sampler)
 
     def _take_batch(self) -> list[_Unit]:
         """Up to max_batch queued units sharing a key (caller holds the lock).
@@ -364,7 +352,8 @@ class Worker:
             for u in batch:
                 u.answer(osc_api.error(u.job.id, job0._failed))
             return
-        steps, sampler = settings(gen, job0.steps, job0.sampler, self.max_steps)
+        s = gen.settings(job0.steps, job0.sampler, self.policy)
+        steps, sampler = s.steps, s.sampler
         items = [Item(seed=max(0, u.seed), controls=dict(u.job.controls)) for u in batch]  # -1: an inner morph kick
         if self.threads:
             torch.set_num_threads(self.threads)  # see _run

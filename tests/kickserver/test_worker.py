@@ -316,13 +316,14 @@ def test_worker_runs_every_batch_on_its_thread_count(tmp_path):
 
 def test_an_artifacts_default_steps_never_pass_the_servers_limit(tmp_path):
     """An artifact may say sampling.steps=1000; the server's --max-steps still bounds what runs."""
-    from kickserver.worker import settings
+    from kickmodel.generator import Settings, StepPolicy
 
     gen = FakeGen()
     gen.default_steps = 1000
-    assert settings(gen, None, None, max_steps=200) == (200, "ddim")
-    assert settings(gen, 12, "ddpm", max_steps=200) == (12, "ddpm")
-    w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_steps=20)
+    assert gen.settings(None, None, StepPolicy(cap=200)) == Settings(200, "ddim")
+    assert gen.settings(12, "ddpm", StepPolicy(cap=200)) == Settings(12, "ddpm")
+    assert gen.settings(None, None, StepPolicy(default=30, cap=200)) == Settings(30, "ddim")
+    w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, policy=StepPolicy(cap=20))
     r = Collect()
     w.submit(job(1, 1, r))
     w.start()
