@@ -17,7 +17,8 @@ dB: the descriptors the model was conditioned on). Per control:
 
 Targets (issue 13): r >= 0.8; median at 0.1 <= the 20th percentile and at 0.9 >= the 80th; every other
 descriptor moves less than a third as much as the control's own. With --guidance W,...: the whole
-sweep again at each classifier-free guidance scale (diffusion families read it from `gen.guidance`),
+sweep again at each classifier-free guidance scale (models whose generator declares GUIDANCE, the diffusion
+families, read it from `gen.guidance`),
 and the scale that meets the most targets (ties: the higher mean r, then the smaller scale). One plot
 per control (asked on x, measured on y, the training set's 10..90 and 20..80 % as bands) goes to
 --img as controls-<model>-<control>.png.
@@ -196,24 +197,25 @@ def plot_name(model: str, control: str) -> str:
 
 
 def run(opts: common.Options) -> dict:
-    from kickmodel.generator import load_generator
+    from kickmodel.generator import GUIDANCE, load_generator
 
     values, n = (VALUES, 2) if opts.quick else (VALUES, N_PER_VALUE)
     Path(opts.img).mkdir(parents=True, exist_ok=True)
     rows, models, plots, guidance = [], [], [], []
     for path in opts.models:
         gen = load_generator(path, opts.device)
+        guided = GUIDANCE in gen.capabilities  # diffusion families: gen.guidance, which may be set
         models.append({"name": gen.name, "family": gen.family, "path": str(path), "controls": list(gen.controls),
-                       "guidance": getattr(gen, "guidance", None), "steps": gen.default_steps,
+                       "guidance": gen.guidance if guided else None, "steps": gen.default_steps,
                        "sampler": gen.default_sampler})
         if not gen.controls:
             continue
         mine = sweep_model(gen, values, n, opts.seed)
         for r in mine:
-            r.update(model=gen.name, family=gen.family, guidance=getattr(gen, "guidance", None))
+            r.update(model=gen.name, family=gen.family, guidance=gen.guidance if guided else None)
             plots.append(str(plot_control(r, gen.name, Path(opts.img) / plot_name(gen.name, r["control"]))))
         rows += mine
-        if opts.guidance and hasattr(gen, "guidance"):
+        if opts.guidance and guided:
             own = gen.guidance
             per_scale = {}
             try:

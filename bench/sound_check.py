@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "processor": platform.processor() or platform.machine()},
         "artifacts": [_shown(Path(a)) for a in args.artifact],
-        "model_steps": {g.name: getattr(getattr(g, "artifact", None), "step", None) for g in gens},
+        "model_steps": {g.name: g.artifact.step for g in gens},
         "n": args.n, "seed": args.seed, "notes": sets.notes,
         "real": [_shown(Path(p)) for p in args.real], "train": [_shown(Path(p)) for p in args.train],
         "real_files": [Path(p).name for p in sets.real_sources],

@@ -7,6 +7,8 @@
         -> [n, samples] float32: finished kicks (DC-free, high-passed, faded, peak -1 dBFS) at sample_rate
     gen.render(items, variation=Variation(gen.prepare_source(audio, sr), strength=0.3))
     gen.render(items, interpolation=Interpolation(Endpoint(seed=1), Endpoint(seed=2), ts=[0, 0.5, 1]))
+    ENCODE in gen.capabilities                 # what it can do, declared by its class (never probed for):
+                                               # then gen.encode(clips) -> latents (kicktrain map)
 
 `render` is the daemon's whole contract. Families implement `sample` (new kicks) and `vary`
 (variations of a prepared source) returning raw audio at the model's own rate; GeneratorBase turns
@@ -19,12 +21,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from .artifact import Artifact, load_artifact
+
+if TYPE_CHECKING:
+    from .config import Config
 
 HIGHPASS_HZ = 20.0  # subsonic filter: kick fundamentals sit at 40..100 Hz, below 20 Hz is drift and rumble
 OUTPUT_PEAK_DB = -1.0
@@ -93,9 +98,29 @@ class Cancelled(Exception):
     """Raised between network calls when the caller's cancel() says stop."""
 
 
+# What a generator can do, declared by its class in `capabilities` (GeneratorBase drops CONTROLS for a model
+# trained without controls), so callers ask `X in gen.capabilities` instead of probing for methods. Each name
+# promises the members beside it.
+CONTROLS = "controls"  # items' controls condition the kick (gen.controls is not empty)
+SAMPLERS = "samplers"  # several network passes: steps and sampler apply (gen.samplers, max_steps, defaults)
+GUIDANCE = "guidance"  # gen.guidance: the classifier-free guidance scale over the controls, may be set (Guided)
+VARIATION = "variation"  # render(..., variation=Variation(...)): variations of a prepared source
+INTERPOLATION = "interpolation"  # render(..., interpolation=...); gen.interpolation_samplers say which samplers
+INVERT = "invert"  # gen.invert(source, steps): the noise the deterministic sampler turns into source (Inverts)
+ENCODE = "encode"  # gen.encode(clips): prepared clips -> latents [n, gen.latent_dim] (Encodes; kicktrain map)
+CAPABILITIES = frozenset({CONTROLS, SAMPLERS, GUIDANCE, VARIATION, INTERPOLATION, INVERT, ENCODE})
+
+
 class KickGenerator(Protocol):
+    """What every generator exposes (GeneratorBase gives it); what only some can do is in `capabilities`,
+    with the members each promises (Encodes, Inverts, Guided)."""
+
     name: str
     family: str
+    capabilities: frozenset[str]  # a subset of CAPABILITIES
+    artifact: Artifact  # what it was loaded from (its step, training record, part configs)
+    config: Config  # the model's config (artifact.config)
+    control_quantiles: list[list[float]]  # per control: the training kicks' quantiles its 0..1 values map to
     sample_rate: int  # the model's own rate
     length: int  # samples per kick at that rate
     controls: tuple[str, ...]
@@ -116,6 +141,29 @@ class KickGenerator(Protocol):
     def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray: ...
 
     def describe(self) -> dict: ...
+
+
+@runtime_checkable
+class Encodes(Protocol):
+    """ENCODE: a latent encoder. Prepared clips [n, length] at the model's rate -> latents [n, latent_dim]."""
+
+    latent_dim: int
+
+    def encode(self, clips: np.ndarray) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Inverts(Protocol):
+    """INVERT: a prepared clip [length] -> the unit noise its deterministic sampler turns (about) into it."""
+
+    def invert(self, source: np.ndarray, steps: int) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class Guided(Protocol):
+    """GUIDANCE: the classifier-free guidance scale over the controls; set it between renders to change it."""
+
+    guidance: float
 
 
 def resolve_device(spec: str = "auto") -> torch.device:
@@ -176,12 +224,13 @@ def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
 class GeneratorBase:
     """What every family's generator shares: controls, settings checks, cancel, finishing, sources.
 
-    A subclass sets `family`, `samplers`, `max_steps`, `default_steps`, `default_sampler` and
-    implements `sample(items, steps, sampler)` and `vary(source, strength, items, steps, sampler)`
+    A subclass sets `family`, `capabilities`, `samplers`, `max_steps`, `default_steps`, `default_sampler`
+    and implements `sample(items, steps, sampler)` and `vary(source, strength, items, steps, sampler)`
     returning raw [n, length] audio at self.sample_rate, calling `self.check_cancel()` between
     network calls."""
 
     family = ""
+    capabilities: frozenset[str] = frozenset()  # what its code can do (CAPABILITIES); see the names' comments
     samplers: tuple[str, ...] = ()
     interpolation_samplers: tuple[str, ...] = ()  # the samplers a morph may use (all of them when empty)
     max_steps = 0
@@ -199,6 +248,15 @@ class GeneratorBase:
         self.control_quantiles = artifact.control_quantiles
         self.device = device
         self._cancel: Callable[[], bool] | None = None
+        if not self.controls:  # a model trained without controls takes none, whatever its family can
+            self.capabilities = self.capabilities - {CONTROLS}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        unknown = sorted(set(cls.capabilities) - CAPABILITIES)
+        if unknown:
+            raise TypeError(f"{cls.__name__}.capabilities: unknown {', '.join(unknown)} "
+                            f"(known: {', '.join(sorted(CAPABILITIES))})")
 
     # ----------------------------------------------------------- for subclasses
     def check_cancel(self) -> None:
@@ -313,7 +371,7 @@ class GeneratorBase:
         return {"name": self.name, "family": self.family, "sample_rate": self.sample_rate, "length": self.length,
                 "controls": list(self.controls), "samplers": list(self.samplers), "max_steps": self.max_steps,
                 "steps": self.default_steps, "sampler": self.default_sampler, "device": str(self.device),
-                "step": self.artifact.step}
+                "step": self.artifact.step, "capabilities": sorted(self.capabilities)}
 
 
 def load_generator(path: Path | str, device: torch.device | str = "cpu", *, max_bytes: int | None = None) -> Any:

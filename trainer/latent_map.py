@@ -99,14 +99,14 @@ def make_map(artifact: str | Path, data: Sequence[str | Path], out: str | Path, 
     import torch
 
     from kickmodel.families import cli_name
-    from kickmodel.generator import load_generator
+    from kickmodel.generator import ENCODE, load_generator
 
     from .evaluate import load_folder
 
     gen = load_generator(Path(artifact), device)
-    if not callable(getattr(gen, "encode", None)):
+    if ENCODE not in gen.capabilities:  # declared by its generator (kickmodel.generator.CAPABILITIES)
         raise MapError(f"model {gen.name} is a {cli_name(gen.family)} model, which has no encoder to place kicks "
-                       "on a map (mel-vae and latent-diffusion models have one)")
+                       f"on a map (it can: {', '.join(sorted(gen.capabilities)) or 'only make new kicks'})")
     if perplexity <= 0:
         raise MapError("--perplexity must be > 0")
     clips, sources, _, _ = load_folder(list(data), gen.config.data, log)

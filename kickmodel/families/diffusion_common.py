@@ -17,7 +17,7 @@ import torch
 from ..artifact import Artifact
 from ..config import MAX_STEPS, Config
 from ..diffusion import SAMPLER_NAMES, Denoiser, SamplingConfig, run_sampler
-from ..generator import Endpoint, GeneratorBase, Item
+from ..generator import CONTROLS, GUIDANCE, INTERPOLATION, INVERT, SAMPLERS, VARIATION, Endpoint, GeneratorBase, Item
 from .base import Objective
 
 VAL_NOISE_LEVELS = (0.05, 0.2, 0.5, 0.8)
@@ -34,6 +34,7 @@ def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
 class DiffusionGenerator(GeneratorBase):
     """Sampling from a trained denoiser. Subclasses give `latent_shape`, `to_latent` and `from_latent`."""
 
+    capabilities = frozenset({CONTROLS, SAMPLERS, GUIDANCE, VARIATION, INTERPOLATION, INVERT})
     samplers = SAMPLER_NAMES
     max_steps = MAX_STEPS
     latent_shape: tuple[int, ...] = ()

@@ -8,6 +8,7 @@ import torch
 
 from ...artifact import Artifact, ArtifactError
 from ...diffusion import Denoiser
+from ...generator import ENCODE
 from ..diffusion_common import DiffusionGenerator
 from ..mel_vae.generator import build_parts
 from .network import LatentDenoiserNet
@@ -15,6 +16,7 @@ from .network import LatentDenoiserNet
 
 class LatentDiffusionGenerator(DiffusionGenerator):
     family = "latent_diffusion"
+    capabilities = DiffusionGenerator.capabilities | {ENCODE}  # the VAE's encoder: the space the map shows
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config_of("denoiser")

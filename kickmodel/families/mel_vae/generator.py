@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ...artifact import Artifact
-from ...generator import Endpoint, GeneratorBase, Item
+from ...generator import CONTROLS, ENCODE, INTERPOLATION, VARIATION, Endpoint, GeneratorBase, Item
 from .inverter import build_inverter
 from .mel import MelFrontEnd
 from .network import MelVAE
@@ -31,6 +31,7 @@ def build_parts(artifact: Artifact, device: torch.device) -> tuple[MelFrontEnd, 
 
 class MelVAEGenerator(GeneratorBase):
     family = "mel_vae"
+    capabilities = frozenset({CONTROLS, VARIATION, INTERPOLATION, ENCODE})  # one pass: no samplers, no guidance
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         super().__init__(artifact, device)
