@@ -89,13 +89,6 @@ class NoiseSchedule:
         if self.timesteps < 0:
             raise ValueError("timesteps must be >= 0")
 
-    def to_config(self) -> dict:
-        return {"name": self.name, "timesteps": self.timesteps}
-
-    @classmethod
-    def from_config(cls, cfg: dict) -> NoiseSchedule:
-        return cls(name=cfg["name"], timesteps=int(cfg["timesteps"]))
-
     def log_alpha_bar(self, t: torch.Tensor) -> torch.Tensor:
         t = t.to(torch.float64).clamp(0.0, 1.0)
         if self.name == "cosine":
@@ -118,10 +111,6 @@ class NoiseSchedule:
     def alpha_sigma(self, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ab = self.log_alpha_bar(t).exp()
         return ab.sqrt(), (1 - ab).clamp(min=0).sqrt()
-
-    def log_snr(self, t: torch.Tensor) -> torch.Tensor:
-        lab = self.log_alpha_bar(t)
-        return lab - torch.log(-torch.expm1(lab))
 
     def sample_t(self, n: int, generator: torch.Generator | None = None, *, low_noise_bias: float = 0.0,
                  t_min: float = 0.0) -> torch.Tensor:
@@ -156,11 +145,6 @@ def _bcast(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     if v.ndim == 0:
         return v
     return v.reshape(-1, *([1] * (like.ndim - 1)))
-
-
-def add_noise(schedule: NoiseSchedule, x0: torch.Tensor, t: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    a, s = schedule.alpha_sigma(t)
-    return _bcast(a, x0) * x0 + _bcast(s, x0) * noise
 
 
 class Denoiser(torch.nn.Module):

@@ -156,12 +156,6 @@ class Worker:
         """Kicks waiting or being generated."""
         return self._waiting + self._running
 
-    def queued_for(self, client: Any) -> int:
-        """Kicks of this client waiting (not those being generated)."""
-        with self._cond:
-            q = self._queues.get(client)
-            return len(q) if q else 0
-
     @property
     def device(self) -> str:
         return str(getattr(self.gen, "device", "cpu"))
