@@ -440,37 +440,47 @@ class Server:
         return osc_api.Limits(controls=tuple(gen.controls), samplers=samplers, max_steps=max_steps)
 
     def _handle_message(self, address: str, args: list, addr: tuple, reply: Callable[[bytes], None]) -> None:
-        w = self.worker
-        assert w is not None and self.loader is not None
         try:
-            req = osc_api.parse(address, args, self._limits())
+            osc_api.dispatch(self, address, args, self._limits(), addr, reply)  # osc_api.ROUTES picks the handler
         except osc_api.RequestError as e:
             log.info("refused %s: %s", osc_api.clip(str(address), 60), e.reason)
             reply(osc_api.error(e.id, e.reason))
+
+    # ------------------------------------------------------------ handlers (osc_api.Handlers)
+    def ping(self, req: osc_api.Ping, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        reply(osc_api.pong(__version__))
+
+    def status(self, req: osc_api.Status, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        w = self.worker
+        assert w is not None
+        reply(osc_api.status(w.model_name, w.device, w.queued, w.generated))
+
+    def models(self, req: osc_api.Models, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        reply(osc_api.models(list_models(self.cfg.models_dir)))
+
+    def controls(self, req: osc_api.Controls, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        assert self.worker is not None
+        reply(osc_api.controls(tuple(self.worker.gen.controls)))
+
+    def select_model(self, req: osc_api.SelectModel, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        w = self.worker
+        assert w is not None and self.loader is not None
+        try:
+            path, name = resolve_model(self.cfg.models_dir, req.name)
+        except ModelNotFound as e:
+            reply(osc_api.error(osc_api.NO_ID, str(e)))
             return
-        if isinstance(req, osc_api.Ping):
-            reply(osc_api.pong(__version__))
-        elif isinstance(req, osc_api.Status):
-            reply(osc_api.status(w.model_name, w.device, w.queued, w.generated))
-        elif isinstance(req, osc_api.Models):
-            reply(osc_api.models(list_models(self.cfg.models_dir)))
-        elif isinstance(req, osc_api.Controls):
-            reply(osc_api.controls(tuple(w.gen.controls)))
-        elif isinstance(req, osc_api.SelectModel):
-            try:
-                path, name = resolve_model(self.cfg.models_dir, req.name)
-            except ModelNotFound as e:
-                reply(osc_api.error(osc_api.NO_ID, str(e)))
-                return
-            if name == w.model_name and path == self._model_path:
-                reply(osc_api.model(name))
-            else:
-                log.info("loading model %s on request", name)
-                self.loader.request(path, name, self._replier(addr, work=True))
-        elif isinstance(req, osc_api.Generate):
-            self._enqueue(req, addr, reply)
-        elif isinstance(req, osc_api.Interpolate):
-            self._enqueue_interpolation(req, addr, reply)
+        if name == w.model_name and path == self._model_path:
+            reply(osc_api.model(name))
+        else:
+            log.info("loading model %s on request", name)
+            self.loader.request(path, name, self._replier(addr, work=True))
+
+    def generate(self, req: osc_api.Generate, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        self._enqueue(req, addr, reply)  # /kick/generate and /kick/variation
+
+    def interpolate(self, req: osc_api.Interpolate, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        self._enqueue_interpolation(req, addr, reply)
 
     def _next_id(self) -> int:
         """A server-assigned id: -2, -3, ... down to int32's minimum, then -2 again. Clients choose ids >= 0 and

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pythonosc.osc_message import OscMessage, ParseError
 from pythonosc.osc_message_builder import OscMessageBuilder
@@ -335,42 +335,39 @@ def pick_seed(rng: random.Random, count: int) -> int:
     return rng.randrange(0, SEED_LIMIT - max(1, int(count)) + 1)
 
 
-def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
-    """One OSC message as a request; RequestError (with the request's id if it has one) otherwise."""
-    if not isinstance(address, str) or address not in ADDRESSES:
-        shown = clip(address, 60) if isinstance(address, str) else repr(address)
-        raise RequestError(f"unknown address {shown}; known: {' '.join(ADDRESSES)}")
-    args = list(args)
-    id = _find_id(args) if address in (GENERATE, VARIATION, INTERPOLATE) else NO_ID
-    if len(args) > MAX_ARGS:
-        raise RequestError(f"{address} takes at most {MAX_ARGS} arguments, got {len(args)}", id)
-    _check_arg_types(args, id)
-    if address in (PING, STATUS, MODELS, CONTROLS):
+def _no_args(kind: type) -> Callable[[str, list[Any], Limits, int], Request]:
+    def read(address: str, args: list[Any], limits: Limits, id: int) -> Request:
         if args:
             raise RequestError(f"{address} takes no arguments, got {len(args)}")
-        return {PING: Ping, STATUS: Status, MODELS: Models, CONTROLS: Controls}[address]()
-    if address == INTERPOLATE:
-        return _parse_interpolate(args, limits, id)
-    if address == MODEL:
-        if len(args) != 1:
-            raise RequestError(f"{MODEL} takes one argument (a model name), got {len(args)}")
-        name = as_str("name", args[0])
-        if len(name) > MAX_MODEL_NAME:
-            raise RequestError(f"a model name has at most {MAX_MODEL_NAME} characters; got {len(name)}")
-        if not valid_model_name(name):
-            raise RequestError(f"{clip(name, 60)!r} is not a model name (a file name without extension)")
-        return SelectModel(name)
-    if address == GENERATE:
-        req = Generate()
-        rest = args
-        if rest and not isinstance(rest[0], str):
-            req.count = as_int("count", rest[0], 1, MAX_COUNT, id)
-            rest = rest[1:]
-            if "count" in rest[0::2]:
-                raise RequestError("count given twice (first argument and key)", id)
-        _fill(req, _pairs(rest, id), GENERATE_KEYS, limits, id)
-        return req
-    # VARIATION
+        return kind()
+
+    return read
+
+
+def _parse_model(address: str, args: list[Any], limits: Limits, id: int) -> SelectModel:
+    if len(args) != 1:
+        raise RequestError(f"{MODEL} takes one argument (a model name), got {len(args)}")
+    name = as_str("name", args[0])
+    if len(name) > MAX_MODEL_NAME:
+        raise RequestError(f"a model name has at most {MAX_MODEL_NAME} characters; got {len(name)}")
+    if not valid_model_name(name):
+        raise RequestError(f"{clip(name, 60)!r} is not a model name (a file name without extension)")
+    return SelectModel(name)
+
+
+def _parse_generate(address: str, args: list[Any], limits: Limits, id: int) -> Generate:
+    req = Generate()
+    rest = args
+    if rest and not isinstance(rest[0], str):
+        req.count = as_int("count", rest[0], 1, MAX_COUNT, id)
+        rest = rest[1:]
+        if "count" in rest[0::2]:
+            raise RequestError("count given twice (first argument and key)", id)
+    _fill(req, _pairs(rest, id), GENERATE_KEYS, limits, id)
+    return req
+
+
+def _parse_variation(address: str, args: list[Any], limits: Limits, id: int) -> Variation:
     if not args:
         raise RequestError(f"{VARIATION} needs a source (a file name) as its first argument", id)
     if args[0] == "source" and len(args) % 2 == 0:
@@ -384,6 +381,66 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
     if not req.source:
         raise RequestError("source is empty", id)
     _fill(req, pairs, VARIATION_KEYS, limits, id)
+    return req
+
+
+@dataclass(frozen=True)
+class Route:
+    """One address the daemon serves: how its arguments are read into a request, whether the request may carry
+    an id, and the `Handlers` method that serves it."""
+
+    read: Callable[[str, list[Any], Limits, int], Request]
+    handler: str
+    takes_id: bool = False
+
+
+# The whole request side of the contract: address -> (reader, handler). The daemon implements `Handlers`.
+ROUTES: dict[str, Route] = {
+    PING: Route(_no_args(Ping), "ping"),
+    GENERATE: Route(_parse_generate, "generate", takes_id=True),
+    VARIATION: Route(_parse_variation, "generate", takes_id=True),
+    STATUS: Route(_no_args(Status), "status"),
+    MODELS: Route(_no_args(Models), "models"),
+    MODEL: Route(_parse_model, "select_model"),
+    INTERPOLATE: Route(lambda address, args, limits, id: _parse_interpolate(args, limits, id), "interpolate",
+                       takes_id=True),
+    CONTROLS: Route(_no_args(Controls), "controls"),
+}
+assert tuple(ROUTES) == ADDRESSES
+
+
+class Handlers(Protocol):
+    """What serves each route (the daemon): the parsed request, the client's (host, port), and where to reply.
+    A handler never raises: every failure becomes a /kick/error reply."""
+
+    def ping(self, req: Ping, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def generate(self, req: Generate, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def status(self, req: Status, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def models(self, req: Models, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def select_model(self, req: SelectModel, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def interpolate(self, req: Interpolate, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def controls(self, req: Controls, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+
+
+def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
+    """One OSC message as a request; RequestError (with the request's id if it has one) otherwise."""
+    route = ROUTES.get(address) if isinstance(address, str) else None
+    if route is None:
+        shown = clip(address, 60) if isinstance(address, str) else repr(address)
+        raise RequestError(f"unknown address {shown}; known: {' '.join(ADDRESSES)}")
+    args = list(args)
+    id = _find_id(args) if route.takes_id else NO_ID
+    if len(args) > MAX_ARGS:
+        raise RequestError(f"{address} takes at most {MAX_ARGS} arguments, got {len(args)}", id)
+    _check_arg_types(args, id)
+    return route.read(address, args, limits, id)
+
+
+def dispatch(handlers: Handlers, address: str, args: Sequence[Any], limits: Limits, client: tuple,
+             reply: Callable[[bytes], None]) -> Request:
+    """Parse a message and hand it to its route's handler; RequestError when it cannot be parsed (no handler ran)."""
+    req = parse(address, args, limits)
+    getattr(handlers, ROUTES[address].handler)(req, client, reply)
     return req
 
 

@@ -200,3 +200,26 @@ def test_model_names_are_bounded():
     with pytest.raises(RequestError, match="not a model name"):
         parse("/kick/model", ["é" * 120], LIM)  # 240 bytes: NAME.safetensors would pass NAME_MAX
     assert parse("/kick/model", ["m" * 128], LIM).name == "m" * 128
+
+
+def test_every_route_has_its_handler_on_the_daemon():
+    """osc_api.ROUTES is the one address -> handler table: each handler it names exists on the daemon and is
+    called with the request its reader made (a route added without a handler fails here, not on a user)."""
+    from kickserver import osc_api
+    from kickserver.daemon import Server
+
+    names = {r.handler for r in osc_api.ROUTES.values()}
+    assert names <= {n for n in dir(osc_api.Handlers) if not n.startswith("_")}
+    assert all(callable(getattr(Server, n, None)) for n in names), sorted(n for n in names if not hasattr(Server, n))
+
+    class Seen:
+        def __getattr__(self, name):
+            return lambda req, client, reply: calls.append((name, type(req).__name__))
+
+    calls: list = []
+    args = {osc_api.MODEL: ["default"], osc_api.VARIATION: ["k.wav"], osc_api.INTERPOLATE: ["a", 1, "b", 2]}
+    for address in osc_api.ROUTES:
+        osc_api.dispatch(Seen(), address, args.get(address, []), LIM, ("127.0.0.1", 1), lambda b: None)
+    assert calls == [("ping", "Ping"), ("generate", "Generate"), ("generate", "Variation"), ("status", "Status"),
+                     ("models", "Models"), ("select_model", "SelectModel"), ("interpolate", "Interpolate"),
+                     ("controls", "Controls")]
