@@ -149,9 +149,9 @@ def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: in
     mel-VAE of the same preset beside it (a hidden file, so a models folder does not list it)."""
     import torch
 
-    from kickmodel.artifact import save_artifact
     from kickmodel.families import get_family, preset
     from kickmodel.families.base import FitContext
+    from trainer.export import artifact_from_state
 
     path = Path(path)
     cfg = preset(preset_name, family)
@@ -169,9 +169,9 @@ def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: in
             if p.ndim > 1 and p.abs().sum() == 0:
                 p.normal_(0, 0.02)
     quantiles = [[i / 32 for i in range(33)] for _ in cfg.controls]
-    return save_artifact(path, objective.artifact_tensors(objective.module.state_dict()), cfg, step=0,
-                         control_quantiles=quantiles, training={"note": "random weights for benchmarks"},
-                         part_configs=objective.part_configs(cfg))
+    art = artifact_from_state(objective, cfg, objective.module.state_dict(), name=path.stem, step=0,
+                              control_quantiles=quantiles, training={"note": "random weights for benchmarks"})
+    return art.save(path)
 
 
 def set_threads(n: int) -> None:

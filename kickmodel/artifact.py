@@ -77,11 +77,12 @@ def split_parts(tensors: Mapping[str, torch.Tensor]) -> dict[str, dict[str, torc
 
 def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, *, step: int,
                   control_quantiles: list[list[float]] | None = None, training: dict[str, Any] | None = None,
-                  part_configs: Mapping[str, dict] | None = None) -> Path:
+                  part_configs: Mapping[str, dict] | None = None, created: str | None = None) -> Path:
     """Write tensors (namespaced by part) and metadata atomically to path (a .safetensors file).
 
     part_configs: {part: config dict} for parts another run trained (e.g. the VAE of a latent
-    diffusion model); parts not named there were trained with cfg."""
+    diffusion model); parts not named there were trained with cfg. created: when the model was made
+    (default now); a model written again (Artifact.save) keeps its own."""
     from .families import get_family
 
     controls = list(cfg.controls)
@@ -106,7 +107,7 @@ def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, 
         "control_quantiles": json.dumps(control_quantiles or []),
         "training": json.dumps(training or {}, allow_nan=False),
         "step": str(int(step)),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "created": created or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "software": f"kickserver {__version__}",
     }
     atomic_write_bytes(Path(path), st_save(tensors, metadata=meta))
@@ -134,11 +135,20 @@ class Artifact:
     @classmethod
     def in_memory(cls, name: str, tensors: Mapping[str, torch.Tensor], cfg: Config, *, step: int = 0,
                   control_quantiles: list[list[float]] | None = None,
-                  part_configs: Mapping[str, Config] | None = None) -> Artifact:
-        """An artifact that was never written (a training run's preview samples)."""
+                  part_configs: Mapping[str, Config] | None = None,
+                  training: dict[str, Any] | None = None) -> Artifact:
+        """An artifact that was never written (a training run's preview samples), or not yet (`save`)."""
         meta = {"controls": json.dumps(list(cfg.controls)), "control_quantiles": json.dumps(control_quantiles or []),
-                "step": str(step), FORMAT_KEY: str(FORMAT_VERSION)}
+                "step": str(step), FORMAT_KEY: str(FORMAT_VERSION), "training": json.dumps(training or {})}
         return cls(Path(f"{name}.safetensors"), meta, dict(tensors), cfg, dict(part_configs or {}))
+
+    def save(self, path: Path) -> Path:
+        """Write this artifact to path (atomically) with save_artifact: the same tensors, config, part configs,
+        step, control quantiles, training record and creation time (when it has one); `software` is this one's."""
+        return save_artifact(path, self.tensors, self.config, step=self.step,
+                             control_quantiles=self.control_quantiles or None, training=self.training,
+                             part_configs={p: c.to_dict() for p, c in self.part_configs.items()},
+                             created=self.meta.get("created"))
 
     @property
     def name(self) -> str:

@@ -44,8 +44,8 @@ def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffus
                        preset_name: str = "tiny") -> Path:
     """A model of `family` (default preset tiny) with seeded random weights, exported as a real artifact
     (fast; no training)."""
-    from kickmodel.artifact import save_artifact
     from kickmodel.families import get_family, preset
+    from trainer.export import artifact_from_state
 
     path = Path(path)
     cfg, ctx = fit_context(cfg or preset(preset_name, family), path, seed)
@@ -58,8 +58,8 @@ def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffus
             if p.abs().sum() == 0 and p.ndim > 1:
                 p.normal_(0, 0.02)
     quantiles = [[float(i) / 32 for i in range(33)] for _ in cfg.controls]
-    return save_artifact(path, objective.artifact_tensors(net.state_dict()), cfg, step=0, control_quantiles=quantiles,
-                         training={"note": "random weights for tests"}, part_configs=objective.part_configs(cfg))
+    return artifact_from_state(objective, cfg, net.state_dict(), name=path.stem, step=0, control_quantiles=quantiles,
+                               training={"note": "random weights for tests"}).save(path)
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,24 @@
-"""Turn a training run's newest checkpoint into the served artifact (EMA weights only)."""
+"""Turn a training run's newest checkpoint into the served artifact (EMA weights only).
+
+`artifact_from_state` is the one way a run's weights become an artifact: the checkpoints' export and
+the preview samples in train.py, `kicktrain export` here, and the benchmarks' random models. An
+artifact is pure data: weights, configs and a training record, and no path of the machine that made it
+(a file travels; its folders do not).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from kickmodel.artifact import save_artifact
-from kickmodel.config import ConfigError
+from kickmodel.artifact import Artifact
+from kickmodel.config import Config, ConfigError
 from kickmodel.families import from_dict, get_family
-from kickmodel.families.base import FitContext
+from kickmodel.families.base import FitContext, Objective
 
 from .checkpoint import load_latest
 
@@ -17,6 +26,34 @@ SAMPLING_KEYS = ("steps", "sampler", "time_power", "guidance", "image_reject_db"
 # settings an export may change without retraining: sampling, and a mel-VAE's inversion (Griffin-Lim needs no
 # weights, so a run that trained a learned inverter can ship either)
 EXPORT_KEYS = {"sampling": SAMPLING_KEYS, "inverter": ("kind", "griffin_lim_iters")}
+# how a path of the machine that wrote it starts: /..., ~..., C:\ or C:/
+_MACHINE_PATH = re.compile(r"^(/|~|[A-Za-z]:[\\/])")
+
+
+def without_paths(record: Any) -> Any:
+    """A training record as an artifact may carry it: every string that is an absolute or home-dir path is cut
+    to its last name (a checkpoint written before records held names may still hold a folder in `sources`)."""
+    if isinstance(record, dict):
+        return {k: without_paths(v) for k, v in record.items()}
+    if isinstance(record, (list, tuple)):
+        return [without_paths(v) for v in record]
+    if isinstance(record, str) and _MACHINE_PATH.match(record):
+        return Path(record.replace("\\", "/")).name
+    return record
+
+
+def artifact_from_state(objective: Objective, cfg: Config, weights: Mapping[str, torch.Tensor], *, name: str,
+                        step: int, control_quantiles: list[list[float]] | None = None,
+                        training: dict[str, Any] | None = None) -> Artifact:
+    """The artifact (in memory; `.save(path)` writes it) that a run's module weights make: the tensors of the
+    parts this config has (a mel-VAE exported with Griffin-Lim drops its trained inverter), each part's
+    config, the control quantiles and the training record without paths."""
+    configs = objective.part_configs(cfg)
+    parts = get_family(cfg.family).part_names(cfg, {p: from_dict(c) for p, c in configs.items()})
+    tensors = {k: v for k, v in objective.artifact_tensors(weights).items() if k.split(".", 1)[0] in parts}
+    return Artifact.in_memory(name, tensors, cfg, step=step, control_quantiles=control_quantiles or None,
+                              part_configs={p: from_dict(configs[p]) for p in parts if p in configs},
+                              training=without_paths(training or {}))
 
 
 def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print,
@@ -48,12 +85,12 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
     family = get_family(cfg.family)
     cfg = family.export_config(cfg, family_options or {}, log)
     objective = family.objective(cfg, FitContext(device=torch.device("cpu"), log=log, run_dir=run_dir))
-    parts = family.part_names(cfg, {p: from_dict(c) for p, c in objective.part_configs(cfg).items()})
     out.parent.mkdir(parents=True, exist_ok=True)
-    training = dict(state.get("training_summary") or {}, run=str(run_dir), checkpoint=path.name)
+    # the run by its folder's name, not its path: the artifact travels, the folder does not
+    training = dict(state.get("training_summary") or {}, run=run_dir.resolve().name, checkpoint=path.name)
     best = state.get("best_val")
     training["best_val_loss"] = best if isinstance(best, float) and best == best and abs(best) != float("inf") else None
-    tensors = {k: v for k, v in objective.artifact_tensors(state["ema"]["model"]).items() if k.split(".")[0] in parts}
-    return save_artifact(out, tensors, cfg, step=int(state["step"]),
-                         control_quantiles=state.get("control_quantiles") or None, training=training,
-                         part_configs=objective.part_configs(cfg))
+    art = artifact_from_state(objective, cfg, state["ema"]["model"], name=out.name.removesuffix(".safetensors"),
+                              step=int(state["step"]), control_quantiles=state.get("control_quantiles"),
+                              training=training)
+    return art.save(out)

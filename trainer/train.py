@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import io
 import json
 import math
 import os
@@ -46,7 +45,7 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
-from kickmodel.artifact import Artifact, load_artifact, save_artifact
+from kickmodel.artifact import Artifact, load_artifact
 from kickmodel.config import Config, ConfigError, differences
 from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
 from kickmodel.families import from_dict, get_family
@@ -59,6 +58,7 @@ from .augment import Augmenter
 from .checkpoint import list_checkpoints, load_latest, rng_state, save_checkpoint, set_rng_state
 from .data import default_cache_dir, prepare
 from .distributed import Dist, per_rank_batch
+from .export import artifact_from_state
 
 Log = Callable[[str], None]
 Hook = Callable[["Trainer", dict], None]
@@ -570,10 +570,11 @@ class Trainer:
         return self.objective.val_loss(self.ema.model, self.objective.prepare_batch(x.to(self.device)), c, m, g)
 
     def training_summary(self) -> dict[str, Any]:
+        """What the run learned from and what it cost, for the artifact: counts, and the split's files by name and
+        content hash; no folder (an artifact travels, the folders it was made from do not)."""
         data = self.data
         summary = {"family": self.cfg.family, "clips": len(data), "train_clips": len(self.train_idx),
                    "val_clips": len(self.val_idx), "skipped": len(data.skipped),
-                   "sources": sorted({str(Path(m["source"]).parent) for m in data.manifest}),
                    "preset": self.cfg.preset, "steps": self.step, "best_val_loss": _finite_or_none(self.best_val),
                    "train_seconds": round(self.train_seconds, 1), "device": str(self.device),
                    "threads": torch.get_num_threads(), "peak_memory_mb": round(peak_memory_mb(self.device), 1),
@@ -594,11 +595,14 @@ class Trainer:
                 "code_version": __version__, "train_seconds": self.train_seconds, "world_size": self.dist.world,
                 **self.objective.state_for_checkpoint()}
 
+    def artifact(self, name: str, training: dict[str, Any] | None = None) -> Artifact:
+        """The EMA weights as an artifact in memory (export and preview both start here)."""
+        return artifact_from_state(self.objective, self.cfg, self.ema.model.state_dict(), name=name, step=self.step,
+                                   control_quantiles=self.quantiles, training=training)
+
     def export(self, path: Path) -> Path:
         """The EMA weights as a served artifact at path (atomic)."""
-        return save_artifact(path, self.objective.artifact_tensors(self.ema.model.state_dict()), self.cfg,
-                             step=self.step, control_quantiles=self.quantiles or None,
-                             training=self.training_summary(), part_configs=self.objective.part_configs(self.cfg))
+        return self.artifact(Path(path).name.removesuffix(".safetensors"), self.training_summary()).save(path)
 
     def checkpoint(self) -> None:
         """Rank 0 saves (and exports); every rank then checks that all hold the same weights, and waits."""
@@ -621,10 +625,7 @@ class Trainer:
 
     def preview_generator(self) -> Any:
         """A generator of the current EMA weights, without writing an artifact."""
-        parts = {p: from_dict(c) for p, c in self.objective.part_configs(self.cfg).items()}
-        art = Artifact.in_memory(f"step-{self.step:08d}", self.objective.artifact_tensors(self.ema.model.state_dict()),
-                                 self.cfg, step=self.step, control_quantiles=self.quantiles, part_configs=parts)
-        return get_family(self.cfg.family).load_generator(art, self.device)
+        return get_family(self.cfg.family).load_generator(self.artifact(f"step-{self.step:08d}"), self.device)
 
     def close_prefetch(self) -> None:
         if self._prefetcher is not None:
@@ -751,9 +752,8 @@ def fit(opts: FitOptions, log: Log = print) -> dict[str, Any]:
 
 def write_samples(tr: Trainer, real: torch.Tensor, n: int = 4) -> list[Path]:
     """Generate n kicks with the EMA weights into RUN/samples/ (WAV + spectrogram PNG beside real kicks)."""
-    import soundfile as sf
-
     from kickmodel.generator import Item
+    from kickmodel.wavfile import encode_wav
 
     from .plots import spectrogram_grid
 
@@ -764,9 +764,7 @@ def write_samples(tr: Trainer, real: torch.Tensor, n: int = 4) -> list[Path]:
     paths = []
     for i, clip in enumerate(clips):
         p = folder / f"step-{step:08d}-{i}.wav"
-        buf = io.BytesIO()
-        sf.write(buf, clip, sr, subtype="PCM_24", format="WAV")
-        atomic_write_bytes(p, buf.getvalue())
+        atomic_write_bytes(p, encode_wav(clip, sr))
         paths.append(p)
     png = folder / f"step-{step:08d}.png"
     spectrogram_grid([("generated", clips), ("real", real.numpy())], sr, png, title=f"step {step}")
