@@ -98,12 +98,12 @@ def device_kind(device: Any) -> str:
 def write_result(out: Path, name: str, kind: str, payload: dict[str, Any]) -> Path:
     """payload as <out>/<name>-<kind>.json, atomically (temp + fsync + rename); NaN/inf become null."""
     from kickmodel.fsutil import atomic_write_bytes
-    from trainer.evaluate import _clean
+    from trainer.evaluation.report import json_safe
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}-{kind}.json"
-    atomic_write_bytes(path, (json.dumps(_clean(payload), indent=1, allow_nan=False) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n").encode())
     return path
 
 

@@ -51,7 +51,7 @@ def user_folder(kicks: Path, work: Path, pool: int, heldout: int) -> tuple[Path,
     """(training folder, held-out folder, their sizes): copies of pool kicks, split with trainer.split."""
     from kickmodel.config import DataConfig
     from trainer.data import scan_audio
-    from trainer.evaluate import load_folder
+    from trainer.evaluation.sets import load_folder
     from trainer.split import split_indices
 
     chosen = pick(scan_audio([kicks]), pool)

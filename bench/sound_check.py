@@ -14,17 +14,17 @@ count, the procedural synth; generated and synth kicks finished like the daemon'
 - pitch_start_hz / pitch_end_hz: the strongest frequency below 250 Hz in 10..50 ms and in
   80..160 ms after the onset (Hann window, zero-padded to 1 Hz bins). pitch_drop is the share of
   clips whose start is at least 5 % above their end: the sweep that makes a kick sound like one.
-- tail_hiss_db: `trainer.evaluate.tail_hiss_db` (energy above 4 kHz, 400..900 ms, re the peak).
+- tail_hiss_db: `trainer.evaluation.measures.tail_hiss_db` (energy above 4 kHz, 400..900 ms, re the peak).
 - end_jump_db: the largest sample-to-sample step in the last 50 ms, dB re the peak (a click at
   the end of the file shows as a step far above the signal's own slope).
-- body_hf_db: `trainer.evaluate.body_haze_db`, energy 1..8 kHz over 30..200 ms after the onset, dB re
+- body_hf_db: `trainer.evaluation.measures.body_haze_db`, energy 1..8 kHz over 30..200 ms after the onset, dB re
   the clip's total energy in that window (kicktrain eval shows it against the real kicks' as "haze
   dB"): the noisy haze over a body that should be a clean low tone. Its median is "the haze
   figure" of the model card and of issue 11 (the bundled model of 2026-12-03: -43 dB against the real
   held-out kicks' -54 dB, 11 dB too much haze; the target is within 2 dB of the real kicks' median).
 
 Two columns describe a set as a whole:
-- div/real: diversity against real, exactly as `kicktrain eval` measures it (trainer.evaluate.score):
+- div/real: diversity against real, exactly as `kicktrain eval` measures it (trainer.evaluation.scoring.score):
   the mean pairwise distance of the set's clips in the "mfcc-stats" embedding standardised by the real
   held-out plus training clips, over the real held-out set's own mean pairwise distance.
 - grid dB: the worst notch or peak at multiples of sample_rate / GRID_PERIOD (2756, 5512, 8269, 11025,
@@ -55,10 +55,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from trainer.evaluation.distances import diversity, standardiser
+from trainer.evaluation.measures import body_haze_db, tail_hiss_db
+from trainer.evaluation.sets import collect
 
-from trainer.evaluate import body_haze_db, collect, diversity, standardiser, tail_hiss_db  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 FLOOR_DB = -160.0
 GRID_PERIOD = 16  # the waveform U-Net's output stride (ModelConfig.patch)

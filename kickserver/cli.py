@@ -310,10 +310,11 @@ def cmd_render(ns: argparse.Namespace) -> int:
     import torch
 
     from kickmodel.artifact import ArtifactError
-    from kickmodel.generator import Item, StepPolicy, load_generator, resolve_device
+    from kickmodel.generator import StepPolicy, load_generator, resolve_device
+    from kickmodel.offline import render_kicks
 
     from .reload import ModelNotFound, resolve_model
-    from .writer import KickInfo, KickWriter, WriteError
+    from .writer import KickWriter, WriteError
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -344,24 +345,18 @@ def cmd_render(ns: argparse.Namespace) -> int:
     base = ns.seed if ns.seed is not None else random.randrange(0, SEED_LIMIT - ns.n)
     # render's --steps goes up to the generator's own limit (an offline run asks for what it wants), so no cap
     chosen = gen.settings(getattr(ns, "steps", None), ns.sampler, StepPolicy(default=cfg.steps))
-    steps, sampler = chosen.steps, chosen.sampler
     t0 = time.perf_counter()
-    for start in range(0, ns.n, ns.batch):
-        seeds = list(range(base + start, base + min(ns.n, start + ns.batch)))
-        try:
-            audio = gen.render([Item(seed=s, controls=controls) for s in seeds], steps=steps, sampler=sampler,
-                               sample_rate=cfg.sample_rate)
-        except ValueError as e:
-            log.error("%s", e)
-            return 2
-        for s, a in zip(seeds, audio):
-            try:
-                p = writer.write(a, KickInfo(model=name, seed=s, steps=steps, sampler=sampler, controls=controls,
-                                             software=f"kickserver {__version__}"))
-            except WriteError as e:
-                log.error("%s", e)
-                return 1
+    kicks = render_kicks(gen, first_seed=base, n=ns.n, controls=controls, settings=chosen, write=writer.write,
+                         sample_rate=cfg.sample_rate, batch=ns.batch, software=f"kickserver {__version__}")
+    try:
+        for p in kicks:
             print(p, flush=True)
+    except ValueError as e:
+        log.error("%s", e)
+        return 2
+    except WriteError as e:
+        log.error("%s", e)
+        return 1
     writer.prune()
     log.info("rendered %d kicks with %s on %s in %.2f s", ns.n, name, device, time.perf_counter() - t0)
     return 0

@@ -19,21 +19,21 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
-import io
 import json
 import logging
 import os
 import re
 import sys
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
 from kickmodel.fsutil import atomic_write_bytes, fsync_dir
+from kickmodel.wavfile import KickInfo, encode_wav
+
+__all__ = ["KickInfo", "KickWriter", "WriteError", "encode_wav", "publish"]
 
 log = logging.getLogger("kickserver.writer")
 
@@ -60,18 +60,6 @@ def _reason(e: BaseException, folder: Path) -> str:
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
         return f"{getattr(e, 'strerror', None) or e} in {folder}"
     return str(getattr(e, "strerror", None) or e)
-
-
-def encode_wav(x: np.ndarray, sample_rate: int, tags: Mapping[str, str]) -> bytes:
-    """A 24-bit mono WAV with RIFF INFO tags, encoded in memory: libsndfile's writes go to a BytesIO, which
-    cannot fail, so a full disk shows up later as a plain OSError from os.write (not as exceptions inside
-    soundfile's cffi callbacks, which print tracebacks and end in an AssertionError)."""
-    buf = io.BytesIO()
-    with sf.SoundFile(buf, "w", samplerate=sample_rate, channels=1, subtype="PCM_24", format="WAV") as snd:
-        for k, v in tags.items():
-            setattr(snd, k, v)
-        snd.write(x)
-    return buf.getvalue()
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -155,42 +143,6 @@ def publish(src: Path, dst: Path) -> bool:
     return True
 
 
-@dataclass
-class KickInfo:
-    model: str
-    seed: int
-    steps: int | None  # None for a one-pass model (no sampler)
-    sampler: str | None
-    controls: Mapping[str, float]
-    software: str = "kickserver"
-    source: str | None = None
-    strength: float | None = None
-    # an interpolated kick: its ends (a seed, or a file's path) and its place t between them (0: a, 1: b)
-    a: int | str | None = None
-    b: int | str | None = None
-    t: float | None = None
-
-    @property
-    def label(self) -> str:
-        """What the file name carries after the time stamp: the seed, or for a kick that no seed regenerates
-        (seed < 0: an interpolation's inner kick, or an end that is a file) `t` and t in thousandths."""
-        if self.seed >= 0 or self.t is None:
-            return str(int(self.seed))
-        return f"t{round(float(self.t) * 1000):03d}"
-
-    def comment(self) -> str:
-        parts = [f"model={self.model}"] + ([f"seed={self.seed}"] if self.seed >= 0 else [])
-        if self.steps is not None:
-            parts += [f"steps={self.steps}", f"sampler={self.sampler}"]
-        parts += [f"{k}={float(v):.4f}" for k, v in sorted(self.controls.items())]
-        if self.source is not None:
-            parts += [f"source={os.path.basename(self.source)}", f"strength={float(self.strength or 0):.4f}"]
-        if self.t is not None:
-            ends = [e if isinstance(e, int) else os.path.basename(str(e)) for e in (self.a, self.b)]
-            parts += [f"a={ends[0]}", f"b={ends[1]}", f"t={float(self.t):.4f}"]
-        return " ".join(parts)
-
-
 class KickWriter:
     """Writes kicks into one folder and keeps its ledger; used by the worker thread only."""
 
@@ -262,9 +214,7 @@ class KickWriter:
         name = self.final_name(info.label)
         final = self.out_dir / name
         tmp = self.out_dir / f".{name}.{os.getpid()}.part"
-        data = encode_wav(x, self.sample_rate, {"title": name.removesuffix(".wav"), "software": info.software,
-                                                "artist": "kickserver", "comment": info.comment(),
-                                                "date": time.strftime("%Y-%m-%d")})
+        data = encode_wav(x, self.sample_rate, info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")))
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
             try:

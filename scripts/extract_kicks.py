@@ -25,7 +25,7 @@ Duplicates, within and across packages and against the kit's existing files: a c
 skipped when its mono 44.1 kHz audio is bit-identical to an earlier one (exact: ChucK ships
 kick_01.wav four times), or when its prepared clip (kickmodel.clips.prepare_audio: onset-aligned, peak-
 normalised, 1.02 s, as training sees it) has a normalised cross-correlation of at least
-NEAR_DUPLICATE_NCC with an earlier one at a lag within +-5 ms (trainer.split.pairwise_max_ncc: the
+NEAR_DUPLICATE_NCC with an earlier one at a lag within +-5 ms (trainer.xcorr.pairwise_max_ncc: the
 same recording at another level, rate or in another kit; FluidR3's Std Kick 5 is its Room Kick).
 Earlier means: the kit's files that this script does not own, then candidates in SOURCES order, kits
 and samples in file order, so the choice is deterministic. Velocity layers that are distinct hits
@@ -349,7 +349,7 @@ def choose(cands: list[Candidate], kit: list[tuple[str, np.ndarray]], cfg: DataC
     (NEAR_DUPLICATE_NCC on prepared clips) of a kit file or of a candidate kept before them.
     kit: (file name, prepared clip) of the kit's files that this script does not own."""
     from kickmodel.clips import BadAudio, prepare_audio
-    from trainer.split import pairwise_max_ncc
+    from trainer.xcorr import pairwise_max_ncc
 
     cfg = cfg or DataConfig()
     skipped: list[tuple[str, str]] = []

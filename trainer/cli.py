@@ -129,25 +129,27 @@ def _parse_controls(items: list[str]) -> dict[str, float]:
 
 def _cmd_sample(args: argparse.Namespace) -> int:
     import numpy as np
-    import soundfile as sf
 
+    from kickmodel import __version__
     from kickmodel.fsutil import atomic_write_bytes
-    from kickmodel.generator import Item, load_generator
+    from kickmodel.generator import load_generator
+    from kickmodel.offline import render_kicks
+    from kickmodel.wavfile import KickInfo, encode_wav
 
     gen = load_generator(Path(args.artifact), args.device)
     controls = _parse_controls(args.control or [])
     seed = args.seed if args.seed is not None else int(np.random.default_rng().integers(0, SEED_LIMIT - 16))
-    items = [Item(seed=seed + i, controls=controls) for i in range(args.n)]
-    clips = gen.render(items, steps=args.steps, sampler=args.sampler)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    import io
 
-    for it, clip in zip(items, clips):
-        buf = io.BytesIO()
-        sf.write(buf, clip, gen.sample_rate, subtype="PCM_24", format="WAV")
-        path = out / f"{gen.name}_{it.seed}.wav"
-        atomic_write_bytes(path, buf.getvalue())
+    def write(audio: np.ndarray, info: KickInfo) -> Path:
+        path = out / f"{gen.name}_{info.seed}.wav"
+        atomic_write_bytes(path, encode_wav(audio, gen.sample_rate, info.tags(path.stem)))
+        return path
+
+    for path in render_kicks(gen, first_seed=seed, n=args.n, controls=controls,
+                             settings=gen.settings(args.steps, args.sampler), write=write, batch=args.n,
+                             software=f"kicktrain {__version__}"):
         print(path)
     return 0
 

@@ -101,7 +101,7 @@ def make_map(artifact: str | Path, data: Sequence[str | Path], out: str | Path, 
     from kickmodel.families import cli_name
     from kickmodel.generator import ENCODE, load_generator
 
-    from .evaluate import load_folder
+    from .evaluation.sets import load_folder
 
     gen = load_generator(Path(artifact), device)
     if ENCODE not in gen.capabilities:  # declared by its generator (kickmodel.generator.CAPABILITIES)

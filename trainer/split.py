@@ -20,25 +20,23 @@ fit, in that order, until it holds round(N * val_fraction) clips. When no group 
 at least 5 groups, it takes the smallest group (the first-ranked of those), so the held-out side is
 never empty then. Nothing depends on the order of the files: the same files (contents and names) give
 the same split (the correlations are computed in the order of the sha256s). The correlations of all
-pairs are screened by a bound on their magnitude spectra first (`near_copy_pairs`), so a library of
-thousands of kicks does not need millions of full cross-correlations.
+pairs are screened by a bound on their magnitude spectra first (`trainer.xcorr.near_copy_pairs`), so a
+library of thousands of kicks does not need millions of full cross-correlations.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from pathlib import Path
 
 import numpy as np
-import torch
+
+from .xcorr import near_copy_pairs
 
 NEAR_COPY_NCC = 0.98
 NEAR_COPY_LAG_MS = 5.0
 LAYER_SERIES_MAX = 8
-BOUND_FINE_HZ = 1000.0  # near_copy_pairs' screen: ~1 Hz bins below this, BOUND_BANDS pooled bands above
-BOUND_BANDS = 256
 MIN_GROUPS_FOR_HELDOUT = 5
 VELOCITY_WORDS = frozenset({
     "soft", "softer", "softest", "medium", "med", "mid", "hard", "harder", "hardest", "loud", "louder", "loudest",
@@ -67,96 +65,6 @@ def layer_key(source: str | Path) -> str:
             continue
         kept.append(tok)
     return f"{p.parent}/{'_'.join(kept)}"
-
-
-def _fast_len(n: int) -> int:
-    """The smallest 2^a 3^b 5^c >= n (a quick FFT size)."""
-    best = 1 << math.ceil(math.log2(max(n, 1)))
-    p5 = 1
-    while p5 < best:
-        p35 = p5
-        while p35 < best:
-            p = p35
-            while p < n:
-                p *= 2
-            best = min(best, p)
-            p35 *= 3
-        p5 *= 5
-    return best
-
-
-@torch.no_grad()
-def pairwise_max_ncc(clips: np.ndarray, max_lag: int, chunk: int = 4) -> np.ndarray:
-    """[n, n] largest |sum x_i[t + lag] x_j[t]| / (|x_i| |x_j|) over lags -max_lag..max_lag (1.0 for a
-    copy, a scaled, shifted or inverted one; 0 where a clip is silent). Symmetric, 1 on the diagonal
-    of non-silent clips."""
-    x = torch.as_tensor(np.ascontiguousarray(np.atleast_2d(clips), dtype=np.float32))
-    n, length = x.shape
-    out = np.zeros((n, n))
-    if n == 0 or length == 0:
-        return out
-    max_lag = max(0, min(int(max_lag), length - 1))
-    nfft = _fast_len(length + max_lag + 1)
-    norms = x.double().norm(dim=1)
-    spec = torch.fft.rfft(x, n=nfft)
-    lags = torch.cat([torch.arange(0, max_lag + 1), torch.arange(nfft - max_lag, nfft)])
-    for s in range(0, n, chunk):  # the upper triangle (and a little more): the rest is its mirror
-        c = torch.fft.irfft(spec[s:s + chunk, None, :] * spec[None, s:, :].conj(), n=nfft)[:, :, lags]
-        out[s:s + chunk, s:] = c.abs().amax(dim=2).double().numpy()
-    denom = np.outer(norms.numpy(), norms.numpy())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ncc = np.where(denom > 0, out / np.where(denom > 0, denom, 1.0), 0.0)
-    return np.maximum(ncc, ncc.T)
-
-
-@torch.no_grad()
-def near_copy_pairs(clips: np.ndarray, max_lag: int, threshold: float, sample_rate: int,
-                    chunk: int = 64) -> list[tuple[int, int, float]]:
-    """(i, j, ncc) for every pair i < j whose pairwise_max_ncc is at least threshold, without computing
-    all n^2 / 2 correlations: for any lag, |sum x_i[t + lag] x_j[t]| <= sum_f |X_i(f)| |X_j(f)| over the
-    full zero-padded spectrum (Parseval and the triangle inequality), and pooling |X|^2 over a band
-    (Cauchy-Schwarz) only loosens that bound. So a cosine similarity of magnitude spectra (bins of
-    ~1 Hz below BOUND_FINE_HZ, BOUND_BANDS pooled bands above) screens the pairs, and only those at
-    or above threshold get the exact correlation. Memory stays O(n * (fine bins + bands))."""
-    x = np.ascontiguousarray(np.atleast_2d(clips), dtype=np.float32)
-    n, length = x.shape
-    if n < 2 or length == 0:
-        return []
-    max_lag = max(0, min(int(max_lag), length - 1))
-    nfft = _fast_len(length + max_lag + 1)
-    n_bins = nfft // 2 + 1
-    weight = torch.full((n_bins,), math.sqrt(2.0), dtype=torch.float64)  # each rfft bin stands for two
-    weight[0] = 1.0
-    if nfft % 2 == 0:
-        weight[-1] = 1.0
-    k_fine = min(n_bins, int(BOUND_FINE_HZ * nfft / sample_rate) + 1)
-    edges = torch.as_tensor(np.linspace(0, n_bins - k_fine, min(BOUND_BANDS, n_bins - k_fine) + 1).astype(np.int64))
-    feats = []
-    for s in range(0, n, chunk):
-        mag = torch.fft.rfft(torch.from_numpy(x[s:s + chunk]), n=nfft).abs().double() * weight
-        cum = torch.nn.functional.pad(torch.cumsum(mag[:, k_fine:] ** 2, dim=1), (1, 0))
-        bands = (cum[:, edges[1:]] - cum[:, edges[:-1]]).clamp(min=0).sqrt()
-        feats.append(torch.cat([mag[:, :k_fine], bands], dim=1))
-    f = torch.cat(feats)
-    norms = f.norm(dim=1)
-    f = torch.where(norms[:, None] > 0, f / norms.clamp(min=1e-300)[:, None], torch.zeros_like(f))
-    candidates: dict[int, list[int]] = {}
-    for s in range(0, n, 256):
-        bound = (f[s:s + 256] @ f.T).numpy()
-        for a, j in zip(*np.nonzero(bound >= threshold - 1e-9)):
-            if j > s + a:
-                candidates.setdefault(int(s + a), []).append(int(j))
-    lags = torch.cat([torch.arange(0, max_lag + 1), torch.arange(nfft - max_lag, nfft)])
-    clip_norm = np.linalg.norm(x.astype(np.float64), axis=1)
-    out = []
-    for i, js in sorted(candidates.items()):
-        xi = torch.fft.rfft(torch.from_numpy(x[i]), n=nfft)
-        for s in range(0, len(js), chunk):
-            jj = js[s:s + chunk]
-            c = torch.fft.irfft(xi[None, :] * torch.fft.rfft(torch.from_numpy(x[jj]), n=nfft).conj(), n=nfft)
-            best = c[:, lags].abs().amax(dim=1).double().numpy() / (clip_norm[i] * clip_norm[jj])
-            out += [(i, j, float(v)) for j, v in zip(jj, best) if v >= threshold]
-    return out
 
 
 def group_clips(audio: np.ndarray, manifest: list[dict], sample_rate: int) -> list[list[int]]:

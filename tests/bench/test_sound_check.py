@@ -12,7 +12,8 @@ import pytest
 
 from kickmodel.families.waveform_diffusion.generator import reject_images
 from trainer.embeddings import get_embedding
-from trainer.evaluate import EvalSets, ModelRow, score
+from trainer.evaluation.scoring import score
+from trainer.evaluation.sets import EvalSets, ModelRow
 from trainer.synth import synth_batch, synth_kick
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
-"""trainer.evaluate and trainer.embeddings: the distances' closed forms, the embedding, copy detection,
-and `kicktrain eval` end to end on a tiny model and a few synth kicks."""
+"""trainer.evaluate (trainer/evaluation/, trainer/xcorr.py) and trainer.embeddings: the distances' closed
+forms, the embedding, copy detection, and `kicktrain eval` end to end on a tiny model and a few synth kicks."""
 
 from __future__ import annotations
 
@@ -11,20 +11,11 @@ import soundfile as sf
 
 from kickmodel.generator import finish_kick
 from trainer.embeddings import Embedding, MfccStats, get_embedding
-from trainer.evaluate import (
-    diversity,
-    end_level_db,
-    frechet_distance,
-    kid,
-    max_xcorr,
-    mmd2_unbiased,
-    novelty,
-    recommend_steps,
-    split_plan,
-    standardiser,
-    tail_hiss_db,
-)
+from trainer.evaluation.distances import diversity, frechet_distance, kid, mmd2_unbiased, novelty, standardiser
+from trainer.evaluation.measures import end_level_db, tail_hiss_db
+from trainer.evaluation.scoring import recommend_steps, split_plan
 from trainer.synth import synth_batch
+from trainer.xcorr import max_xcorr
 
 SR = 44100
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

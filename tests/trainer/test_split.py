@@ -13,7 +13,7 @@ import soundfile as sf
 from kickmodel.config import DataConfig
 from trainer import split as S
 from trainer.data import PreparedSet, prepare
-from trainer.evaluate import _heldout_split, load_folder
+from trainer.evaluation.sets import _heldout_split, load_folder
 from trainer.synth import synth_kick
 
 CFG = DataConfig()
@@ -59,42 +59,6 @@ def test_layer_key_velocity_words_and_numbers():
     assert k("/a/Kit2_bd_01.wav") != k("/a/Kit3_bd_01.wav")  # a number inside a kit's name stays
     assert k("/a/kick_hardcore01.wav") != k("/a/kick01.wav")  # "hardcore" is not a velocity word
     assert k("/a/snare_soft.wav") != k("/a/kick_soft.wav")
-
-
-def delayed(x: np.ndarray, ms: float) -> np.ndarray:
-    n = int(ms * 44100 / 1000)
-    return np.concatenate([np.zeros(n, x.dtype), x[:len(x) - n]])
-
-
-def test_pairwise_ncc_finds_scaled_noisy_and_shifted_copies_only_within_the_lag():
-    a = synth_kick(np.random.default_rng(1), length=LENGTH, drive=0.0, decay=0.05)  # all in the first 60 ms
-    rng = np.random.default_rng(0)
-    shifted = delayed(a, 3.0) * 0.3
-    far = delayed(a, 50.0)
-    clips = np.stack([a, 0.5 * a + 0.003 * rng.standard_normal(LENGTH), -a, shifted, far, kick(2),
-                      np.zeros(LENGTH)])
-    ncc = S.pairwise_max_ncc(clips, int(S.NEAR_COPY_LAG_MS * 44100 / 1000))
-    assert np.allclose(ncc, ncc.T)
-    assert ncc[0, 1] >= S.NEAR_COPY_NCC and ncc[0, 2] > 0.999 and ncc[0, 3] > 0.999
-    assert ncc[0, 4] < S.NEAR_COPY_NCC and ncc[0, 5] < S.NEAR_COPY_NCC
-    assert ncc[0, 6] == 0.0 and ncc[6, 6] == 0.0
-
-
-def test_near_copy_pairs_screen_finds_exactly_what_the_full_matrix_finds():
-    rng = np.random.default_rng(3)
-    base = [kick(40 + i) for i in range(12)]
-    clips = base + [0.3 * base[0], -base[1], delayed(base[2], 4.0), base[3] + 0.01 * rng.standard_normal(LENGTH),
-                    base[4] + 0.2 * rng.standard_normal(LENGTH), delayed(base[5], 30.0), np.zeros(LENGTH)]
-    clips = np.stack(clips).astype(np.float32)
-    lag = int(S.NEAR_COPY_LAG_MS * 44100 / 1000)
-    for threshold in (S.NEAR_COPY_NCC, 0.9, 0.5):
-        full = S.pairwise_max_ncc(clips, lag)
-        want = {(i, j) for i in range(len(clips)) for j in range(i + 1, len(clips)) if full[i, j] >= threshold}
-        got = S.near_copy_pairs(clips, lag, threshold, 44100)
-        assert {(i, j) for i, j, _ in got} == want
-        assert all(abs(v - full[i, j]) < 1e-6 for i, j, v in got)
-    assert {(i, j) for i, j, _ in S.near_copy_pairs(clips, lag, S.NEAR_COPY_NCC, 44100)} >= {(0, 12), (1, 13), (2, 14),
-                                                                                             (3, 15)}
 
 
 @pytest.mark.parametrize("frac", [0.1, 0.2, 0.3, 0.5])

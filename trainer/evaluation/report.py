@@ -1,0 +1,102 @@
+"""What `kicktrain eval` shows of a report: the text table, the report made JSON-safe, and the pictures
+(spectrograms, envelopes, the loss curve; drawn by trainer/plots.py).
+
+The columns and how to read them: trainer/evaluate.py's docstring and format_table's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .sets import EvalSets
+
+
+def _fmt(v: float | None, spec: str = ".3g") -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _pm(v: float | None, sd: float | None) -> str:
+    return "-" if v is None else f"{v:.3g} ±{sd or 0.0:.2g}"
+
+
+TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "nov/real", "ncc max", "copies", "div/real",
+                 "haze dB", "hiss dB", "s/kick", "train h", "train kicks/s", "train MB")
+
+
+def _family_short(name: str | None) -> str:
+    return {"waveform_diffusion": "waveform", "mel_vae": "mel-vae", "latent_diffusion": "latent"}.get(name or "", "-")
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """The rows as an aligned text table. haze dB: the body's 1..8 kHz energy minus the real kicks' (0 = as
+    real); s/kick: one kick alone, the daemon's case; train: the run's time in training steps, its speed
+    and peak memory, from the artifact."""
+    lines = []
+    for r in report["rows"]:
+        hours = r.get("train_seconds")
+        lines.append([r["name"], _family_short(r.get("family")) if r["kind"] == "model" else "-", str(r["n"]),
+                      f"{r['fad']:.3g} ±{r['fad_std']:.2g}", f"{r['kid']:.3g} ±{r['kid_std']:.2g}",
+                      _pm(r["kid_train"], r["kid_train_std"]), _fmt(r["novelty_ratio"], ".2f"),
+                      _fmt(r["ncc_max"], ".3f"), _fmt(r["copies"], "d"), _fmt(r["diversity_ratio"], ".2f"),
+                      _fmt(r.get("haze_vs_real_db"), "+.1f"), _fmt(r["tail_hiss_db"], ".1f"),
+                      _fmt(r.get("latency_s"), ".3f"), _fmt(hours / 3600 if hours else None, ".2f"),
+                      _fmt(r.get("train_samples_per_s"), ".1f"), _fmt(r.get("train_peak_memory_mb"), ".0f")])
+    widths = [max(len(c), *(len(row[i]) for row in lines)) for i, c in enumerate(TABLE_COLUMNS)]
+    fmt_row = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+                                      for i, (c, w) in enumerate(zip(cells, widths)))
+    out = [fmt_row(TABLE_COLUMNS), fmt_row(["-" * w for w in widths])] + [fmt_row(row) for row in lines]
+    return "\n".join(out)
+
+
+def json_safe(o: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, numpy scalars -> Python."""
+    if isinstance(o, dict):
+        return {str(k): json_safe(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [json_safe(v) for v in o]
+    if isinstance(o, (np.floating, float)):
+        f = float(o)
+        return f if math.isfinite(f) else None
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    return o
+
+
+def _save_png(draw: Callable[[Path], Path | None], path: Path) -> Path | None:
+    """Draw into a temp file beside path, then rename: a picture appears complete or not at all."""
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}.png")
+    try:
+        if draw(tmp) is None:
+            return None
+        os.replace(tmp, path)
+        return path
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_pictures(sets: EvalSets, out: Path, run: Path | None = None, title: str = "") -> list[Path]:
+    """spectrograms.png (real, model @ each step count, synth; 4 clips each), envelopes.png, and
+    loss.png from RUN/metrics.jsonl when run is given and has one."""
+    from .. import plots
+
+    sr = sets.sample_rate
+    groups = [("real", sets.real)] + [(m.label, m.clips) for m in sets.models] + [("synth", sets.synth)]
+    written = []
+    p = _save_png(lambda t: plots.spectrogram_grid([(k, v[:4]) for k, v in groups], sr, t, title=title),
+                  out / "spectrograms.png")
+    written += [p] if p else []
+    p = _save_png(lambda t: plots.envelope_plot(groups, sr, t), out / "envelopes.png")
+    written += [p] if p else []
+    if run is not None:
+        p = _save_png(lambda t: plots.loss_curve(Path(run) / "metrics.jsonl", t), out / "loss.png")
+        written += [p] if p else []
+    return written
