@@ -13,15 +13,12 @@ import math
 import os
 import platform
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 BUNDLED = REPO / "kickserver" / "models" / "default.safetensors"
 STARTER_KIT = REPO / "kickserver" / "data" / "kicks"

@@ -1,7 +1,7 @@
 """One kick's latency on a shared desktop: idle, and while other processes keep every core busy.
 
-    python bench/contention.py                       # bundled model, CPU, the thread settings below
-    python bench/contention.py --reps 5 --variants default,1
+    python -m bench.contention                       # bundled model, CPU, the thread settings below
+    python -m bench.contention --reps 5 --variants default,1
 
 For each variant the daemon is started (bench/latency.py's start), warmed, and one /kick/generate (the
 model's default steps) is timed --reps times idle, then --reps times while `--load` processes (default:
@@ -26,15 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import latency  # start(), Client, message()
+from kickmodel.fsutil import atomic_write_bytes
+
 BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-
-import latency  # noqa: E402 - bench/latency.py: start(), Client, message()
-
-REPO = BENCH.parent
-sys.path.insert(0, str(REPO))
-
-from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 BUSY = "while True: pass"
 

@@ -1,6 +1,6 @@
 """Do the dials do what they say? Each control swept over 0.1..0.9 and the kicks measured.
 
-    python bench/controls.py [--models A.safetensors ...] [--guidance 1,1.5,2,3] [--quick]
+    python -m bench.controls [--models A.safetensors ...] [--guidance 1,1.5,2,3] [--quick]
     python -m bench controls ...                                   # the same, in the suite
 
 For each model and each of its controls: VALUES asked for that control alone (the others free), N kicks
@@ -32,10 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
+from bench import common
 
 NAME = "controls"
 VALUES = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -170,9 +167,9 @@ def best_guidance(per_scale: dict[float, list[dict]]) -> float | None:
 def plot_control(row: dict, model: str, path: Path) -> Path:
     """Asked (x, jittered) against measured (y), the median per value, and the training set's 10..90 %
     and 20..80 % as bands; written atomically."""
-    from trainer.plots import _plt, save_figure
+    from trainer.plots import pyplot, save_figure
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.6, 3.4))
     t = row["train"]
     ax.axhspan(t["p10"], t["p90"], color="tab:blue", alpha=0.12, label="training 10..90 %")

@@ -1,6 +1,6 @@
 """Training throughput with DistributedDataParallel: the same run on 1 and on N processes, side by side.
 
-    python bench/ddp_speed.py [--families waveform-diffusion,mel-vae,latent-diffusion] [--preset small]
+    python -m bench.ddp_speed [--families waveform-diffusion,mel-vae,latent-diffusion] [--preset small]
                               [--steps 40] [--procs 1,2] [--device cpu] [--vae VAE] [--data kickserver/data/kicks]
 
 For each family, each world size is a fresh `torchrun --standalone --nproc-per-node N -m trainer fit` on the same data,
@@ -24,10 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
+from bench import common
 
 
 def one(family: str, n: int, args: argparse.Namespace, tmp: Path, steps: int) -> dict:

@@ -32,10 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
+from bench import common
 
 BUDGET_S = 480
 DESIGN_POINT_GB = 6.0
@@ -164,7 +161,7 @@ def sampling_section(device: str, models: list[Path], compile_model: Path | None
     if compile_model is not None:
         for mode in compile_modes:
             _free(device)
-            torch._dynamo.reset()
+            torch.compiler.reset()
             gen = load_generator(compile_model, device)
             label = common.model_label(gen)
             try:

@@ -25,7 +25,7 @@ sleep $T1
 for k in "${!V[@]}"; do kill -TERM $(cat $R/$k.pid); done; wait
 echo "VAE stage $(( $(date +%s) - start )) s"
 for k in "${!V[@]}"; do tail -3 $R/$k.log; python3 -m trainer.cli export $R/$k --out $R/$k.safetensors --set inverter.kind=griffin-lim 2>&1 | tail -1; done
-python3 bench/vae_pitch_check.py vae $R/v*.safetensors > $R/vaecheck.txt 2>&1 & CHK=$!
+python3 -m bench.vae_pitch_check vae $R/v*.safetensors > $R/vaecheck.txt 2>&1 & CHK=$!
 # the VAEs go to $OUT first, so a run cut off by its time limit still brings them back; the latent models replace them
 for k in "${!V[@]}"; do split -b 15M -d $R/$k.safetensors $O/$k.part; done
 start=$(date +%s)
@@ -43,7 +43,7 @@ for k in "${!V[@]}"; do split -b 15M -d $R/ld-$k.safetensors $O/ld-$k.part; done
 # the logs now and again after the checks: an evaluation that fails or runs out of time still leaves the training logs
 tar czf $O/results.tgz -C $R --exclude='*.pt' --exclude='*.safetensors' --exclude='tb' .
 wait $CHK; cat $R/vaecheck.txt
-python3 bench/vae_pitch_check.py ld $R/ld-v*.safetensors > $R/ldcheck.txt 2>&1; cat $R/ldcheck.txt
+python3 -m bench.vae_pitch_check ld $R/ld-v*.safetensors > $R/ldcheck.txt 2>&1; cat $R/ldcheck.txt
 python3 -m trainer.cli eval $R/ld-v*.safetensors --real $kit --train $kit --out $R/eval --device ${DEV:-cuda} --steps 10 --n 64 > $R/eval.txt 2>&1; cat $R/eval.txt | head -20
 tar czf $O/results.tgz -C $R --exclude='*.pt' --exclude='*.safetensors' --exclude='tb' .
 ls -la $O

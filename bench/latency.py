@@ -38,12 +38,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from pythonosc.osc_message_builder import OscMessageBuilder
+from pythonosc.osc_packet import OscPacket, ParseError
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from pythonosc.osc_message_builder import OscMessageBuilder  # noqa: E402
-from pythonosc.osc_packet import OscPacket, ParseError  # noqa: E402
 
 NAME = "osc"
 TARGETS = {"cpu": {1: 0.5, 8: 2.0}, "cuda": {1: 0.030, 8: 0.060}}

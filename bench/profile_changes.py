@@ -1,6 +1,6 @@
 """The changes `kicktrain profile` led to, each measured against what it replaced in the same run.
 
-    python bench/profile_changes.py [--vae VAE.safetensors] [--repeats 5] [--batch 64] [--out bench/results]
+    python -m bench.profile_changes [--vae VAE.safetensors] [--repeats 5] [--batch 64] [--out bench/results]
 
 1. The mel front end's magnitude: hypot(re, im) of torchaudio's complex STFT (what MelFrontEnd does now)
    against torchaudio's MelSpectrogram(power=1), which takes abs() of the complex tensor. Same output.
@@ -21,10 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
+from bench import common
 
 
 def _median_ms(fn, repeats: int) -> list[float]:

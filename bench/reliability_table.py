@@ -20,10 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from kickmodel.fsutil import atomic_write_bytes
 
-from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 SUITE = "tests/kickserver/test_reliability.py"
 START, END = "<!-- reliability-table:start -->", "<!-- reliability-table:end -->"

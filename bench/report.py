@@ -17,10 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
+from bench import common
 
 ORDER = ("osc", "sampling", "quality", "flops", "controls", "train", "ddp", "custom")
 TITLES = {"osc": "The daemon end to end (OSC)", "sampling": "Sampling latency per sampler and step count",
@@ -31,7 +28,7 @@ TITLES = {"osc": "The daemon end to end (OSC)", "sampling": "Sampling latency pe
 COMMANDS = {"osc": "python -m bench osc", "sampling": "python -m bench sampling", "quality": "python -m bench quality",
             "flops": "python -m bench flops", "controls": "python -m bench controls --threads 1 --guidance 2",
             "train": "python -m bench train", "custom": "python -m bench custom", "gpu": "python -m bench.gpu",
-            "ddp": "python bench/ddp_speed.py"}
+            "ddp": "python -m bench.ddp_speed"}
 
 
 def load_results(folder: Path) -> dict[tuple[str, str], dict]:
@@ -76,7 +73,7 @@ def machine_line(d: dict) -> str:
 
 
 def _plt():
-    from trainer.plots import _plt as plt
+    from trainer.plots import pyplot as plt
 
     return plt()
 

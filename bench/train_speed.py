@@ -1,7 +1,7 @@
 """Training throughput and peak memory per family and preset, optimised loop vs a naive one, side by side.
 
     python -m bench train [--quick] [--device auto]                       # in the suite: every family
-    python bench/train_speed.py [--families waveform_diffusion] [--presets tiny,small,base] [--steps 6]
+    python -m bench.train_speed [--families waveform_diffusion] [--presets tiny,small,base] [--steps 6]
                                 [--device auto] [--out bench/results]
 
 "optimised" is the preset as configured: mixed precision (GPU), gradient accumulation
@@ -25,10 +25,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench import common  # noqa: E402
+from bench import common
 
 NAME = "train"
 PRESETS = ("tiny", "small", "base")

@@ -1,8 +1,8 @@
 """Pitch sweep and haze of mel-VAE reconstructions and of generated kicks (bench/gpu_vae_variants.sh).
 
-    python bench/vae_pitch_check.py vae VAE.safetensors ...   # Griffin-Lim of each VAE's reconstruction of the
+    python -m bench.vae_pitch_check vae VAE.safetensors ...   # Griffin-Lim of each VAE's reconstruction of the
                                                               # held-out and training clips (20 % split), NNLS off/on
-    python bench/vae_pitch_check.py ld MODEL.safetensors ...  # 64 generated kicks per model
+    python -m bench.vae_pitch_check ld MODEL.safetensors ...  # 64 generated kicks per model
 
 Prints one JSON line per model, then all of them in one JSON line (the last line).
 """
@@ -17,13 +17,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.sound_check import measure  # noqa: E402
-from kickmodel.artifact import load_artifact  # noqa: E402
-from kickmodel.families.mel_vae.generator import build_parts  # noqa: E402
-from kickmodel.generator import Item, load_generator  # noqa: E402
-from trainer.data import prepare  # noqa: E402
+from bench.sound_check import measure
+from kickmodel.artifact import load_artifact
+from kickmodel.families.mel_vae.generator import build_parts
+from kickmodel.generator import Item, load_generator
+from trainer.data import prepare
 
 KIT = Path(__file__).resolve().parents[1] / "kickserver" / "data" / "kicks"
 

@@ -60,9 +60,9 @@ def layout(latents: np.ndarray, perplexity: float = DEFAULT_PERPLEXITY, seed: in
 
 def draw(path: Path, tsne: np.ndarray | None, pca: np.ndarray, desc: np.ndarray, title: str) -> Path:
     """Rows t-SNE (when there) and PCA; columns coloured by decay, pitch, click, each with a colour bar."""
-    from .plots import _plt, save_figure
+    from .plots import pyplot, save_figure
 
-    plt = _plt()
+    plt = pyplot()
     rows = [("t-SNE", tsne)] if tsne is not None else []
     rows.append(("PCA", pca))
     fig, axes = plt.subplots(len(rows), 3, figsize=(13, 4 * len(rows)), squeeze=False)

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 
-def _plt():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, imported on first use."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,7 +31,7 @@ def save_figure(fig, path: Path, dpi: int = 90) -> Path:
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    _plt().close(fig)
+    pyplot().close(fig)
     path = Path(path)
     atomic_write_bytes(path, buf.getvalue())
     return path
@@ -47,7 +48,7 @@ def _spec_db(x: np.ndarray, n_fft: int = 1024, hop: int = 128) -> np.ndarray:
 def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, path: Path, *,
                      fmax: float = 8000.0, cols: int = 4, title: str = "") -> Path:
     """rows: (label, clips [n, L]) pairs. Each clip: waveform above, spectrogram 0..fmax below."""
-    plt = _plt()
+    plt = pyplot()
     n_rows = len(rows)
     fig, axes = plt.subplots(2 * n_rows, cols, figsize=(3.2 * cols, 3.0 * n_rows), squeeze=False,
                              gridspec_kw={"height_ratios": [1, 2] * n_rows})
@@ -86,7 +87,7 @@ def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, p
 
 def envelope_plot(sets: Sequence[tuple[str, np.ndarray]], sample_rate: int, path: Path, win_ms: float = 10.0) -> Path:
     """Median RMS envelope (dB re. peak) of each set, with its 10..90 % band."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     w = max(1, int(sample_rate * win_ms / 1000))
     for label, clips in sets:
@@ -122,7 +123,7 @@ def loss_curve(history_jsonl: Path, path: Path) -> Path | None:
     val = [(r["step"], r["val_loss"]) for r in rows if "val_loss" in r]
     if not train:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
     s, lo = zip(*train)
     ax.plot(s, lo, lw=0.8, label="train (EMA of batch loss)")
