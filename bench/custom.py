@@ -69,13 +69,11 @@ def user_folder(kicks: Path, work: Path, pool: int, heldout: int) -> tuple[Path,
 
 def _fit(folder: Path, init: Path, models: Path, run_dir: Path, device: str, budget_s: float | None,
          max_steps: int | None, log: Path) -> tuple[int, float, bool]:
-    """Run `kicktrain fit`; SIGTERM after budget_s. (exit code, seconds, stopped by the budget)."""
-    from kickmodel.artifact import load_artifact
-
-    art = load_artifact(init)
+    """Run `kicktrain fit` as the README says (the model's family, preset and, for latent diffusion, VAE all
+    come from --init); SIGTERM after budget_s. (exit code, seconds, stopped by the budget)."""
     cmd = [sys.executable, "-m", "trainer", "fit", str(folder), "--run-dir", str(run_dir), "--init", str(init),
-           "--family", art.family.replace("_", "-"), "--preset", art.config.preset, "--device", device,
-           "--export-dir", str(models), "--export-name", "custom", "--no-progress", "--no-tensorboard"]
+           "--device", device, "--export-dir", str(models), "--export-name", "custom", "--no-progress",
+           "--no-tensorboard"]
     if max_steps is not None:
         cmd += ["--max-steps", str(max_steps)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -70,10 +70,34 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init_defaults(args: argparse.Namespace) -> tuple[str, str]:
+    """(family, preset) of a fit: as given, else those of the --init artifact (fine-tuning a model means its
+    family; its preset when it has one of its family's names), else the defaults."""
+    family, name = args.family, args.preset
+    if args.init and (family is None or name is None):
+        from kickmodel.artifact import ArtifactError, read_metadata
+        from kickmodel.families import get_family
+
+        meta = read_metadata(Path(args.init))  # the header only; fit loads and checks the whole file
+        try:
+            theirs = get_family(meta.get("family", ""))
+        except ConfigError as e:
+            raise ArtifactError(f"{args.init}: not an artifact this kicktrain can fine-tune ({e})") from None
+        try:
+            their_preset = json.loads(meta.get("config", "{}")).get("preset")
+        except (ValueError, AttributeError):
+            their_preset = None
+        family = family or theirs.cli_name
+        if name is None and their_preset in theirs.presets():
+            name = their_preset
+    return family or cli_name(DEFAULT_FAMILY), name or "small"
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     from .train import FitOptions, fit
 
-    cfg = apply_overrides(preset(args.preset, _family(args.family)), args.set or [])
+    family, preset_name = _init_defaults(args)
+    cfg = apply_overrides(preset(preset_name, _family(family)), args.set or [])
     family_options = {"vae": Path(args.vae)} if getattr(args, "vae", None) else {}
     opts = FitOptions(data=args.data, run_dir=Path(args.run_dir), cfg=cfg, device=args.device,
                       max_steps=args.max_steps, export_dir=Path(args.export_dir) if args.export_dir else None,
@@ -189,14 +213,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("fit", help="train a model (resumes automatically from RUN)")
     sp.add_argument("data", nargs="+")
     sp.add_argument("--run-dir", required=True)
-    sp.add_argument("--family", default=cli_name(DEFAULT_FAMILY),
-                    help=f"model family: {families} (default {cli_name(DEFAULT_FAMILY)})")
-    sp.add_argument("--preset", default="small", help="tiny | small | base (default small)")
+    sp.add_argument("--family", help=f"model family: {families} (default: the --init artifact's, else "
+                                     f"{cli_name(DEFAULT_FAMILY)})")
+    sp.add_argument("--preset", help="tiny | small | base (default: the --init artifact's, else small)")
     sp.add_argument("--max-steps", type=int)
     sp.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     sp.add_argument("--export-dir", help="export the EMA model here after each checkpoint (e.g. the daemon's models)")
     sp.add_argument("--export-name", help="artifact name in --export-dir (default: the run folder's name)")
-    sp.add_argument("--init", help="fine-tune from this artifact (uses train.finetune_lr)")
+    sp.add_argument("--init", help="fine-tune from this artifact (uses train.finetune_lr); a latent-diffusion "
+                                   "artifact brings its VAE")
     sp.add_argument("--vram-budget", type=float, help="GB of GPU memory to fit in: picks the micro-batch")
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
     sp.add_argument("--vae", help="latent-diffusion: the VAE artifact (mel-vae) whose latent space it learns")

@@ -83,8 +83,10 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
     for section, changes in by_section.items():
         cfg = cfg.replace(section, **changes)
     family = get_family(cfg.family)
-    cfg = family.export_config(cfg, family_options or {}, log)
-    objective = family.objective(cfg, FitContext(device=torch.device("cpu"), log=log, run_dir=run_dir))
+    options = dict(family_options or {})
+    cfg = family.export_config(cfg, options, log, run_dir=run_dir)
+    objective = family.objective(cfg, FitContext(device=torch.device("cpu"), log=log, options=options,
+                                                 run_dir=run_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     # the run by its folder's name, not its path: the artifact travels, the folder does not
     training = dict(state.get("training_summary") or {}, run=run_dir.resolve().name, checkpoint=path.name)

@@ -184,15 +184,18 @@ def set_grad_checkpointing(module: torch.nn.Module, on: bool) -> None:
             m.grad_checkpointing = on
 
 
-def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: Log) -> int:
-    """Largest micro-batch (a divisor of batch_size) whose training step peaks under budget_gb on the GPU."""
+def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: Log,
+                      ctx: FitContext | None = None) -> int:
+    """Largest micro-batch (a divisor of batch_size) whose training step peaks under budget_gb on the GPU.
+    ctx: the run's (a family may need its run folder or options to build what it trains, e.g. a VAE)."""
     if device.type != "cuda":
         log(f"--vram-budget {budget_gb} GB ignored: training on {device.type}, not a GPU")
         return cfg.train.micro_batch
     budget = budget_gb * 1024**3
     amp_dtype, _ = precision(cfg.train.mixed_precision, device)
     candidates = [m for m in range(cfg.train.batch_size, 0, -1) if cfg.train.batch_size % m == 0]
-    objective = get_family(cfg.family).objective(cfg, FitContext(device=device, log=log))
+    ctx = dataclasses.replace(ctx, device=device, log=log) if ctx is not None else FitContext(device=device, log=log)
+    objective = get_family(cfg.family).objective(cfg, ctx)
     net = objective.module
     set_grad_checkpointing(net, cfg.train.grad_checkpointing)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-6)
@@ -293,7 +296,9 @@ class Trainer:
             cfg = old
         else:
             if init is not None and init.family != cfg.family:
-                raise TrainingError(f"--init {init.path.name} is a {init.family} model; this run trains {cfg.family}")
+                theirs = get_family(init.family).cli_name
+                raise TrainingError(f"--init {init.path.name} is a {theirs} model: drop --family or pass "
+                                    f"--family {theirs}")
             cfg = get_family(cfg.family).fit_config(cfg, ctx)
         if opts.max_steps is not None:
             cfg = cfg.replace("train", max_steps=opts.max_steps)
@@ -349,7 +354,7 @@ class Trainer:
 
         micro = tc.micro_batch
         if opts.vram_budget_gb:
-            micro = probe_micro_batch(cfg, device, opts.vram_budget_gb, log)
+            micro = probe_micro_batch(cfg, device, opts.vram_budget_gb, log, ctx)
             cfg = cfg.replace("train", micro_batch=micro)
             tc = cfg.train
         self.cfg = cfg

@@ -53,7 +53,7 @@ def from_dict(data: dict[str, Any]) -> Config:
     """Rebuild a Config from plain types; missing keys take defaults, unknown keys are an error."""
     data = _config.upgrade(data)
     family = get_family(data.get("family", DEFAULT_FAMILY))  # raises ConfigError naming the known families
-    return _config.parse_sections(data, family.name, family.sections)
+    return _config.parse_sections(family.upgrade(data), family.name, family.sections)
 
 
 def from_json(text: str) -> Config:

@@ -115,6 +115,11 @@ class Family:
     def presets(self) -> dict[str, Config]:
         raise NotImplementedError
 
+    def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A config table of this family written by an older kicktrain, as today's: keys since dropped are
+        removed here, before the strict parse, so old artifacts and runs still load (a copy; data is kept)."""
+        return data
+
     def check_config(self, cfg: Config) -> None:
         """Raise ConfigError if cfg cannot work for this family (the shared sections are checked already)."""
 
@@ -140,8 +145,9 @@ class Family:
         """The config a new run actually trains with (e.g. fine-tuning takes the artifact's network)."""
         return cfg
 
-    def export_config(self, cfg: Config, options: Mapping[str, Any], log: Callable[[str], None]) -> Config:
-        """The config an export of a run writes, given the export's family options (e.g. latent
+    def export_config(self, cfg: Config, options: Mapping[str, Any], log: Callable[[str], None],
+                      run_dir: Path | None = None) -> Config:
+        """The config an export of run_dir writes, given the export's family options (e.g. latent
         diffusion's --vae); a family that takes none refuses any."""
         if options:
             raise ConfigError(f"export of a {self.cli_name} model takes no {', '.join('--' + k for k in options)}")

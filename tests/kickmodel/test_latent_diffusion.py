@@ -104,6 +104,74 @@ def test_fit_needs_a_mel_vae_and_notices_when_it_changed(kicks, vaes, tiny_artif
     assert "has changed since this run started" in capsys.readouterr().err
 
 
+def test_a_run_keeps_its_vae_so_resuming_and_exporting_it_need_no_other_file(kicks, vaes, tmp_path, capsys):
+    """The run copies its VAE into its folder when it starts (config.json records only the hash); the file it
+    was given can go. A copy that is not the VAE the run started with is refused by its hash."""
+    given = tmp_path / "elsewhere" / "vae.safetensors"
+    given.parent.mkdir()
+    given.write_bytes(vaes[0].read_bytes())
+    run, ld = tmp_path / "run", ["--family", "latent-diffusion"]
+    assert kicktrain(["fit", str(kicks), *ld, "--vae", str(given), "--run-dir", str(run), "--max-steps", "2",
+                      *FAST]) == 0
+    (given.parent / "vae.safetensors").unlink()
+    given.parent.rmdir()
+    vae_hash = load_artifact(vaes[0]).part_hashes["vae"]
+    assert json.loads((run / "config.json").read_text())["vae"] == {"sha256": vae_hash}
+    assert load_artifact(run / "vae.safetensors").part_hashes["vae"] == vae_hash
+    capsys.readouterr()
+    assert kicktrain(["fit", str(kicks), *ld, "--run-dir", str(run), "--max-steps", "4", *FAST]) == 0
+    assert "resumed from step 2" in capsys.readouterr().err
+    out = tmp_path / "ld.safetensors"
+    assert kicktrain(["export", str(run), "--out", str(out)]) == 0
+    art = load_artifact(out)
+    assert art.step == 4 and art.part_hashes["vae"] == art.config.vae.sha256 == vae_hash
+    meta = json.dumps(read_metadata(out))
+    assert str(tmp_path) not in meta and "elsewhere" not in meta and art.training["run"] == "run"
+
+    (run / "vae.safetensors").write_bytes(vaes[1].read_bytes())  # another VAE in the run's copy's place
+    capsys.readouterr()
+    assert kicktrain(["export", str(run), "--out", str(tmp_path / "x.safetensors")]) == 2
+    assert "has changed since this run started" in capsys.readouterr().err
+    assert kicktrain(["fit", str(kicks), *ld, "--run-dir", str(run), "--max-steps", "6", *FAST]) == 2
+    assert "has changed since this run started" in capsys.readouterr().err
+    (run / "vae.safetensors").unlink()  # a run from before runs kept their VAE: the fix is named
+    assert kicktrain(["export", str(run), "--out", str(tmp_path / "x.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert "holds no copy of the VAE it trains over" in err and "--vae FILE" in err and vae_hash[:12] in err
+    assert kicktrain(["fit", str(kicks), *ld, "--vae", str(vaes[0]), "--run-dir", str(run), "--max-steps", "6",
+                      *FAST]) == 0
+    assert not (tmp_path / "x.safetensors").exists()
+
+
+def test_a_latent_diffusion_model_brings_its_vae_to_init_and_to_vae(ld_artifact, kicks, tmp_path):
+    """--init of a latent-diffusion model alone sets the family, the preset and the VAE (its own parts); --vae
+    takes a latent-diffusion model's VAE too."""
+    ld = load_artifact(ld_artifact)
+    run = tmp_path / "init"
+    assert kicktrain(["fit", str(kicks), "--init", str(ld_artifact), "--run-dir", str(run), "--max-steps", "1",
+                      "--device", "cpu", "--no-progress", "--no-tensorboard"]) == 0
+    cfg = json.loads((run / "config.json").read_text())
+    assert (cfg["family"], cfg["preset"], cfg["vae"]["sha256"]) == ("latent_diffusion", "tiny", ld.part_hashes["vae"])
+    assert load_artifact(run / "vae.safetensors").part_hashes["vae"] == ld.part_hashes["vae"]
+    run = tmp_path / "vae"
+    assert kicktrain(["fit", str(kicks), "--family", "latent-diffusion", "--vae", str(ld_artifact), "--run-dir",
+                      str(run), "--max-steps", "1", *FAST]) == 0
+    assert json.loads((run / "config.json").read_text())["vae"] == {"sha256": ld.part_hashes["vae"]}
+
+
+def test_a_config_that_recorded_its_vaes_path_still_reads_and_forgets_it():
+    """Artifacts and runs before runs kept their VAE said where it was (vae.path): read, and dropped."""
+    from kickmodel.config import ConfigError
+    from kickmodel.families import from_dict, preset
+
+    d = preset("tiny", "latent_diffusion").to_dict()
+    d["vae"] = {"path": "/work/art/dec-f.safetensors", "sha256": "ab" * 32}
+    cfg = from_dict(d)
+    assert cfg.vae.sha256 == "ab" * 32 and "/work" not in cfg.to_json()
+    with pytest.raises(ConfigError, match="pth"):  # still strict about any other key
+        from_dict(dict(d, vae={"sha256": "ab" * 32, "pth": "x"}))
+
+
 def test_the_daemon_serves_latent_diffusion_over_osc(ld_artifact, tmp_path):
     from daemon_util import start_daemon
 

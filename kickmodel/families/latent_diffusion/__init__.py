@@ -2,18 +2,21 @@
 of a frozen mel-VAE artifact.
 
     kicktrain fit DATA --family latent-diffusion --vae vae.safetensors --run-dir runs/ld
+    kicktrain fit DATA --init ld.safetensors --run-dir runs/mine     (fine-tune: the VAE comes with it)
 
-Sections: `model` (LatentNetConfig), `diffusion`, `sampling`, `vae` (which VAE, by path and content
-hash). The served artifact is one self-contained file: `denoiser` (with the latents' normalisation),
-`vae` and `inverter` copied from the VAE artifact, each with its config; a vae part whose hash is not
-the one the denoiser was trained with is refused.
+Sections: `model` (LatentNetConfig), `diffusion`, `sampling`, `vae` (which VAE, by the content hash of
+its vae part). The served artifact is one self-contained file: `denoiser` (with the latents'
+normalisation), `vae` and `inverter` copied from the VAE artifact, each with its config; a vae part
+whose hash is not the one the denoiser was trained with is refused. A run keeps its VAE in its own
+folder (RUN/vae.safetensors, written when it starts), so resuming and exporting it need no other file,
+and no file records where a VAE once was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -23,6 +26,10 @@ from .. import make_config
 from ..base import Family, FitContext
 from .config import LatentNetConfig, VAERefConfig
 
+if TYPE_CHECKING:
+    from ...artifact import Artifact
+
+VAE_FILE = "vae.safetensors"  # a run's own copy of the VAE it trains over, in its run folder
 CONTROLS = ("decay", "pitch", "click")
 # latents are normalised to unit spread: v-prediction, no STFT term (there is no audio here), x0 within
 # +-5 standard deviations. Sampling: 10 steps with the waveform family's time_power 0.35; on the model of
@@ -93,28 +100,41 @@ class LatentDiffusion(Family):
         mods["denoiser"] = LatentDenoiserNet(den_cfg.model, vae_cfg.vae.latent_dim, len(den_cfg.controls))
         return mods
 
-    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
-        from ...artifact import load_artifact
+    def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Configs before runs kept their VAE recorded its path as vae.path (the bundled model's among them):
+        dropped, not parsed, so that path goes nowhere again. The hash still says which VAE it is."""
+        vae = data.get("vae")
+        if isinstance(vae, dict) and "path" in vae:
+            data = dict(data, vae={k: v for k, v in vae.items() if k != "path"})
+        return data
 
-        path = ctx.options.get("vae") or (ctx.init.config.vae.path if ctx.init is not None else None)
-        if not path:
-            raise ConfigError("latent-diffusion trains in a mel-vae model's latent space: give it with --vae FILE")
-        vae_art = load_artifact(Path(path))
-        if vae_art.family != "mel_vae":
-            raise ConfigError(f"--vae {Path(path).name} is a {vae_art.family} model, not a mel-vae model")
-        vcfg = vae_art.config
-        cfg = cfg.with_section("vae", VAERefConfig(path=str(Path(path).resolve()), sha256=vae_art.part_hashes["vae"]))
+    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
+        """A new run's VAE: --vae FILE, else the VAE inside the --init artifact (fine-tuning needs nothing
+        else). It is copied into the run folder now, so the run never needs the file again."""
+        if ctx.options.get("vae"):
+            vae_art = load_vae(Path(ctx.options["vae"]))
+        elif ctx.init is not None:
+            vae_art = ctx.init  # a latent-diffusion artifact carries its VAE as its vae (and inverter) parts
+        else:
+            raise ConfigError("latent-diffusion trains in a mel-vae model's latent space: give it with --vae FILE "
+                              "(or fine-tune a latent-diffusion model with --init FILE, which carries its VAE)")
+        vcfg = vae_art.config_of("vae")
+        if ctx.run_dir is not None:
+            Path(ctx.run_dir).mkdir(parents=True, exist_ok=True)
+            vae_art.save(Path(ctx.run_dir) / VAE_FILE)
+        cfg = cfg.with_section("vae", VAERefConfig(sha256=vae_art.part_hashes["vae"]))
         if ctx.init is not None:
             cfg = cfg.with_section("model", ctx.init.config.model).with_section("diffusion", ctx.init.config.diffusion)
-        ctx.log(f"latent diffusion over {Path(path).name}: {vcfg.vae.latent_dim}-dimensional latents, "
-                f"{vcfg.inverter.kind} inverter")
+        ctx.log(f"latent diffusion over the VAE of {vae_art.path.name}: {vcfg.vae.latent_dim}-dimensional latents, "
+                f"{vcfg.inverter.kind} inverter" + (f" (a copy kept as {VAE_FILE} in the run folder)"
+                                                    if ctx.run_dir is not None else ""))
         return cfg.replace("data", sample_rate=vcfg.data.sample_rate, length=vcfg.data.length)
 
-    def export_config(self, cfg: Config, options: Mapping[str, Any], log: Callable[[str], None]) -> Config:
+    def export_config(self, cfg: Config, options: Mapping[str, Any], log: Callable[[str], None],
+                      run_dir: Path | None = None) -> Config:
         """--vae FILE: export with a decoder-only fine-tune of the run's VAE (vae.train_encoder=false) in place
         of the VAE it learned in. Only the encoder (the latent space) reaches the denoiser, so it is as valid
         over the one as over the other; a VAE with another encoder is refused."""
-        from ...artifact import load_artifact
         from .objective import same_latent_space
 
         unknown = set(options) - {"vae"}
@@ -123,31 +143,50 @@ class LatentDiffusion(Family):
         if not options.get("vae"):
             return cfg
         path = Path(options["vae"])
-        new, old = load_artifact(path), self._vae_artifact(cfg)
-        if new.family != "mel_vae":
-            raise ConfigError(f"--vae {path.name} is a {new.family} model, not a mel-vae model")
+        new = load_vae(path)
+        if new.part_hashes["vae"] == cfg.vae.sha256:
+            return cfg  # the run's own VAE: nothing to swap
+        old = self.vae_artifact(cfg, FitContext(device=torch.device("cpu"), run_dir=run_dir))
         if not same_latent_space(old, new):
-            raise ConfigError(f"--vae {path.name}: its encoder differs from that of {old.path.name}, the VAE this "
-                              "run learned in (another latent space); only a decoder-only fine-tune of it can take "
-                              "its place")
-        log(f"exporting with {path.name}'s decoder: a decoder-only fine-tune of {old.path.name}")
-        return cfg.with_section("vae", VAERefConfig(path=str(path.resolve()), sha256=new.part_hashes["vae"]))
+            raise ConfigError(f"--vae {path.name}: its encoder differs from that of the VAE this run learned in "
+                              "(another latent space); only a decoder-only fine-tune of it can take its place")
+        log(f"exporting with {path.name}'s decoder: a decoder-only fine-tune of the VAE this run learned in")
+        return cfg.with_section("vae", VAERefConfig(sha256=new.part_hashes["vae"]))
 
-    def _vae_artifact(self, cfg: Config):
+    def vae_artifact(self, cfg: Config, ctx: FitContext) -> Artifact:
+        """The VAE a run trains over (cfg.vae.sha256): --vae FILE when given (it must be that VAE), else the
+        run folder's own copy. A file whose vae part has another hash is refused, never trained over."""
         from ...artifact import load_artifact
 
-        art = load_artifact(Path(cfg.vae.path))
-        if art.part_hashes.get("vae") != cfg.vae.sha256:
-            raise ConfigError(f"the VAE at {cfg.vae.path} has changed since this run started (its vae part's "
-                              "hash differs); train a new run over it")
+        want = cfg.vae.sha256
+        if ctx.options.get("vae"):
+            path = Path(ctx.options["vae"])
+            art = load_vae(path)
+            if art.part_hashes["vae"] != want:
+                raise ConfigError(f"--vae {path.name} is not the VAE this run trains over: it has changed since this "
+                                  f"run started (its vae part's sha256 begins {art.part_hashes['vae'][:12]}, the "
+                                  f"run's {want[:12]}); leave --vae out to use the run's own copy, or start a new "
+                                  "run over it")
+            return art
+        copy = Path(ctx.run_dir) / VAE_FILE if ctx.run_dir is not None else None
+        if copy is None or not copy.is_file():
+            where = f"{ctx.run_dir} holds no copy of the VAE it trains over ({VAE_FILE}; runs started before " \
+                    "kicktrain kept one have none)" if ctx.run_dir is not None else "no run folder to take it from"
+            raise ConfigError(f"latent diffusion needs its VAE: {where}; give that VAE with --vae FILE (its vae "
+                              f"part's sha256 begins {want[:12]})")
+        art = load_artifact(copy)
+        if art.part_hashes.get("vae") != want:
+            raise ConfigError(f"{copy}: the run's copy of its VAE has changed since this run started (its vae part's "
+                              f"hash is not the run's {want[:12]}...); put the VAE it started with back, or start a "
+                              "new run")
         return art
 
     def objective(self, cfg: Config, ctx: FitContext):
         from .network import LatentDenoiserNet
         from .objective import LatentObjective
 
-        vae_art = self._vae_artifact(cfg)
-        net = LatentDenoiserNet(cfg.model, vae_art.config.vae.latent_dim, len(cfg.controls)).to(ctx.device)
+        vae_art = self.vae_artifact(cfg, ctx)
+        net = LatentDenoiserNet(cfg.model, vae_art.config_of("vae").vae.latent_dim, len(cfg.controls)).to(ctx.device)
         return LatentObjective(cfg, net, vae_art, ctx.device)
 
     def load_generator(self, art, device: torch.device):
@@ -157,3 +196,15 @@ class LatentDiffusion(Family):
 
 
 FAMILY = LatentDiffusion()
+
+
+def load_vae(path: Path) -> Artifact:
+    """An artifact that holds a mel-VAE as its `vae` part: a mel-vae model, or a latent-diffusion model (which
+    carries the VAE it was trained over), for --vae. ConfigError names the file when it is neither."""
+    from ...artifact import load_artifact
+
+    art = load_artifact(path)
+    if art.family not in ("mel_vae", "latent_diffusion"):
+        raise ConfigError(f"--vae {path.name} is a {art.family} model, not a mel-vae model (nor a latent-diffusion "
+                          "model, which carries one)")
+    return art

@@ -19,9 +19,10 @@ class LatentNetConfig:
 
 @dataclass(frozen=True)
 class VAERefConfig:
-    """The frozen mel-VAE artifact the run learns in: where it was and the content hash of its `vae` part.
-    `kicktrain fit --vae FILE` fills both; a served artifact carries the VAE itself, and a VAE whose hash
-    differs is refused."""
+    """The frozen mel-VAE the run learns in, by the content hash of its `vae` part only. A run keeps the VAE
+    itself in its folder (RUN/vae.safetensors) and a served artifact carries it as its own parts, so nothing
+    needs to say where the VAE came from: a path would name a folder of the machine that made the file,
+    which no other machine has. Configs written before this recorded a `path` too; it is dropped when they
+    are read (LatentDiffusion.upgrade), so no config that is read can carry one into a file written later."""
 
-    path: str = ""
     sha256: str = ""
