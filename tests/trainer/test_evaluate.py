@@ -263,3 +263,24 @@ def test_kicktrain_eval_compares_families_side_by_side(tmp_path, tiny_artifact, 
     assert rows["vae"]["family"] == "mel_vae" and rows["vae"]["steps"] is None and rows["vae"]["latency_s"] > 0
     assert list(report["recommended_steps"]) == ["tiny"]
     assert [m["family"] for m in report["models"]] == ["waveform_diffusion", "mel_vae"]
+
+
+def test_kicktrain_eval_notes_real_files_the_model_learned_from(tmp_path, capsys):
+    """Artifacts name no folder; the recorded split's content hashes say the real set was trained on."""
+    import hashlib
+
+    from daemon_util import root_conftest
+
+    from kickmodel.artifact import load_artifact
+    from trainer.cli import main
+
+    _write_kicks(tmp_path / "real", synth_batch(6, seed=3, length=6000))
+    learned = sorted(tmp_path.joinpath("real").iterdir())[:4]
+    (tmp_path / "m").mkdir()
+    art = load_artifact(root_conftest().make_tiny_artifact(tmp_path / "m" / "seen.safetensors"))
+    art.training = {"split": {"train": [{"name": p.name, "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+                                        for p in learned], "heldout": []}}
+    art.save(tmp_path / "m" / "seen.safetensors")
+    assert main(["eval", str(tmp_path / "m" / "seen.safetensors"), "--real", str(tmp_path / "real"), "--out",
+                 str(tmp_path / "eval"), "--n", "4", "--steps", "2", "--device", "cpu"]) == 0
+    assert "note: 4 of the 6 real clips are files seen was trained on" in capsys.readouterr().err

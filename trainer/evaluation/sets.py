@@ -192,12 +192,15 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
             train_clips, train_src = real_clips[tr], [real_src[i] for i in tr]
             real_clips, real_src = real_clips[va], [real_src[i] for i in va]
     else:
+        # an artifact names no folder (no machine path): its recorded split names the files it learned from by
+        # content hash, which is what says whether the real set is held out
         for g in gens:
-            sources = getattr(getattr(g, "artifact", None), "training", {}).get("sources", [])
-            folders = {str(Path(s).resolve()) for s in sources}
-            if folders & {str(Path(s).parent) for s in real_src}:
-                notes.append(f"the real set lies in a folder {g.name} was trained on; pass --train with the same "
-                             "folder to evaluate on its held-out split")
+            split = (g.artifact.training or {}).get("split") or {}
+            learned = {r.get("sha256") for r in split.get("train", []) if isinstance(r, dict)}
+            seen = sum(h in learned for h in real_sha)
+            if seen:
+                notes.append(f"{seen} of the {len(real_sha)} real clips are files {g.name} was trained on; pass "
+                             "--train with the same folder to evaluate on its held-out split")
     for note in notes:
         log(f"note: {note}")
     if len(real_clips) < 4:
