@@ -13,7 +13,7 @@ import math
 import os
 import platform
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,8 +142,9 @@ def model_label(gen: Any) -> str:
 
 def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: int = 0) -> Path:
     """A real artifact of `family` and preset with seeded random weights (no training), for benchmarks of
-    speed, memory and FLOPs, which do not depend on the weights. A latent-diffusion model gets a random
-    mel-VAE of the same preset beside it (a hidden file, so a models folder does not list it)."""
+    speed, memory and FLOPs, which do not depend on the weights. A family option whose value is an artifact
+    (a latent-diffusion model's --vae) gets a random one of the same preset beside it (a hidden file, so a
+    models folder does not list it): family_options."""
     import torch
 
     from kickmodel.families import get_family, preset
@@ -152,10 +153,7 @@ def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: in
 
     path = Path(path)
     cfg = preset(preset_name, family)
-    options = {}
-    if cfg.family == "latent_diffusion":
-        options["vae"] = random_artifact(path.with_name(f".{path.stem}-vae.safetensors"), "mel_vae", preset_name,
-                                         seed)
+    options = family_options(cfg.family, {}, path.parent, preset_name, seed, stem=f".{path.stem}")
     ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, options=options)
     fam = get_family(cfg.family)
     cfg = fam.fit_config(cfg, ctx)
@@ -169,6 +167,33 @@ def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: in
     art = artifact_from_state(objective, cfg, objective.module.state_dict(), name=path.stem, step=0,
                               control_quantiles=quantiles, training={"note": "random weights for benchmarks"})
     return art.save(path)
+
+
+def family_options(family: str, given: Mapping[str, Any], folder: Path, preset_name: str, seed: int = 0,
+                   stem: str | None = None) -> dict[str, Any]:
+    """The options a benchmark gives `family` (its FamilyOption declarations on "bench"): those in `given`
+    (e.g. a benchmark's flags from trainer.cli.add_family_flags(parser, "bench")) that it takes -- a benchmark
+    of several families gives each only its own -- and, for each not given whose value is an artifact
+    (artifact_of), a random one of the same preset in folder, named STEM-OPTION.safetensors."""
+    from kickmodel.families import get_family
+
+    fam = get_family(family)
+    stem = stem or f".{fam.name}-{preset_name}"
+    out: dict[str, Any] = {}
+    for opt in fam.options_for("bench"):
+        if given.get(opt.name) is not None:
+            out[opt.name] = opt.type(given[opt.name])
+        elif opt.artifact_of:
+            out[opt.name] = random_artifact(Path(folder) / f"{stem}-{opt.name}.safetensors", opt.artifact_of,
+                                            preset_name, seed)
+    return out
+
+
+def option_args(options: Mapping[str, Any]) -> list[str]:
+    """Family options as `kicktrain fit` flags: {"vae": path} -> ["--vae", "path"]."""
+    from kickmodel.families.base import option_flag
+
+    return [a for name, value in options.items() for a in (option_flag(name), str(value))]
 
 
 def set_threads(n: int) -> None:

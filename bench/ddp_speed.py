@@ -1,15 +1,18 @@
 """Training throughput with DistributedDataParallel: the same run on 1 and on N processes, side by side.
 
     python -m bench.ddp_speed [--families waveform-diffusion,mel-vae,latent-diffusion] [--preset small]
-                              [--steps 40] [--procs 1,2] [--device cpu] [--vae VAE] [--data kickserver/data/kicks]
+                              [--steps 40] [--procs 1,2] [--device cpu] [--data kickserver/data/kicks]
+                              [the families' options, e.g. --vae VAE]
 
 For each family, each world size is a fresh `torchrun --standalone --nproc-per-node N -m trainer fit` on the same data,
 preset and effective batch (train.batch_size is split across the processes), one torch thread per
 process on a CPU (gloo) or one GPU per process (NCCL). Throughput is the median of the samples/s the
 trainer logs every `log_every` steps, after the first interval (warm-up); wall time is the whole fit.
-Latent diffusion trains over --vae, or a random `small` mel-VAE made on the spot (speed does not depend on
-the weights). Writes <out>/ddp-<cpu|cuda>.json with the machine. On a CPU, N processes can only be faster when the
-machine has N idle cores: the load average before and after is recorded.
+Each family gets the options it declares for benchmarks (trainer.cli.add_family_flags(..., "bench")) as
+given; one whose value is an artifact and is not given is a random one of the preset, made on the spot
+(latent diffusion trains over --vae, or a random mel-VAE: speed does not depend on the weights). Writes
+<out>/ddp-<cpu|cuda>.json with the machine. On a CPU, N processes can only be faster when the machine has
+N idle cores: the load average before and after is recorded.
 """
 
 from __future__ import annotations
@@ -25,15 +28,16 @@ import time
 from pathlib import Path
 
 from bench import common
+from trainer.cli import add_family_flags, given_options
 
 
-def one(family: str, n: int, args: argparse.Namespace, tmp: Path, steps: int) -> dict:
+def one(family: str, n: int, args: argparse.Namespace, tmp: Path, steps: int, options: dict) -> dict:
     run = tmp / f"run-{family}-{n}"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n), "-m", "trainer",
            "fit", str(args.data), "--family", family, "--preset", args.preset, "--run-dir", str(run),
            "--device", args.device, "--max-steps", str(steps), "--no-progress", "--no-tensorboard",
            "--set", "train.log_every=10", "--set", "train.val_every=100000", "--set", "train.ckpt_every=100000",
-           "--set", "train.sample_every=0"] + (["--vae", str(args.vae)] if family == "latent-diffusion" else [])
+           "--set", "train.sample_every=0"] + common.option_args(options)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), PYTHONPATH=str(common.REPO))
     load = os.getloadavg()
     t0 = time.perf_counter()
@@ -59,17 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per process")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--data", type=Path, default=common.STARTER_KIT)
-    ap.add_argument("--vae", type=Path, help="latent-diffusion: the mel-vae artifact it trains over")
+    add_family_flags(ap, "bench")
     ap.add_argument("--out", type=Path, default=common.RESULTS)
     args = ap.parse_args(argv)
     procs = [int(p) for p in args.procs.split(",")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        if args.vae is None:
-            args.vae = common.random_artifact(Path(tmp) / "vae.safetensors", "mel_vae", args.preset)
         for family in args.families.split(","):
             steps = args.steps * 3 // 4 if family == "waveform-diffusion" else args.steps
-            fam_rows = [one(family, n, args, Path(tmp), steps) for n in procs]
+            options = common.family_options(family, given_options(args), Path(tmp), args.preset)
+            fam_rows = [one(family, n, args, Path(tmp), steps, options) for n in procs]
             base = fam_rows[0]["samples_per_s"]
             for r in fam_rows:
                 r["speed_up"] = r["samples_per_s"] / base if base and r["samples_per_s"] else None

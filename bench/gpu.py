@@ -187,9 +187,7 @@ def loop_section(device: str, families, preset_name: str, steps: int, data: list
         _free(device)
         cfg = preset(preset_name, fam)
         cfg = cfg.replace("train", max_steps=steps, val_every=0, sample_every=0, ckpt_every=10**9, log_every=10**9)
-        options = {}
-        if cfg.family == "latent_diffusion":
-            options["vae"] = common.random_artifact(work / f"vae-{preset_name}.safetensors", "mel_vae", preset_name)
+        options = common.family_options(cfg.family, {}, work, preset_name)  # e.g. a random VAE to train over
         opts = FitOptions(data=[str(d) for d in data], run_dir=work / f"run-{fam}", cfg=cfg, device=device,
                           progress=False, tensorboard=False, family_options=options, cache_dir=work / "cache")
         try:

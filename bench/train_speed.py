@@ -58,9 +58,7 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
         cfg = cfg.replace("train", mixed_precision=precision_mode)
     device = resolve_device(device_spec)
     with tempfile.TemporaryDirectory(prefix="kickbench-train-") as tmp:
-        options = {}
-        if fam.name == "latent_diffusion":
-            options["vae"] = common.random_artifact(Path(tmp) / "vae.safetensors", "mel_vae", preset_name)
+        options = common.family_options(fam.name, {}, Path(tmp), preset_name)  # e.g. a random VAE to train over
         ctx = FitContext(device=device, log=lambda m: None, options=options)
         cfg = fam.fit_config(cfg, ctx)
         tc = cfg.train

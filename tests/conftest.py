@@ -27,17 +27,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def fit_context(cfg, path: Path, seed: int = 0):
-    """(cfg as `fit` would train it, a FitContext): a latent-diffusion model gets a random mel-VAE of the same
-    preset beside `path` (a hidden file, so a models folder does not list it)."""
+    """(cfg as `fit` would train it, a FitContext): each family option whose value is an artifact (its
+    FamilyOption.artifact_of: a latent-diffusion model's --vae) gets a random one of the same preset beside
+    `path` (a hidden file, so a models folder does not list it)."""
     from kickmodel.families import get_family
     from kickmodel.families.base import FitContext
 
-    options = {}
-    if cfg.family == "latent_diffusion":
-        options["vae"] = make_tiny_artifact(path.with_name(f".{path.stem}-vae.safetensors"), seed=seed,
-                                            family="mel_vae", preset_name=cfg.preset)
+    family = get_family(cfg.family)
+    options = {opt.name: make_tiny_artifact(path.with_name(f".{path.stem}-{opt.name}.safetensors"), seed=seed,
+                                            family=opt.artifact_of, preset_name=cfg.preset)
+               for opt in family.options_for("bench") if opt.artifact_of}
     ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, options=options)
-    return get_family(cfg.family).fit_config(cfg, ctx), ctx
+    return family.fit_config(cfg, ctx), ctx
 
 
 def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffusion", cfg=None,

@@ -3,13 +3,16 @@
     kicktrain prepare DATA_DIR... [--cache DIR]
     kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset tiny|small|base] [--max-steps N]
                   [--device auto|cpu|cuda] [--export-dir DIR] [--init ARTIFACT] [--vram-budget GB]
-                  [--set section.key=value ...]
-    kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...] [--vae DECODER_FINE_TUNE]
+                  [--set section.key=value ...] [the family's options, e.g. --vae FILE]
+    kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...] [the family's options]
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
     kicktrain eval ARTIFACT [ARTIFACT...] --real DIR [--train DIR] [--out DIR]
     kicktrain map ARTIFACT DATA_DIR... --out DIR [--perplexity 30]
     kicktrain profile DATA_DIR... --out DIR [--family F] [--preset P] [--steps 8] [--device auto]
     torchrun --standalone --nproc-per-node 2 -m trainer fit ...   (DistributedDataParallel; see distributed.py)
+
+A family's own options (latent diffusion's --vae) are declared in its folder (Family.options); fit, export
+and profile make their flags from the registry, and refuse one the family does not take.
 
 Errors a user can fix print one line and exit 2; nothing is left half-written.
 """
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kickmodel.config import DEFAULT_FAMILY, SEED_LIMIT, ConfigError
-from kickmodel.families import cli_name, family_names, from_dict, preset
+from kickmodel.families import cli_name, family_names, from_dict, get_family, options_for, preset
 
 from . import __version__
 
@@ -98,7 +101,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     family, preset_name = _init_defaults(args)
     cfg = apply_overrides(preset(preset_name, _family(family)), args.set or [])
-    family_options = {"vae": Path(args.vae)} if getattr(args, "vae", None) else {}
+    family_options = get_family(cfg.family).take_options(given_options(args), "fit")
     opts = FitOptions(data=args.data, run_dir=Path(args.run_dir), cfg=cfg, device=args.device,
                       max_steps=args.max_steps, export_dir=Path(args.export_dir) if args.export_dir else None,
                       export_name=args.export_name, init=Path(args.init) if args.init else None,
@@ -116,7 +119,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from .train import FitOptions
 
     cfg = apply_overrides(preset(args.preset, _family(args.family)), args.set or [])
-    family_options = {"vae": Path(args.vae)} if args.vae else {}
+    family_options = get_family(cfg.family).take_options(given_options(args), "profile")
     opts = FitOptions(data=args.data, run_dir=Path(args.out) / ".run", cfg=cfg, device=args.device,
                       family_options=family_options)
     summary = profile_training(opts, args.steps, Path(args.out), log=lambda m: print(m, file=sys.stderr))
@@ -136,7 +139,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
             raise ConfigError(f"--set {item!r}: expected section.key=value")
         settings[key] = _parse_value(value)
     path = export_run(Path(args.run), Path(args.out), settings, log=lambda m: print(m, file=sys.stderr),
-                      family_options={"vae": Path(args.vae)} if args.vae else {})
+                      family_options=given_options(args))  # the run's family takes them (or refuses)
     print(f"exported {path}")
     return 0
 
@@ -194,6 +197,26 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return eval_main(args)
 
 
+FAMILY_OPTION_DEST = "family_option_"  # argparse dest prefix of the families' own options
+
+
+def add_family_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """A flag for each option the registered families declare on `command` (kickmodel.families.base.FamilyOption:
+    fit, export, profile, bench), so a family's options need no line here. Families that declare one name share
+    its flag; its help says which families take it. Read back with given_options; the family then takes or
+    refuses them (Family.take_options)."""
+    for name, owners in options_for(command).items():
+        first = owners[0][1]
+        parser.add_argument(first.flag, dest=FAMILY_OPTION_DEST + name, metavar=first.metavar,
+                            help="; ".join(f"{fam.cli_name}: {opt.help}" for fam, opt in owners).replace("%", "%%"))
+
+
+def given_options(args: argparse.Namespace) -> dict[str, str]:
+    """{option name: value} of the family flags given on the command line (add_family_flags), as typed."""
+    return {k[len(FAMILY_OPTION_DEST):]: v for k, v in vars(args).items()
+            if k.startswith(FAMILY_OPTION_DEST) and v is not None}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kicktrain", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -224,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "artifact brings its VAE")
     sp.add_argument("--vram-budget", type=float, help="GB of GPU memory to fit in: picks the micro-batch")
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
-    sp.add_argument("--vae", help="latent-diffusion: the VAE artifact (mel-vae) whose latent space it learns")
+    add_family_flags(sp, "fit")
     sp.add_argument("--cache", help="prepared-data cache folder (default: the shared cache kicktrain prepare uses)")
     sp.add_argument("--no-progress", action="store_true")
     sp.add_argument("--no-tensorboard", action="store_true")
@@ -236,8 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                     help="what needs no retraining: sampling.steps/sampler/time_power/guidance/temperature, "
                          "inverter.kind=griffin-lim (mel-vae)")
-    sp.add_argument("--vae", help="latent-diffusion: a decoder-only fine-tune (vae.train_encoder=false) of the "
-                                  "run's VAE, exported in its place")
+    add_family_flags(sp, "export")
     sp.set_defaults(func=_cmd_export)
 
     sp = sub.add_parser("sample", help="write kicks from an artifact, offline")
@@ -272,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--preset", default="small")
     sp.add_argument("--steps", type=int, default=8, help="steps in all: 1 wait, 1 warm-up, the rest recorded")
     sp.add_argument("--device", default="auto")
-    sp.add_argument("--vae", help="latent-diffusion: the mel-vae artifact")
+    add_family_flags(sp, "profile")
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
     sp.set_defaults(func=_cmd_profile)
 

@@ -83,7 +83,7 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
     for section, changes in by_section.items():
         cfg = cfg.replace(section, **changes)
     family = get_family(cfg.family)
-    options = dict(family_options or {})
+    options = family.take_options(family_options or {}, "export")  # one it does not take: refused, naming its own
     cfg = family.export_config(cfg, options, log, run_dir=run_dir)
     objective = family.objective(cfg, FitContext(device=torch.device("cpu"), log=log, options=options,
                                                  run_dir=run_dir))

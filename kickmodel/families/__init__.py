@@ -19,7 +19,7 @@ from .. import config as _config
 from ..config import DEFAULT_FAMILY, SHARED_SECTIONS, Config, ConfigError
 
 if TYPE_CHECKING:
-    from .base import Family
+    from .base import Family, FamilyOption
 
 REGISTRY: dict[str, str] = {
     "waveform_diffusion": "kickmodel.families.waveform_diffusion",
@@ -43,6 +43,18 @@ def get_family(name: str) -> Family:
         known = ", ".join(cli_name(n) for n in REGISTRY)
         raise ConfigError(f"model family {name!r} is not known (known: {known})")
     return importlib.import_module(REGISTRY[key]).FAMILY
+
+
+def options_for(command: str) -> dict[str, list[tuple[Family, FamilyOption]]]:
+    """{option name: [(family, its declaration), ...]} over every registered family's options on `command`
+    (kickmodel.families.base.FamilyOption), in registry order: what kicktrain makes its family flags from.
+    Imports every family."""
+    out: dict[str, list[tuple[Family, FamilyOption]]] = {}
+    for name in REGISTRY:
+        family = get_family(name)
+        for opt in family.options_for(command):
+            out.setdefault(opt.name, []).append((family, opt))
+    return out
 
 
 # ----------------------------------------------------------------------------------------------

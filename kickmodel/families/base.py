@@ -7,6 +7,8 @@
                                     to check sizes before anything real is built)
     family.objective(cfg, ...)      training: the module to train and its loss (an Objective)
     family.load_generator(art, dev) serving: a KickGenerator (kickmodel/generator.py)
+    family.options                  its command-line options (FamilyOption: --vae FILE ...); kicktrain makes
+                                    the flags from the registry, the values reach fit_config / export_config
 
 An artifact's tensors are namespaced by part (`denoiser.*`, `vae.*`, `inverter.*`); each part has
 its own config in the artifact's metadata (kickmodel/artifact.py).
@@ -31,6 +33,45 @@ if TYPE_CHECKING:
 # real tensor is allocated (a 4 KB file must not make the daemon allocate gigabytes).
 MAX_PARAMETERS = 100_000_000
 MAX_PART_BYTES = 1 << 30
+
+OPTION_COMMANDS = ("fit", "export", "profile", "bench")
+
+
+@dataclass(frozen=True)
+class FamilyOption:
+    """A command-line option of a family, declared in its own folder (`Family.options`): trainer/cli.py makes
+    `--NAME VALUE` on each of `commands` from the registered families, so nothing outside the family names it.
+
+    commands: `kicktrain fit`, `export`, `profile`, and "bench" (benchmarks that build or train the family).
+    The same name may be declared twice for different commands, with different help (a fit's --vae and an
+    export's --vae mean different things). The value reaches the family through `FitContext.options` (fit,
+    profile, bench) or `export_config(options)` (export) under `name`, after `type` (given the string).
+    artifact_of: the value is an artifact file of that family; benchmarks and tests, which do not listen
+    to the kicks, make a random one of the same preset when none is given."""
+
+    name: str
+    help: str
+    commands: tuple[str, ...] = OPTION_COMMANDS
+    metavar: str = "VALUE"
+    type: Callable[[str], Any] = str
+    artifact_of: str | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.name.isidentifier() and self.name == self.name.lower() and not self.name.startswith("_")):
+            raise ValueError(f"family option {self.name!r}: a lower-case name of letters, digits and underscores")
+        unknown = sorted(set(self.commands) - set(OPTION_COMMANDS))
+        if unknown:
+            raise ValueError(f"family option {self.name!r}: unknown command(s) {', '.join(unknown)} "
+                             f"(known: {', '.join(OPTION_COMMANDS)})")
+
+    @property
+    def flag(self) -> str:
+        return option_flag(self.name)
+
+
+def option_flag(name: str) -> str:
+    """An option's flag on the command line: --name, dashes for underscores."""
+    return "--" + name.replace("_", "-")
 
 
 @dataclass
@@ -107,6 +148,7 @@ class Family:
     summary: str = ""
     sections: dict[str, type] = {}
     parts: tuple[str, ...] = ()
+    options: tuple[FamilyOption, ...] = ()  # its command-line options (kicktrain fit/export/profile, benchmarks)
 
     @property
     def cli_name(self) -> str:
@@ -130,6 +172,39 @@ class Family:
 
     def check_limits(self, cfg: Config) -> None:
         """Bounds checked on an artifact's config before anything is built (beyond MAX_PARAMETERS)."""
+
+    def options_for(self, command: str) -> tuple[FamilyOption, ...]:
+        """Its options on `command` (one of OPTION_COMMANDS)."""
+        return tuple(o for o in self.options if command in o.commands)
+
+    def take_options(self, given: Mapping[str, Any], command: str) -> dict[str, Any]:
+        """The options given to `command` ({name: value}; None is not given), each through its type, as
+        FitContext.options / export_config take them. One this family does not take on `command` is refused
+        in one line naming the family and the options it does take."""
+        mine = {o.name: o for o in self.options_for(command)}
+        given = {k: v for k, v in given.items() if v is not None}
+        refused = [k for k in given if k not in mine]
+        if refused:
+            takes = ", ".join(o.flag for o in mine.values()) or "no family options"
+            raise ConfigError(f"{command} of a {self.cli_name} model takes no "
+                              f"{', '.join(option_flag(k) for k in refused)} (it takes {takes})")
+        taken = {}
+        for name, value in given.items():
+            try:
+                taken[name] = mine[name].type(value)
+            except (TypeError, ValueError) as e:
+                raise ConfigError(f"{mine[name].flag} {value!r}: {e}") from None
+        return taken
+
+    def check_resume(self, cfg: Config, options: Mapping[str, Any]) -> None:
+        """A resumed run keeps the config it started with (cfg); raise ConfigError, saying why, when an option
+        given to resume it (taken by take_options) disagrees with what the run recorded (e.g. another VAE).
+        A family whose fit options can be checked so overrides this; here nothing can check them against the
+        run, so any given is refused rather than silently ignored."""
+        if options:
+            raise ConfigError(f"{', '.join(option_flag(k) for k in options)}: a resumed {self.cli_name} run keeps "
+                              "the options it started with, and this family cannot check these against it; "
+                              "resume without them or use a new --run-dir")
 
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         """{part: module} whose state dicts are the artifact's tensors under `part.`; configs: {part: Config}."""

@@ -23,7 +23,7 @@ import torch
 from ...config import ConditioningConfig, Config, ConfigError, TrainConfig
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
-from ..base import Family, FitContext
+from ..base import Family, FamilyOption, FitContext
 from .config import LatentNetConfig, VAERefConfig
 
 if TYPE_CHECKING:
@@ -45,6 +45,13 @@ class LatentDiffusion(Family):
     sections = {"model": LatentNetConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
                 "vae": VAERefConfig}
     parts = ("denoiser", "vae", "inverter")
+    options = (
+        FamilyOption("vae", "the mel-vae model whose latent space it learns (or a latent-diffusion model, which "
+                            "carries one); a resumed run takes only its own VAE", commands=("fit", "profile", "bench"),
+                     metavar="FILE", type=Path, artifact_of="mel_vae"),
+        FamilyOption("vae", "a decoder-only fine-tune (vae.train_encoder=false) of the run's VAE, exported in its "
+                            "place", commands=("export",), metavar="FILE", type=Path),
+    )
 
     def presets(self) -> dict[str, Config]:
         cond = ConditioningConfig(controls=CONTROLS)
@@ -71,6 +78,12 @@ class LatentDiffusion(Family):
         for ok, msg in checks:
             if not ok:
                 raise ConfigError(msg)
+
+    def check_resume(self, cfg: Config, options: Mapping[str, Any]) -> None:
+        """--vae given to resume a run must be the VAE the run trains over (its vae part's hash, cfg.vae.sha256):
+        vae_artifact refuses another, here at once, before the run reads its data."""
+        if options.get("vae"):
+            self.vae_artifact(cfg, FitContext(device=torch.device("cpu"), log=lambda m: None, options=options))
 
     def check_limits(self, cfg: Config) -> None:
         if cfg.family != self.name:
