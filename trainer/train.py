@@ -301,6 +301,11 @@ class Trainer:
                 raise TrainingError(f"--init {init.path.name} is a {theirs} model: drop --family or pass "
                                     f"--family {theirs}")
             cfg = get_family(cfg.family).fit_config(cfg, ctx)
+            if init is not None and "sampling" in cfg.parts and "sampling" in init.config.parts:
+                # the sampling settings were chosen by evaluating the model being fine-tuned (the bundled one
+                # samples at guidance 2): a fine-tune keeps them rather than the preset's
+                cfg = cfg.with_section("sampling", init.config.sampling)
+                log(f"sampling settings from {init.path.name}: {init.config.sampling}")
         if opts.max_steps is not None:
             cfg = cfg.replace("train", max_steps=opts.max_steps)
         return cfg

@@ -44,6 +44,8 @@ def test_fine_tuning_the_bundled_model_needs_only_the_kicks_and_the_daemon_serve
     # the VAE came from the artifact (no --vae, no file of the machine that built it), and the run kept a copy
     assert art.part_hashes["vae"] == bundled.part_hashes["vae"] == art.config.vae.sha256
     assert load_artifact(run / "vae.safetensors").part_hashes["vae"] == bundled.part_hashes["vae"]
+    # and its sampling settings (chosen by evaluating the bundled model: guidance 2), not the preset's
+    assert art.config.sampling == bundled.config.sampling and bundled.config.sampling.guidance == 2.0
     meta = json.dumps(read_metadata(out))
     assert str(tmp_path) not in meta and FOLDER not in meta and str(REPO) not in meta
 
