@@ -102,7 +102,7 @@ def evaluate(artifacts: str | Path | Sequence[str | Path], real: str | Path | Se
     report = {
         "version": REPORT_VERSION,
         "artifacts": [str(a) for a in artifacts],
-        "models": [g.describe() if hasattr(g, "describe") else {"name": g.name} for g in gens],
+        "models": [g.describe() for g in gens],
         "embedding": {"name": emb.name, "dim": int(emb.dim), "version": getattr(emb, "version", None),
                       "features": names},
         "normalisation": NORMALISATION,
@@ -115,7 +115,7 @@ def evaluate(artifacts: str | Path | Sequence[str | Path], real: str | Path | Se
         "sampler": sampler,
         "seed": seed,
         "seeds": f"model kicks: seeds {seed}..{seed + n - 1}; synth: synth_batch(n, seed={seed}); splits: seed {seed}",
-        "device": str(getattr(gens[0], "device", device)),
+        "device": str(gens[0].device),
         "batch": EVAL_BATCH,
         "latency": f"one kick alone, median of {LATENCY_REPS} (s/kick)",
         "step_rule": STEP_RULE,

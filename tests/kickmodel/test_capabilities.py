@@ -25,6 +25,7 @@ from kickmodel.generator import (
     Interpolation,
     Inverts,
     Item,
+    KickGenerator,
     Variation,
     load_generator,
 )
@@ -50,6 +51,10 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
     gen = generators[name]
     caps = gen.capabilities
     assert isinstance(caps, frozenset) and caps <= CAPABILITIES, caps
+    members = [m for m in vars(KickGenerator) if not m.startswith("_")] + list(KickGenerator.__annotations__)
+    assert {"capabilities", "artifact", "config", "interpolation_samplers", "render", "settings"} <= set(members)
+    missing = [m for m in members if not hasattr(gen, m)]  # the Protocol says what every generator exposes
+    assert not missing, missing
     assert (CONTROLS in caps) == bool(gen.controls)
     assert (SAMPLERS in caps) == bool(gen.samplers) == (gen.max_steps > 0)
     assert (ENCODE in caps) == isinstance(gen, Encodes)

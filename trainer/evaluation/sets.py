@@ -13,9 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from kickmodel.generator import KickGenerator
 
 EVAL_BATCH = 16  # kicks per sampler call
 LATENCY_REPS = 3  # one-kick renders timed per row (median)
@@ -115,11 +118,11 @@ def generate(gen, n: int, steps: int | None, sampler: str | None, seed: int,
     return np.concatenate(out), elapsed / n, float(np.median(alone))
 
 
-def _recorded_split(gens: Sequence[Any]) -> dict[str, str] | None:
+def _recorded_split(gens: Sequence[KickGenerator]) -> dict[str, str] | None:
     """{sha256: "train" | "heldout"} recorded in the artifacts (all the same), or None when none records one."""
     splits = []
     for gen in gens:
-        rec = getattr(getattr(gen, "artifact", None), "training", {}).get("split")
+        rec = (gen.artifact.training or {}).get("split")
         if isinstance(rec, dict) and isinstance(rec.get("train"), list) and isinstance(rec.get("heldout"), list):
             table = {e["sha256"]: side for side in ("train", "heldout") for e in rec[side]
                      if isinstance(e, dict) and isinstance(e.get("sha256"), str)}
@@ -143,7 +146,6 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
             ) -> tuple[list[Any], EvalSets]:
     """Load the models and the real/training clips, generate every model's sets and the synth set.
     Diffusion models get a row per step count; one-pass models one row."""
-    from kickmodel.config import DataConfig
     from kickmodel.generator import finish_kick, load_generator
 
     from ..synth import synth_batch
@@ -153,8 +155,7 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
         raise ValueError("no model to evaluate")
     gens = [load_generator(Path(a), device) for a in artifacts]
     first = gens[0]
-    cfg_all = getattr(first, "config", None)
-    cfg = cfg_all.data if cfg_all is not None else DataConfig(sample_rate=first.sample_rate, length=first.length)
+    cfg = first.config.data
     for a, g in zip(artifacts, gens):
         if (g.sample_rate, g.length) != (cfg.sample_rate, cfg.length):
             raise ValueError(f"{Path(a).name} makes {g.length} samples at {g.sample_rate} Hz and "
@@ -210,7 +211,7 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
 
     rows: list[ModelRow] = []
     for label, path, gen in zip(_labels(gens), artifacts, gens):
-        training = dict(getattr(getattr(gen, "artifact", None), "training", {}) or {})
+        training = dict(gen.artifact.training or {})
         for s in (sorted(steps) if gen.samplers else [None]):
             t0 = time.perf_counter()
             clips, spk, alone = generate(gen, n, s, sampler, seed)
