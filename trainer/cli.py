@@ -74,9 +74,20 @@ def _cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def _init_defaults(args: argparse.Namespace) -> tuple[str, str]:
-    """(family, preset) of a fit: as given, else those of the --init artifact (fine-tuning a model means its
-    family; its preset when it has one of its family's names), else the defaults."""
+    """(family, preset) of a fit: as given, else the run's own (resuming RUN needs no --family), else those of
+    the --init artifact (fine-tuning a model means its family; its preset when it has one of its family's
+    names), else the defaults."""
     family, name = args.family, args.preset
+    saved = Path(args.run_dir) / "config.json"
+    if (family is None or name is None) and saved.is_file() and saved.stat().st_size < (1 << 20):
+        try:  # resuming: the run's own family and preset (fit itself checks the whole config)
+            run_cfg = json.loads(saved.read_text())
+        except (OSError, ValueError):
+            run_cfg = None
+        if isinstance(run_cfg, dict) and isinstance(run_cfg.get("family"), str):
+            family = family or cli_name(run_cfg["family"])
+            if name is None and isinstance(run_cfg.get("preset"), str) and run_cfg["preset"] != "custom":
+                name = run_cfg["preset"]
     if args.init and (family is None or name is None):
         from kickmodel.artifact import ArtifactError, read_metadata
         from kickmodel.families import get_family

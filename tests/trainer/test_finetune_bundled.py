@@ -48,6 +48,9 @@ def test_fine_tuning_the_bundled_model_needs_only_the_kicks_and_the_daemon_serve
     assert art.config.sampling == bundled.config.sampling and bundled.config.sampling.guidance == 2.0
     meta = json.dumps(read_metadata(out))
     assert str(tmp_path) not in meta and FOLDER not in meta and str(REPO) not in meta
+    # resuming needs no flag either: the run folder says its family and preset
+    assert kicktrain(["fit", str(my_kicks), "--run-dir", str(run), "--max-steps", "3"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["step"] == 3
 
     with start_daemon(tmp_path, models, model="mine") as d:
         (addr, args), = d.send("/kick/generate", "seed", 1, "steps", 4, timeout=60)
