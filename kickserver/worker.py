@@ -158,7 +158,7 @@ class Worker:
 
     @property
     def device(self) -> str:
-        return str(getattr(self.gen, "device", "cpu"))
+        return str(self.gen.device)
 
     def submit(self, job: Job) -> str | None:
         """Queue a job's kicks; returns None, or the reason it was refused ("busy", "shutting down")."""
