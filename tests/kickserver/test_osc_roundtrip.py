@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -14,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from daemon_util import REPO, build_message, daemon_env, models_folder, parse_replies, receive, start_daemon
+from daemon_util import REPO, build_message, daemon_env, models_folder, parse_replies, start_daemon
 
 from kickserver import __version__, osc_api
 
@@ -331,29 +330,6 @@ def test_reply_types_sizes_and_reply_port(daemon):
     finally:
         listener.close()
         client.close()
-
-
-def test_disallowed_network_is_dropped_and_logged(daemon):
-    """Bound to 0.0.0.0 with --allow 198.51.100.0/24: a client on another (non-loopback) address gets nothing."""
-    ip = _non_loopback_ipv4()
-    if ip is None:
-        pytest.skip("no non-loopback IPv4 address on this machine")
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((ip, 0))
-        s.sendto(build_message("/kick/ping", ()), (ip, daemon.port))
-        assert receive(s, 1, 1.0) == []
-    assert daemon.wait_for_log(f"from {ip}: not in --allow", timeout=5)
-    assert one(daemon, "/kick/ping")[0] == "/kick/pong"  # loopback still served
-
-
-def _non_loopback_ipv4() -> str | None:
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("192.0.2.1", 9))  # no packet is sent; this only picks the outgoing interface
-            ip = s.getsockname()[0]
-        return None if ip.startswith("127.") else ip
-    except OSError:
-        return None
 
 
 def test_send_subcommand(daemon):
