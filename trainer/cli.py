@@ -244,7 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cache", help="cache folder (default: the shared cache under ~/.cache/kicktrain)")
     sp.set_defaults(func=_cmd_prepare)
 
-    sp = sub.add_parser("fit", help="train a model (resumes automatically from RUN)")
+    from kickmodel.families import get_family
+
+    sp = sub.add_parser("fit", help="train a model (resumes automatically from RUN)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="model families:\n" + "\n".join(f"  {get_family(n).cli_name:20} {get_family(n).summary}"
+                                                           for n in family_names()))
     sp.add_argument("data", nargs="+")
     sp.add_argument("--run-dir", required=True)
     sp.add_argument("--family", help=f"model family: {families} (default: the --init artifact's, else "

@@ -51,6 +51,13 @@ def test_every_registered_familys_options_are_on_its_commands_help(capsys):
     assert declared >= 3  # latent diffusion's --vae on fit, export and profile at least
 
 
+def test_fit_help_lists_each_family_with_its_summary(capsys):
+    text = " ".join(_help("fit", capsys).split())
+    for name in family_names():
+        family = get_family(name)
+        assert family.summary and f"{family.cli_name} {family.summary}" in text, name
+
+
 def test_vae_on_a_waveform_diffusion_fit_is_refused_in_one_line(kicks, tmp_path, capsys):
     run = tmp_path / "run"
     assert kicktrain(["fit", str(kicks), "--family", "waveform-diffusion", "--vae", str(tmp_path / "v.safetensors"),
