@@ -35,8 +35,12 @@ class KickInfo:
 
     @property
     def label(self) -> str:
-        """What the file name carries after the time stamp: the seed, or for a kick that no seed regenerates
-        (seed < 0: an interpolation's inner kick, or an end that is a file) `t` and t in thousandths."""
+        """What the file name carries after the time stamp: the seed that `/kick/generate` turns into this kick;
+        for a variation `v` and its seed (its noise: `/kick/variation SOURCE seed S` makes it again, a generate
+        with S another kick); for a kick that no seed regenerates (seed < 0: an interpolation's inner kick, or an
+        end that is a file) `t` and t in thousandths."""
+        if self.source is not None:
+            return f"v{int(self.seed)}"
         if self.seed >= 0 or self.t is None:
             return str(int(self.seed))
         return f"t{round(float(self.t) * 1000):03d}"

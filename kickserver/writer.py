@@ -2,8 +2,9 @@
 
 Each kick is written as 24-bit PCM WAV (RIFF INFO tags name the software, model, seed, steps,
 sampler and controls) to a hidden `.kick_....wav.part` in the same folder, flushed, fsynced and
-renamed to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (an interpolated kick that no seed regenerates:
-`_t<t in thousandths>` in place of the seed; `-2`, `-3`... on collision) with a rename that
+renamed to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (a variation: `_v<seed>`, as its seed is not one that
+/kick/generate turns into it; an interpolated kick that no seed regenerates: `_t<t in thousandths>` in place
+of the seed; `-2`, `-3`... on collision) with a rename that
 refuses to replace an existing name (renameat2 RENAME_NOREPLACE), so a second writer on the same
 folder (another daemon, `kickserver render`) can never be overwritten: the loser of a race takes
 the next name. A folder watcher sees one move to the final name and never a partial `.wav`. A
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from kickmodel import safejson
 from kickmodel.fsutil import atomic_write_bytes, fsync_dir
 from kickmodel.wavfile import KickInfo, encode_wav
 
@@ -38,11 +40,12 @@ __all__ = ["KickInfo", "KickWriter", "WriteError", "encode_wav", "publish"]
 log = logging.getLogger("kickserver.writer")
 
 LEDGER = ".kickserver-ledger.json"
+MAX_LEDGER_BYTES = 64 << 20  # about 600,000 kicks (an entry is about 100 bytes)
 MAX_NAME_TRIES = 100
-# kick_<stamp>_<seed>.wav, or kick_<stamp>_t<t in thousandths: 000..1000>.wav for an interpolated kick that no
-# seed regenerates
-NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_(\d+|t\d{3,4})(-\d+)?\.wav$")
-TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_(\d+|t\d{3,4})(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
+# kick_<stamp>_<seed>.wav, kick_<stamp>_v<seed>.wav for a variation, or kick_<stamp>_t<t in thousandths:
+# 000..1000>.wav for an interpolated kick that no seed regenerates
+NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_(\d+|v\d+|t\d{3,4})(-\d+)?\.wav$")
+TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_(\d+|v\d+|t\d{3,4})(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
                      r"|^\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part$")
 
 
@@ -179,7 +182,7 @@ class KickWriter:
     def _read_ledger(self) -> list[dict]:
         path = self.out_dir / LEDGER
         try:
-            data = json.loads(path.read_text())
+            data = safejson.read(path, max_bytes=MAX_LEDGER_BYTES)  # no FIFO, no link, bounded: never blocks
             files = [f for f in data.get("files", []) if isinstance(f, dict) and NAME_RE.match(str(f.get("name", "")))]
         except FileNotFoundError:
             return []

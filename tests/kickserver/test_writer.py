@@ -139,6 +139,23 @@ def test_interpolated_kicks_are_named_and_tagged_by_their_place_and_ends(tmp_pat
     assert not (tmp_path / f".{frozen}_t500.wav.123.part").exists()
 
 
+def test_a_variation_is_named_by_v_and_its_seed_and_retention_knows_the_name(tmp_path, frozen):
+    """A variation's seed is its noise, not one /kick/generate turns into it (issue 22): its name says `v<seed>`,
+    its tags the seed, source and strength that make it again. Retention and the stray-temp cleanup know it."""
+    w = KickWriter(tmp_path, SR, max_files=1)
+    v = w.write(kick(), info(seed=41, source=str(tmp_path / "src.wav"), strength=0.4))
+    assert v.name == f"{frozen}_v41.wav" and NAME_RE.match(v.name)
+    assert sf.SoundFile(v).copy_metadata()["comment"] == ("model=tiny seed=41 steps=5 sampler=ddim decay=0.2500 "
+                                                          "source=src.wav strength=0.4000")
+    later = w.write(kick(), info(seed=41))
+    assert later.name == f"{frozen}_41.wav"
+    w.prune()
+    assert not v.exists() and later.exists()  # in the ledger like any kick: the oldest went
+    (tmp_path / f".{frozen}_v42.wav.123.part").write_bytes(b"RIFF")
+    KickWriter(tmp_path, SR)
+    assert not (tmp_path / f".{frozen}_v42.wav.123.part").exists()
+
+
 def test_clipping_and_nan_are_refused_or_clamped(tmp_path):
     w = KickWriter(tmp_path, SR)
     with pytest.raises(WriteError):
