@@ -4,9 +4,14 @@ from the development machine: what is checked here is which pip commands run, in
 
 from __future__ import annotations
 
+import http.server
 import os
 import shlex
+import shutil
+import socket
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,27 +23,39 @@ QUICKSTART = REPO / "quickstart.sh"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 FAKE_PYTHON = """#!/usr/bin/env bash
-# a stand-in interpreter: log the arguments; answer the torch probe with $FAKE_TORCH (none: import fails)
+# a stand-in interpreter: log the arguments; answer the torch probe with $FAKE_TORCH (none: import fails); a pip
+# install from an index fails as pip does when it cannot reach it if $FAKE_INDEX_FAILS is set; the index probe
+# (urllib) runs in the real interpreter, against the loopback URL a test gives
 printf '%s\\n' "$*" >> "$FAKE_LOG"
 if [ "$1" = -c ]; then
+  case "$2" in *urlopen*) exec "$REAL_PYTHON" "$@" ;; esac
   [ "$FAKE_TORCH" = none ] && exit 1
   echo "$FAKE_TORCH"
+fi
+if [ "$1 $2 $3" = "-m pip install" ] && [ -n "${FAKE_INDEX_FAILS:-}" ]; then
+  case "$*" in *--index-url*)
+    echo "ERROR: Cannot install torch==2.11.0 because these package versions have conflicting dependencies." >&2
+    echo "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/..." >&2
+    exit 1 ;;
+  esac
 fi
 exit 0
 """
 
 
-def run_quickstart(tmp_path: Path, torch: str, switch: str | None, cmd: str = "serve") -> tuple[int, list[str], str]:
+def run_quickstart(tmp_path: Path, torch: str, switch: str | None, cmd: str = "serve",
+                   env_extra: dict[str, str] | None = None) -> tuple[int, list[str], str]:
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     py = venv / "bin" / "python"
     py.write_text(FAKE_PYTHON)
     py.chmod(0o755)
     log = tmp_path / "calls.log"
-    env = {k: v for k, v in os.environ.items() if k != "KICKSERVER_TORCH"}
-    env.update({"VIRTUAL_ENV": str(venv), "FAKE_LOG": str(log), "FAKE_TORCH": torch})
+    env = {k: v for k, v in os.environ.items() if k not in ("KICKSERVER_TORCH", "KICKSERVER_TORCH_INDEX")}
+    env.update({"VIRTUAL_ENV": str(venv), "FAKE_LOG": str(log), "FAKE_TORCH": torch, "REAL_PYTHON": sys.executable})
     if switch is not None:
         env["KICKSERVER_TORCH"] = switch
+    env.update(env_extra or {})
     r = subprocess.run(["bash", str(QUICKSTART), cmd], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=60)
     calls = log.read_text().splitlines() if log.exists() else []
@@ -76,8 +93,77 @@ def test_without_the_switch_nothing_changes(tmp_path):
     rc, calls, err = run_quickstart(tmp_path, torch="none", switch=None, cmd="test")
     assert rc == 0, err
     (project,) = pip_installs(calls)
-    assert CPU_INDEX not in project and not any(c.startswith("-c") for c in calls)
+    assert not any(CPU_INDEX in c for c in calls)  # the only `-c` is the probe for an installed torch
     assert calls[-1].startswith("-m pytest")
+
+
+def has_nvidia() -> bool:
+    return shutil.which("nvidia-smi") is not None or os.path.exists("/dev/nvidia0")
+
+
+def test_a_first_default_install_says_what_it_downloads_and_shows_progress(tmp_path):
+    """With no torch yet the default install pulls torch's CUDA build (about 4.7 GB): said before pip starts, with
+    the CPU switch where there is no NVIDIA GPU, and pip not silenced (it was -q for minutes)."""
+    rc, calls, err = run_quickstart(tmp_path / "fresh", torch="none", switch=None)
+    assert rc == 0, err
+    (project,) = pip_installs(calls)
+    assert "-q" not in project, project
+    assert "4.7 GB" in err, err
+    if has_nvidia():
+        assert "KICKSERVER_TORCH=cpu" not in err, err
+    else:
+        assert "no NVIDIA GPU found" in err and "KICKSERVER_TORCH=cpu" in err, err
+    # a refresh (torch already there) stays quiet and says nothing
+    rc, calls, err = run_quickstart(tmp_path / "again", torch="gpu", switch=None)
+    assert rc == 0, err
+    (project,) = pip_installs(calls)
+    assert "-q" in project and "GB" not in err, (project, err)
+
+
+def closed_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when this returns: a connection is refused
+
+
+def test_an_unreachable_cpu_index_is_said_in_one_line(tmp_path):
+    """pip reports an index it cannot reach as a resolver error (ResolutionImpossible); quickstart probes the index
+    and says what happened and what to do. The index is a loopback URL (KICKSERVER_TORCH_INDEX): nothing else is
+    contacted."""
+    index = f"http://127.0.0.1:{closed_loopback_port()}/whl/cpu"
+    rc, calls, err = run_quickstart(tmp_path, torch="none", switch="cpu",
+                                    env_extra={"KICKSERVER_TORCH_INDEX": index, "FAKE_INDEX_FAILS": "1"})
+    assert rc == 1, err
+    (torch_args,) = pip_installs(calls)  # the project is not installed over a half-done switch
+    assert torch_args[torch_args.index("--index-url") + 1] == index and "-q" not in torch_args
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("quickstart:")]
+    assert f"the CPU wheel index {index} could not be reached" in line, err
+    assert "without KICKSERVER_TORCH=cpu" in line and "KICKSERVER_TORCH_INDEX" in line, line
+
+
+def test_a_reachable_index_that_fails_is_not_called_unreachable(tmp_path):
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"<html></html>")
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Index)
+    server.timeout = 5
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        index = f"http://127.0.0.1:{server.server_address[1]}/whl/cpu"
+        rc, calls, err = run_quickstart(tmp_path, torch="none", switch="cpu",
+                                        env_extra={"KICKSERVER_TORCH_INDEX": index, "FAKE_INDEX_FAILS": "1"})
+    finally:
+        server.shutdown()
+        server.server_close()
+        t.join(timeout=5)
+    assert rc == 1 and "could not be reached" not in err and f"CPU build from {index} failed" in err, err
 
 
 def test_an_unknown_switch_value_is_refused(tmp_path):
