@@ -159,8 +159,8 @@ def daemon_argv(config: Path | None, extra: Sequence[str]) -> tuple[list[str], d
             # or PYTHONPATH: hand the service the same path
             env["PYTHONPATH"] = str(src)
             notes.append(f"kickserver is imported from {src}, outside {sys.prefix}'s site-packages: the unit "
-                         "adds it to PYTHONPATH (`pip install` kickserver into the venv to make the service "
-                         "independent of that folder)")
+                         f"adds it to PYTHONPATH (`{sys.executable} -m pip install {src}` installs it into the venv "
+                         "and makes the service independent of that folder)")
     if config is not None:
         argv += ["--config", str(config)]
     argv += list(extra)

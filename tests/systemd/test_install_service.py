@@ -178,6 +178,8 @@ def test_module_fallback_finds_the_package(tmp_path, monkeypatch, installed):
     assert argv == [str(bin_dir / "python"), "-m", "kickserver", "serve"]
     assert env == ({} if installed else {"PYTHONPATH": str(src)})
     assert bool(notes) is not installed
+    if not installed:  # the way out names the checkout (kickserver is not on PyPI)
+        assert f"-m pip install {src}" in notes[0], notes
 
 
 @pytest.mark.parametrize("arg, expected", [
