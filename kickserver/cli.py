@@ -223,6 +223,10 @@ def _given_id(args: list[tuple[str, Any]]) -> int | None:
     return None
 
 
+_IS_IT_RUNNING = ("is kickserver running (systemctl --user status kickserver)? is the port right (send --port, "
+                  "the daemon's --port)?")
+
+
 def cmd_send(ns: argparse.Namespace) -> int:
     """Send one message; print each reply as it comes. Exit 0 when every expected reply arrived, 1 at the first
     /kick/error for this request (or when the wait runs out), 2 for a bad argument."""
@@ -265,7 +269,7 @@ def cmd_send(ns: argparse.Namespace) -> int:
             except TimeoutError:
                 break
             except ConnectionRefusedError:
-                print(f"kickserver send: nothing listens on {host}:{port}", file=sys.stderr)
+                print(f"kickserver send: nothing listens on {host}:{port}: {_IS_IT_RUNNING}", file=sys.stderr)
                 return 1
             try:
                 msgs = OscPacket(data).messages
@@ -286,6 +290,10 @@ def cmd_send(ns: argparse.Namespace) -> int:
                     ours.add(rid)
                     if per_kick is not None:
                         deadline = max(deadline, time.monotonic() + per_kick)
+    if got == 0:
+        print(f"kickserver send: no reply from {host}:{port} within {time.monotonic() - started:.0f} s: "
+              f"{_IS_IT_RUNNING} (or --timeout to wait longer)", file=sys.stderr)
+        return 1
     if got < expect:
         print(f"kickserver send: {got} of {expect} replies within {time.monotonic() - started:.0f} s "
               f"(--timeout to wait longer)", file=sys.stderr)

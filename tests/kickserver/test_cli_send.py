@@ -194,3 +194,23 @@ def test_send_against_the_daemon_stops_at_its_error(tmp_path, tiny_artifact):
                             cwd=REPO, env=daemon_env(), capture_output=True, text=True, timeout=120)
         assert ok.returncode == 0, ok.stderr
         assert [ln.split()[0] for ln in ok.stdout.strip().splitlines()] == ["/kick/done", "/kick/done"]
+
+
+def test_send_with_no_daemon_asks_whether_it_runs(capsys):
+    """It said "0 of 1 replies within 3 s"; now what to check (issue 22, item 6)."""
+    # a port that takes the datagram and never answers (a daemon still loading, or another program)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        port = silent.getsockname()[1]
+        rc = cli.main(["send", "--port", str(port), "--timeout", "0.3", "/kick/ping"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert f"no reply from 127.0.0.1:{port}" in err and "is kickserver running" in err, err
+    assert "systemctl --user status kickserver" in err and "port" in err, err
+    # nothing listens at all (the kernel says so at once)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    rc = cli.main(["send", "--port", str(closed), "--timeout", "2", "/kick/ping"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "is kickserver running" in err and "systemctl --user status kickserver" in err, err
