@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from .evaluation.measures import HAZE_HZ, HAZE_MS, TAIL_HZ, tail_window_ms
-from .evaluation.report import format_table, json_safe, write_pictures
+from .evaluation.report import format_legend, format_table, json_safe, write_pictures
 from .evaluation.scoring import COPY_NCC, DEFAULT_SPLITS, NCC_MAX_LAG_MS, NORMALISATION, STEP_RULE, score
 from .evaluation.sets import EVAL_BATCH, LATENCY_REPS, EvalSets, Log, collect, log_stderr
 
@@ -161,6 +161,9 @@ def main(args: argparse.Namespace) -> int:
     json.dump(report, buf, indent=1, allow_nan=False)
     atomic_write_bytes(out / "report.json", buf.getvalue().encode())
     print(format_table(report))
+    print()
+    print(format_legend())
+    print()
     for name, rec in report["recommended_steps"].items():
         print(f"recommended steps for {name}: {rec} ({STEP_RULE})")
     print(f"embedding {report['embedding']['name']} ({report['embedding']['dim']} features); "

@@ -1,13 +1,19 @@
 """`kicktrain map`: every kick of a folder as a point in a model's latent space, as a picture and a table.
 
-    kicktrain map model.safetensors ~/Samples/Kicks --out map/     # map/map.png and map/map.csv
+    kicktrain map kickserver/models/default.safetensors kickserver/data/kicks --out map/   # map.png, map.csv
 
-Each file is decoded as training decodes it (kickmodel.clips.load_clip, the artifact's clip settings),
-encoded to its posterior mean by the model's encoder, and laid out in two dimensions twice: t-SNE
-(scikit-learn, PCA initialisation, a fixed seed; van der Maaten & Hinton 2008) and PCA. The picture
-colours the points by the measured decay (s), pitch (Hz) and click (dB) of kickmodel/descriptors.py,
-one colour bar each: punchy, boomy and clicky kicks show where they gather. map.csv holds one row per
-file: path, tsne_x, tsne_y, pca_x, pca_y, decay, pitch, click (t-SNE columns empty when skipped).
+Any model that can encode (its generator declares the `encode` capability) makes a map: a mel-VAE, or a
+latent-diffusion model, whose VAE is inside it: the bundled model is one, so the line above runs on a fresh
+clone. Each file is decoded as training decodes it (kickmodel.clips.load_clip, the artifact's clip
+settings), encoded to its posterior mean by the model's encoder, and laid out in two dimensions twice:
+t-SNE (scikit-learn, PCA initialisation, a fixed seed; van der Maaten & Hinton 2008) and PCA. The picture
+colours the points by the measured decay (s), pitch (Hz) and click (dB) of kickmodel/descriptors.py, one
+colour bar each, clipped to the 2nd..98th percentile so that one odd kick does not flatten the scale (the
+bar's pointed ends mark values beyond it): punchy, boomy and clicky kicks show where they gather. Dots
+carry their kick's name: all of them up to ALL_LABELS_UP_TO kicks, else, in each panel, the two highest
+and two lowest of that panel's measure and the three dots farthest from the rest. map.csv holds one row
+per file: path, name (the file name without extension), tsne_x, tsne_y, pca_x, pca_y, decay, pitch, click
+(t-SNE columns empty when skipped).
 
 t-SNE needs more points than its perplexity: a folder of fewer than 3 x perplexity + 1 kicks gets a
 message saying so and a PCA-only map. A family without an encoder (waveform diffusion) is refused.
@@ -27,6 +33,56 @@ from kickmodel.fsutil import atomic_write_bytes
 
 DEFAULT_PERPLEXITY = 30.0
 UNITS = {"decay": "s", "pitch": "Hz", "click": "dB"}
+CLIP_PERCENTILES = (2.0, 98.0)
+ALL_LABELS_UP_TO = 12  # kicks; more get their extremes and outliers named
+NAME_WIDTH = 20
+
+
+def short_name(stem: str, width: int = NAME_WIDTH) -> str:
+    """A kick's name for a label: the file name's start and end around an ellipsis when longer than width (the
+    end tells layers and numbers apart; map.csv has the whole name)."""
+    if len(stem) <= width:
+        return stem
+    head = (width - 1) * 3 // 8
+    return f"{stem[:head]}…{stem[len(stem) - (width - 1 - head):]}"
+
+
+def colour_limits(values: np.ndarray, percentiles: tuple[float, float] = CLIP_PERCENTILES) -> tuple[float, float]:
+    """(vmin, vmax) of a colour scale: the values' 2nd and 98th percentiles (NaN ignored), and no wider than the
+    quartiles -/+ 3 interquartile ranges (Tukey's "far out" fences: three 150 Hz toms among a hundred 50 Hz kicks
+    are more than 2 %, and would otherwise still flatten the pitch scale); widened to a unit range when all the
+    values are equal."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return 0.0, 1.0
+    lo, hi = (float(x) for x in np.percentile(v, percentiles))
+    q1, q3 = (float(x) for x in np.percentile(v, (25.0, 75.0)))
+    if q3 > q1:
+        lo, hi = max(lo, q1 - 3 * (q3 - q1)), min(hi, q3 + 3 * (q3 - q1))
+    if hi - lo <= 1e-12 * max(1.0, abs(hi)):
+        return lo - 0.5, hi + 0.5
+    return lo, hi
+
+
+def labelled(xy: np.ndarray, values: np.ndarray, extremes: int = 2, outliers: int = 3) -> list[int]:
+    """Indices of the dots to name: all up to ALL_LABELS_UP_TO, else the `extremes` highest and lowest of values
+    and the `outliers` dots farthest from the median (per axis in units of its spread, so either layout
+    counts alike)."""
+    n = len(xy)
+    if n <= ALL_LABELS_UP_TO:
+        return list(range(n))
+    v = np.where(np.isfinite(values), values, np.nanmedian(values) if np.isfinite(values).any() else 0.0)
+    order = np.argsort(v, kind="stable")
+    chosen = set(order[:extremes].tolist()) | set(order[-extremes:].tolist())
+    xy = np.asarray(xy, dtype=np.float64)
+    spread = np.percentile(xy, 75, axis=0) - np.percentile(xy, 25, axis=0)
+    d = np.linalg.norm((xy - np.median(xy, axis=0)) / np.where(spread > 0, spread, 1.0), axis=1)
+    for i in np.argsort(-d, kind="stable"):
+        if len(chosen) >= 2 * extremes + outliers:
+            break
+        chosen.add(int(i))
+    return sorted(int(i) for i in chosen)
 
 
 class MapError(ValueError):
@@ -58,37 +114,97 @@ def layout(latents: np.ndarray, perplexity: float = DEFAULT_PERPLEXITY, seed: in
     return tsne, pca
 
 
-def draw(path: Path, tsne: np.ndarray | None, pca: np.ndarray, desc: np.ndarray, title: str) -> Path:
-    """Rows t-SNE (when there) and PCA; columns coloured by decay, pitch, click, each with a colour bar."""
-    from .plots import pyplot, save_figure
+def map_figure(tsne: np.ndarray | None, pca: np.ndarray, desc: np.ndarray, names: Sequence[str], title: str):
+    """Rows t-SNE (when there) and PCA; columns coloured by decay, pitch, click, each with a colour bar clipped to
+    colour_limits; some dots named (labelled)."""
+    from .plots import pyplot
 
     plt = pyplot()
     rows = [("t-SNE", tsne)] if tsne is not None else []
     rows.append(("PCA", pca))
-    fig, axes = plt.subplots(len(rows), 3, figsize=(13, 4 * len(rows)), squeeze=False)
+    fig, axes = plt.subplots(len(rows), 3, figsize=(14, 4.6 * len(rows)), squeeze=False)
     cmaps = {"decay": "viridis", "pitch": "plasma", "click": "cividis"}
-    for r, (label, xy) in enumerate(rows):
-        for c, name in enumerate(CONTROL_NAMES):
+    for c, name in enumerate(CONTROL_NAMES):
+        values = desc[:, c]
+        vmin, vmax = colour_limits(values)
+        finite = values[np.isfinite(values)]
+        below, above = bool((finite < vmin).any()), bool((finite > vmax).any())
+        extend = {(True, True): "both", (True, False): "min", (False, True): "max"}.get((below, above), "neither")
+        for r, (label, xy) in enumerate(rows):
             ax = axes[r, c]
-            sc = ax.scatter(xy[:, 0], xy[:, 1], c=desc[:, c], cmap=cmaps[name], s=22, edgecolors="k", linewidths=0.3)
-            bar = fig.colorbar(sc, ax=ax)
+            sc = ax.scatter(xy[:, 0], xy[:, 1], c=values, cmap=cmaps[name], vmin=vmin, vmax=vmax, s=22,
+                            edgecolors="k", linewidths=0.3)
+            bar = fig.colorbar(sc, ax=ax, extend=extend)
             bar.set_label(f"{name} ({UNITS[name]})")
             ax.set_title(f"{label}, coloured by {name}", fontsize=10)
             ax.set_xticks([])
             ax.set_yticks([])
-    fig.suptitle(title, fontsize=11)
+            ax.margins(0.08)
+    fig.suptitle(f"{title}\ncolour scales clipped at the 2nd and 98th percentiles (and the quartiles ± 3 IQR): "
+                 "a pointed end holds the kicks beyond", fontsize=10)
     fig.tight_layout()
-    return save_figure(fig, path)
+    renderer = fig.canvas.get_renderer()  # names are placed once the layout is final, where they overlap nothing
+    for c in range(len(CONTROL_NAMES)):
+        for r, (_, xy) in enumerate(rows):
+            _name_dots(axes[r, c], xy, [(i, short_name(names[i])) for i in labelled(xy, desc[:, c])], renderer)
+    return fig
+
+
+# where a name may sit, in points from its dot: beside it first, then above, below, farther out
+_OFFSETS = [(4, 2), (-4, 2), (4, -8), (-4, -8), (0, 6), (0, -12), (8, 10), (-8, 10), (8, -16), (-8, -16)]
+
+
+def _name_dots(ax, xy: np.ndarray, names: Sequence[tuple[int, str]], renderer) -> None:
+    """Each name beside its dot at the first offset where it overlaps no name already placed and stays inside the
+    panel (else at the first offset that stays inside)."""
+    inside = ax.get_window_extent(renderer)
+    placed = []
+    for i, text in names:
+        first = None
+        for dx, dy in _OFFSETS:
+            a = ax.annotate(text, (xy[i, 0], xy[i, 1]), xytext=(dx, dy), textcoords="offset points",
+                            ha="left" if dx > 0 else "right" if dx < 0 else "center", va="bottom", fontsize=6,
+                            color="0.1", bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none",
+                                               "alpha": 0.65})
+            box = a.get_window_extent(renderer)
+            fits = (box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0 and box.y1 <= inside.y1)
+            if fits and not any(box.overlaps(b) for b in placed):
+                if first is not None:
+                    first[0].remove()
+                placed.append(box)
+                break
+            if first is None and fits:
+                first = (a, box)
+            else:
+                a.remove()
+        else:
+            if first is not None:
+                placed.append(first[1])
+
+
+def draw(path: Path, tsne: np.ndarray | None, pca: np.ndarray, desc: np.ndarray, title: str,
+         names: Sequence[str] | None = None) -> Path:
+    """map_figure as a PNG, written atomically."""
+    from .plots import save_figure
+
+    names = list(names) if names is not None else [str(i) for i in range(len(pca))]
+    return save_figure(map_figure(tsne, pca, desc, names, title), path)
+
+
+def kick_name(source: str) -> str:
+    """A kick's name: its file name without the extension."""
+    return Path(source).stem
 
 
 def write_csv(path: Path, sources: Sequence[str], tsne: np.ndarray | None, pca: np.ndarray,
               desc: np.ndarray) -> Path:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["path", "tsne_x", "tsne_y", "pca_x", "pca_y", *CONTROL_NAMES])
+    w.writerow(["path", "name", "tsne_x", "tsne_y", "pca_x", "pca_y", *CONTROL_NAMES])
     for i, src in enumerate(sources):
         t = ["", ""] if tsne is None else [f"{tsne[i, 0]:.6g}", f"{tsne[i, 1]:.6g}"]
-        w.writerow([src, *t, f"{pca[i, 0]:.6g}", f"{pca[i, 1]:.6g}", *(f"{v:.6g}" for v in desc[i])])
+        w.writerow([src, kick_name(src), *t, f"{pca[i, 0]:.6g}", f"{pca[i, 1]:.6g}",
+                    *(f"{v:.6g}" for v in desc[i])])
     atomic_write_bytes(path, buf.getvalue().encode())
     return path
 
@@ -117,5 +233,6 @@ def make_map(artifact: str | Path, data: Sequence[str | Path], out: str | Path, 
     out.mkdir(parents=True, exist_ok=True)
     csv_path = write_csv(out / "map.csv", sources, tsne, pca, desc)
     png = draw(out / "map.png", tsne, pca, desc,
-               f"{gen.name}: {len(sources)} kicks in its {latents.shape[1]}-dimensional latent space")
+               f"{gen.name}: {len(sources)} kicks in its {latents.shape[1]}-dimensional latent space",
+               [kick_name(src) for src in sources])
     return png, csv_path

@@ -45,15 +45,19 @@ def _spec_db(x: np.ndarray, n_fft: int = 1024, hop: int = 128) -> np.ndarray:
     return (20 * torch.log10(S.clamp(min=1e-6))).numpy()
 
 
-def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, path: Path, *,
-                     fmax: float = 8000.0, cols: int = 4, title: str = "") -> Path:
-    """rows: (label, clips [n, L]) pairs. Each clip: waveform above, spectrogram 0..fmax below."""
+def spectrogram_figure(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, *, fmax: float = 8000.0,
+                       cols: int = 4, title: str = ""):
+    """rows: (label, clips [n, L]) pairs. Each clip: waveform above, spectrogram 0..fmax below; a time axis in ms
+    under the bottom row (every column shares it: the clips are the same length). Returns the figure."""
+    from matplotlib.ticker import MaxNLocator
+
     plt = pyplot()
     n_rows = len(rows)
-    fig, axes = plt.subplots(2 * n_rows, cols, figsize=(3.2 * cols, 3.0 * n_rows), squeeze=False,
+    fig, axes = plt.subplots(2 * n_rows, cols, figsize=(3.2 * cols, 3.0 * n_rows + 0.3), squeeze=False,
                              gridspec_kw={"height_ratios": [1, 2] * n_rows})
     for r, (label, clips) in enumerate(rows):
         clips = np.atleast_2d(clips)
+        bottom = r == n_rows - 1
         for c in range(cols):
             ax_w, ax_s = axes[2 * r, c], axes[2 * r + 1, c]
             ax_w.set_xticks([])
@@ -63,7 +67,7 @@ def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, p
                 ax_s.axis("off")
                 continue
             x = clips[c]
-            t = np.arange(len(x)) / sample_rate
+            t = np.arange(len(x)) * 1000.0 / sample_rate  # ms
             ax_w.plot(t, x, lw=0.4, color="k")
             ax_w.set_xlim(0, t[-1])
             ax_w.set_ylim(-1, 1)
@@ -73,6 +77,10 @@ def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, p
             ax_s.imshow(S, origin="lower", aspect="auto", cmap="magma", vmin=S.max() - 90, vmax=S.max(),
                         extent=(0, t[-1], 0, sample_rate / 2))
             ax_s.set_ylim(0, fmax)
+            if bottom:
+                ax_s.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+                ax_s.tick_params(axis="x", labelsize=7)
+                ax_s.set_xlabel("ms", fontsize=7, labelpad=1)
             if c == 0:
                 ax_s.set_ylabel("Hz", fontsize=7)
             else:
@@ -82,7 +90,13 @@ def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, p
         fig.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - 0.35 / fig.get_figheight()))
     else:
         fig.tight_layout()
-    return save_figure(fig, path)
+    return fig
+
+
+def spectrogram_grid(rows: Sequence[tuple[str, np.ndarray]], sample_rate: int, path: Path, *,
+                     fmax: float = 8000.0, cols: int = 4, title: str = "") -> Path:
+    """spectrogram_figure as a PNG, written atomically."""
+    return save_figure(spectrogram_figure(rows, sample_rate, fmax=fmax, cols=cols, title=title), path)
 
 
 def envelope_plot(sets: Sequence[tuple[str, np.ndarray]], sample_rate: int, path: Path, win_ms: float = 10.0) -> Path:

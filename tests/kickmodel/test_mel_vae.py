@@ -307,7 +307,8 @@ def test_kicktrain_map_writes_the_picture_and_one_row_per_kick(tmp_path, capsys)
     assert kicktrain(["map", str(art), str(kicks), "--out", str(tmp_path / "m"), "--perplexity", "3"]) == 0
     rows = list(csv.DictReader((tmp_path / "m" / "map.csv").open()))
     assert len(rows) == 12 and {Path(r["path"]).name for r in rows} == {f"kick{i:02d}.wav" for i in range(12)}
-    assert list(rows[0]) == ["path", "tsne_x", "tsne_y", "pca_x", "pca_y", "decay", "pitch", "click"]
+    assert list(rows[0]) == ["path", "name", "tsne_x", "tsne_y", "pca_x", "pca_y", "decay", "pitch", "click"]
+    assert all(r["name"] == Path(r["path"]).stem for r in rows)
     assert all(r["tsne_x"] and float(r["pitch"]) > 20 for r in rows)
     png = (tmp_path / "m" / "map.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000

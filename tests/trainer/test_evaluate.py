@@ -197,6 +197,13 @@ def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
     assert rc == 0
     printed = capsys.readouterr().out
     assert "real vs real" in printed and "tiny @ 2" in printed and "synth" in printed
+    # under the table, one short line per column saying what it is
+    from trainer.evaluation.report import TABLE_COLUMNS
+
+    legend = printed.split("\n\n", 1)[1].splitlines() if "\n\n" in printed else []
+    for column in TABLE_COLUMNS:
+        line = next((s for s in legend if s.lstrip().startswith(f"{column}:")), None)
+        assert line is not None and len(line) <= 110 and len(line.split(":", 1)[1].split()) >= 2, (column, legend)
 
     report = json.loads((out / "report.json").read_text())
     names = [r["name"] for r in report["rows"]]

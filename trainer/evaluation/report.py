@@ -1,7 +1,8 @@
 """What `kicktrain eval` shows of a report: the text table, the report made JSON-safe, and the pictures
 (spectrograms, envelopes, the loss curve; drawn by trainer/plots.py).
 
-The columns and how to read them: trainer/evaluate.py's docstring and format_table's.
+The columns and how to read them: one line each in column_legend (printed under the table), the whole story in
+trainer/evaluate.py's docstring and format_table's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,40 @@ def _pm(v: float | None, sd: float | None) -> str:
 
 TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "nov/real", "ncc max", "copies", "div/real",
                  "haze dB", "hiss dB", "s/kick", "train h", "train kicks/s", "train MB")
+
+
+def column_legend() -> dict[str, str]:
+    """One short line per table column, printed under the table (the whole story: trainer/evaluate.py's docstring)."""
+    from .measures import HAZE_HZ, TAIL_HZ
+    from .scoring import COPY_NCC
+
+    return {
+        "set": "real vs real (the floor a perfect model reaches), NAME @ steps (a model), synth (baseline)",
+        "family": "waveform (diffusion), mel-vae or latent (diffusion); - for the reference rows",
+        "n": "kicks in the set",
+        "FAD": "Frechet distance to the real held-out kicks' embeddings; lower is closer (± over splits)",
+        "KID": "kernel distance to the real held-out kicks; unbiased, so it can be < 0; lower is closer",
+        "KID(train)": "KID against the training kicks (with --train): steadier, but a copier scores well too",
+        "nov/real": "median distance to the nearest training kick, over real kicks': ~0 copies, ~1 as new as real",
+        "ncc max": "largest waveform cross-correlation with any training kick; 1 is a copy of one",
+        "copies": f"kicks whose cross-correlation with a training kick is {COPY_NCC:g} or more",
+        "div/real": "spread within the set over the real kicks' spread; 1 as varied as real, low all alike",
+        "haze dB": f"the body's {HAZE_HZ[0] / 1000:g}..{HAZE_HZ[1] / 1000:g} kHz energy minus real kicks'; 0 as real, "
+                   "+ hazier",
+        "hiss dB": f"energy above {TAIL_HZ / 1000:g} kHz in the tail (400..900 ms), dB re. peak; real kicks are near "
+                   "silence",
+        "s/kick": "seconds to render one kick alone on this device (what the daemon does per request)",
+        "train h": "hours the model spent in training steps (from the artifact)",
+        "train kicks/s": "training speed in clips a second (from the artifact, on the machine that trained it)",
+        "train MB": "peak memory while training (from the artifact)",
+    }
+
+
+def format_legend() -> str:
+    """The column legend as aligned lines: `name: what it is`."""
+    legend = column_legend()
+    width = max(len(c) for c in TABLE_COLUMNS) + 1
+    return "\n".join(f"  {(c + ':'):<{width}} {legend[c]}" for c in TABLE_COLUMNS)
 
 
 def _family_short(name: str | None) -> str:
