@@ -37,7 +37,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from . import __version__
+from . import __version__, safejson
 from .config import Config, ConfigError
 from .families import from_dict, from_json
 from .fsutil import atomic_write_bytes
@@ -126,9 +126,9 @@ class Artifact:
         self.family = cfg.family
         self.part_configs = dict(part_configs or {})
         self.part_hashes = dict(part_hashes or {})
-        self.controls: list[str] = json.loads(meta.get("controls", "[]"))
-        self.control_quantiles: list[list[float]] = json.loads(meta.get("control_quantiles", "[]"))
-        self.training: dict[str, Any] = json.loads(meta.get("training", "{}"))
+        self.controls: list[str] = _meta_value(meta, "controls", "[]")
+        self.control_quantiles: list[list[float]] = _meta_value(meta, "control_quantiles", "[]")
+        self.training: dict[str, Any] = _meta_value(meta, "training", "{}")
         self.step = int(meta.get("step", "0"))
         self.format_version = int(meta.get(FORMAT_KEY, FORMAT_VERSION))
 
@@ -227,8 +227,8 @@ def parse_header(data: bytes, path: Path) -> tuple[dict[str, str], dict[str, dic
     if n > MAX_HEADER_BYTES or 8 + n > len(data):
         raise ArtifactError(f"{path}: not a readable safetensors file (header length {n} does not fit)")
     try:
-        header = json.loads(data[8:8 + n])
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        header = safejson.parse(data[8:8 + n], max_bytes=MAX_HEADER_BYTES)
+    except safejson.BadJSON as e:
         raise ArtifactError(f"{path}: not a readable safetensors file (header: {e})") from None
     if not isinstance(header, dict):
         raise ArtifactError(f"{path}: not a readable safetensors file (header is not a table)")
@@ -268,11 +268,16 @@ def read_header(path: Path) -> tuple[dict[str, str], dict[str, dict]]:
     return parse_header(data, path)
 
 
+def _meta_value(meta: Mapping[str, str], key: str, default: str) -> Any:
+    """A JSON value of the metadata table (bounded: kickmodel.safejson); BadJSON with the reason."""
+    return safejson.parse(meta.get(key, default), max_bytes=MAX_META_VALUE)
+
+
 def _json_meta(meta: dict[str, str], key: str, default: str, path: Path) -> Any:
     try:
-        return json.loads(meta.get(key, default))
-    except json.JSONDecodeError as e:
-        raise ArtifactError(f"{path}: metadata {key} is not JSON ({e})") from None
+        return _meta_value(meta, key, default)
+    except safejson.BadJSON as e:
+        raise ArtifactError(f"{path}: metadata {key} is {e}") from None
 
 
 def _check_quantiles(q: Any, controls: list[str], path: Path) -> None:

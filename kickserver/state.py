@@ -3,8 +3,9 @@
 Kept in the models folder as `.kickserver-state.json` (hidden, so the model watcher ignores it; beside
 the names it refers to, so two daemons on two folders never mix them up), written atomically after
 each swap. At start, with no `model` configured, the daemon serves the remembered model if its file is
-still there, so a reboot does not silently change the sound. The file is read bounded (MAX_BYTES); a
-bad one is ignored with one log line.
+still there, so a reboot does not silently change the sound. The file is opened as variation sources are
+(kickmodel.safejson.read: no links, no FIFOs or devices, never blocking) and read bounded (MAX_BYTES, nesting
+included); a bad one is ignored with one log line.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import logging
 from pathlib import Path
 
+from kickmodel import safejson
 from kickmodel.fsutil import atomic_write_bytes
 
 from .config import valid_model_name
@@ -32,21 +34,16 @@ def read_last_model(models_dir: Path) -> str | None:
     """The remembered model's name, or None (no file, or a bad one: logged)."""
     p = path_for(models_dir)
     try:
-        with open(p, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
+        doc = safejson.read(p, max_bytes=MAX_BYTES, max_depth=2)
     except FileNotFoundError:
         return None
-    except OSError as e:
+    except safejson.BadJSON as e:
+        log.warning("ignoring %s: it is %s", p, e)
+        return None
+    except OSError as e:  # ELOOP: a link
         log.warning("ignoring %s: cannot read it (%s)", p, e.strerror or e)
         return None
-    if len(data) > MAX_BYTES:
-        log.warning("ignoring %s: larger than %d bytes", p, MAX_BYTES)
-        return None
-    try:
-        doc = json.loads(data.decode("utf-8"))
-        name = doc["model"] if isinstance(doc, dict) and doc.get("version") == VERSION else None
-    except (ValueError, KeyError):
-        name = None
+    name = doc.get("model") if isinstance(doc, dict) and doc.get("version") == VERSION else None
     if not isinstance(name, str) or not valid_model_name(name):
         log.warning("ignoring %s: not a kickserver state file", p)
         return None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kickmodel import safejson
 from kickmodel.clips import AUDIO_EXTENSIONS, BadAudio, load_clip
 from kickmodel.config import DataConfig
 from kickmodel.fsutil import atomic_write, clean_stale_temp_files
@@ -147,9 +148,12 @@ def _cache_key_config(cfg: DataConfig) -> dict:
     return json.loads(json.dumps(d))  # plain JSON types (tuples -> lists) so comparisons with the file work
 
 
+MAX_MANIFEST_BYTES = 256 << 20  # a manifest entry is about 300 bytes: some 800,000 files
+
+
 def _read_manifest(cache_dir: Path) -> dict | None:
     try:
-        return json.loads((cache_dir / MANIFEST_FILE).read_text())
+        return safejson.read(cache_dir / MANIFEST_FILE, max_bytes=MAX_MANIFEST_BYTES)
     except (OSError, ValueError):
         return None
 

@@ -12,10 +12,10 @@ say `waveform_diffusion`; the command line says `waveform-diffusion` (both are a
 from __future__ import annotations
 
 import importlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from .. import config as _config
+from .. import safejson
 from ..config import DEFAULT_FAMILY, SHARED_SECTIONS, Config, ConfigError
 
 if TYPE_CHECKING:
@@ -68,11 +68,16 @@ def from_dict(data: dict[str, Any]) -> Config:
     return _config.parse_sections(family.upgrade(data), family.name, family.sections)
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a config's JSON (a few KB), as an artifact's metadata value may be at most
+
+
 def from_json(text: str) -> Config:
+    """A Config from JSON a file supplied (an artifact's metadata, a run's config.json): bounded in size and
+    nesting (kickmodel.safejson) before it is parsed; ConfigError with the reason."""
     try:
-        return from_dict(json.loads(text))
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"config is not JSON ({e})") from None
+        return from_dict(safejson.parse(text, max_bytes=MAX_CONFIG_BYTES))
+    except safejson.BadJSON as e:
+        raise ConfigError(f"config is {e}") from None
 
 
 def make_config(family: str = DEFAULT_FAMILY, preset: str = "custom", **sections: Any) -> Config:

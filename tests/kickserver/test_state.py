@@ -37,3 +37,28 @@ def test_a_failed_write_is_logged_once_and_never_raises(tmp_path, caplog):
         s.remember("a")
         s.remember("b")
     assert len(caplog.records) == 1 and "cannot remember the served model" in caplog.text
+
+
+def test_nested_brackets_a_fifo_and_a_link_are_ignored_at_once_with_one_line(tmp_path, caplog):
+    """4 KB of nested brackets raised RecursionError; a FIFO blocked the start for good (issue 22 item 13)."""
+    import threading
+
+    p = state.path_for(tmp_path)
+    p.write_bytes(b"[" * 2048 + b"]" * 2048)
+    for kind, why in (("nested", "too deeply nested"), ("fifo", "not a regular file"), ("link", "cannot read it")):
+        if kind == "fifo":
+            p.unlink()
+            os.mkfifo(p)
+        elif kind == "link":
+            p.unlink()
+            (tmp_path / "elsewhere.json").write_text('{"version": 1, "model": "mine"}')
+            p.symlink_to(tmp_path / "elsewhere.json")
+        caplog.clear()
+        got: list = []
+        with caplog.at_level(logging.WARNING, logger="kickserver.state"):
+            t = threading.Thread(target=lambda out=got: out.append(state.read_last_model(tmp_path)), daemon=True)
+            t.start()
+            t.join(timeout=5)
+        assert not t.is_alive(), f"reading a {kind} state file blocked"
+        assert got == [None], kind
+        assert len(caplog.records) == 1 and "ignoring" in caplog.text and why in caplog.text, (kind, caplog.text)
