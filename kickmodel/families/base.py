@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..config import Config, ConfigError
+from .render_cost import RenderCost, RenderPass, check_render_cost, render_cost
 
 if TYPE_CHECKING:
     from ..artifact import Artifact
@@ -173,6 +174,12 @@ class Family:
     def check_limits(self, cfg: Config) -> None:
         """Bounds checked on an artifact's config before anything is built (beyond MAX_PARAMETERS)."""
 
+    def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list[RenderPass]:
+        """One kick's render at the model's default settings, as passes to run on the meta device (modules: its
+        part_modules built there; configs: {part: Config}): what `render_cost` estimates an artifact's cost by,
+        before loading it. Every family says it; what it leaves out is not bounded."""
+        raise NotImplementedError
+
     def options_for(self, command: str) -> tuple[FamilyOption, ...]:
         """Its options on `command` (one of OPTION_COMMANDS)."""
         return tuple(o for o in self.options if command in o.commands)
@@ -233,9 +240,31 @@ def parameter_count(modules: Mapping[str, torch.nn.Module]) -> int:
     return sum(p.numel() for m in modules.values() for p in m.parameters())
 
 
+_COSTS: dict[tuple, RenderCost] = {}  # by family and configs: the checkpoints of one run share one estimate
+
+
+def _render_cost(family: Family, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> RenderCost:
+    """render_cost of one kick of these configs (tracing takes 0.1-1 s: remembered for the next artifact)."""
+    key = (family.name, tuple(sorted((p, c.to_json()) for p, c in configs.items())))
+    if key not in _COSTS:
+        try:
+            cost = render_cost(family.render_passes(modules, configs))
+        except ConfigError:
+            raise
+        except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:  # an op the meta device cannot run
+            raise ConfigError(f"what one kick of it costs cannot be estimated ({type(e).__name__}: "
+                              f"{str(e)[:200]})") from None
+        if len(_COSTS) >= 256:
+            _COSTS.clear()
+        _COSTS[key] = cost
+    return _COSTS[key]
+
+
 def expected_shapes(family: Family, configs: Mapping[str, Config]) -> dict[str, tuple[int, ...]]:
     """Names and shapes of the tensors an artifact of these part configs must hold, computed on the meta
-    device (no memory), after the size bounds. Raises ConfigError when the config asks for too much."""
+    device (no memory), after the size bounds: the family's limits, MAX_PARAMETERS, and what one kick would
+    cost to render (render_cost.py: MAX_RENDER_FLOPS, MAX_RENDER_BYTES). Raises ConfigError when the config
+    asks for too much."""
     for cfg in configs.values():
         family.check_limits(cfg)
     with torch.device("meta"):
@@ -243,4 +272,5 @@ def expected_shapes(family: Family, configs: Mapping[str, Config]) -> dict[str, 
     n = parameter_count(modules)
     if n > MAX_PARAMETERS:
         raise ConfigError(f"its config asks for {n / 1e6:.0f} M parameters (at most {MAX_PARAMETERS / 1e6:.0f} M)")
+    check_render_cost(_render_cost(family, modules, configs))
     return {f"{part}.{k}": tuple(v.shape) for part, m in modules.items() for k, v in m.state_dict().items()}

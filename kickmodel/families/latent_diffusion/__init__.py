@@ -113,6 +113,21 @@ class LatentDiffusion(Family):
         mods["denoiser"] = LatentDenoiserNet(den_cfg.model, vae_cfg.vae.latent_dim, len(den_cfg.controls))
         return mods
 
+    def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list:
+        """The denoiser over a latent vector, once per step (twice with guidance), then its VAE's passes."""
+        from ..mel_vae import FAMILY as MEL_VAE
+        from ..render_cost import RenderPass, denoiser_evaluations
+
+        cfg, net = configs["denoiser"], modules["denoiser"]
+        n, dim = len(cfg.controls), configs["vae"].vae.latent_dim
+
+        def step() -> torch.Tensor:
+            cond = (torch.zeros(1, n), torch.ones(1, n)) if n else (None, None)
+            return net(torch.zeros(1, dim), torch.zeros(1), *cond)
+
+        vae = MEL_VAE.render_passes({k: v for k, v in modules.items() if k != "denoiser"}, {"vae": configs["vae"]})
+        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n)), *vae]
+
     def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:
         """Configs before runs kept their VAE recorded its path as vae.path (the bundled model's among them):
         dropped, not parsed, so that path goes nowhere again. The hash still says which VAE it is."""

@@ -98,6 +98,34 @@ class MelVAEFamily(Family):
             inv = VocosInverter(cfg.inverter, cfg.mel.n_mels, cfg.mel.n_fft, cfg.mel.hop, cfg.data.length)
         return vae, inv
 
+    def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list:
+        """A source's encoding (a variation, an interpolation's file end: its STFT, mel and encoder), and a
+        latent's decoding (decoder, then the inverter: Vocos and its inverse STFT, or NNLS and Griffin-Lim)."""
+        from ..render_cost import RenderPass
+        from .inverter import build_inverter
+        from .mel import MelFrontEnd
+
+        cfg, vae = configs["vae"], modules["vae"]
+        # the front end's filterbank is computed on the CPU (n_fft/2 + 1 by n_mels: check_limits bounds it), then
+        # moved to the meta device, where Griffin-Lim's pseudo-inverse of it costs nothing
+        front = MelFrontEnd(cfg.mel, cfg.data.sample_rate, cfg.data.length).to("meta")
+        inverter = modules.get("inverter")
+        if inverter is None:  # Griffin-Lim: no weights, so not among the part modules
+            with torch.device("meta"):
+                inverter = build_inverter(cfg.inverter, front)
+
+        def encode() -> torch.Tensor:
+            return vae.encode(front(torch.zeros(1, cfg.data.length)))[0]
+
+        def decode(**loops: int) -> torch.Tensor:
+            if loops:  # Griffin-Lim's iterations and its NNLS updates, as many as render_cost traces
+                inverter.iters, inverter.nnls_iters = loops["griffin_lim"], loops["nnls"]
+            return inverter(vae.decode(torch.zeros(1, cfg.vae.latent_dim)))
+
+        i = cfg.inverter
+        loops = {"griffin_lim": i.griffin_lim_iters, "nnls": i.nnls_iters} if i.kind == "griffin-lim" else {}
+        return [RenderPass(encode), RenderPass(decode, loops=loops)]
+
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         vae, inv = self._modules(configs["vae"])
         return {"vae": vae} | ({"inverter": inv} if inv is not None else {})

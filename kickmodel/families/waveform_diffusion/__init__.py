@@ -81,6 +81,19 @@ class WaveformDiffusion(Family):
             raise ConfigError("its model section is larger than any kick model this kickserver serves "
                               "(widths <= 1024 on <= 8 levels, <= 4 blocks, kernels <= 256)")
 
+    def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list:
+        """The U-Net over the whole clip, once per step (twice with guidance)."""
+        from ..render_cost import RenderPass, denoiser_evaluations
+
+        cfg, net = configs["denoiser"], modules["denoiser"]
+        n = len(cfg.controls)
+
+        def step() -> torch.Tensor:
+            cond = (torch.zeros(1, n), torch.ones(1, n)) if n else (None, None)
+            return net(torch.zeros(1, 1, cfg.data.length), torch.zeros(1), *cond)
+
+        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n))]
+
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         from .network import WaveUNet
 
