@@ -2,6 +2,7 @@
 
     python bench/hostile_files.py sources             # the bundled model; VmRSS idle, VmHWM per source
     python bench/hostile_files.py sources --rates 9071 --limit-gb 12
+    python bench/hostile_files.py sources --rates 191999 --seconds 20 --channels 2   # near the largest accepted
     python bench/hostile_files.py artifact            # time and peak RSS of refusing a costly mel-VAE artifact
 
 `sources` starts `python -m kickserver serve` (this checkout; CPU, one thread) on free loopback ports with an
@@ -60,11 +61,12 @@ def _send(port: int, address: str, *args: object, timeout: float = 120.0) -> tup
     return msg.address, list(msg.params)
 
 
-def _kick(path: Path, sr: int, seconds: float = 0.2) -> Path:
+def _kick(path: Path, sr: int, seconds: float = 0.2, channels: int = 1) -> Path:
     import soundfile as sf
 
     t = np.arange(int(seconds * sr)) / sr
-    sf.write(path, 0.8 * np.sin(2 * np.pi * 60 * t) * np.exp(-t * 20), sr, subtype="PCM_16")
+    x = (0.8 * np.sin(2 * np.pi * 60 * t) * np.exp(-t * 20)).astype(np.float32)
+    sf.write(path, np.repeat(x[:, None], channels, axis=1), sr, subtype="PCM_16")
     return path
 
 
@@ -103,7 +105,7 @@ def sources(args: argparse.Namespace) -> None:
                 cap = _status(proc.pid, "VmSize") + int(args.limit_gb * 2**30)
                 resource.prlimit(proc.pid, resource.RLIMIT_AS, (cap, resource.RLIM_INFINITY))
             for sr in args.rates:
-                src = _kick(out / f"src{sr}.wav", sr)
+                src = _kick(out / f"src{sr}.wav", sr, args.seconds, args.channels)
                 Path(f"/proc/{proc.pid}/clear_refs").write_text("5")
                 t0 = time.perf_counter()
                 addr, params = _send(port, "/kick/variation", src.name, "strength", 0.5)
@@ -170,6 +172,9 @@ def main() -> None:
     s = sub.add_parser("sources")
     s.add_argument("--rates", type=int, nargs="+", default=[48000, 9071, 13001])
     s.add_argument("--limit-gb", type=float, default=0.0, help="cap the daemon's address space this far above idle")
+    s.add_argument("--seconds", type=float, default=0.2, help="length of each source (the largest accepted: "
+                   "--rates 192000 --seconds 20 --channels 2, 7.7 M samples)")
+    s.add_argument("--channels", type=int, default=1)
     sub.add_parser("artifact")
     args = p.parse_args()
     sources(args) if args.what == "sources" else artifact(args)
