@@ -12,7 +12,15 @@ its destination IP's bucket (both copies), which refills at `rate` bytes per sec
 
 The defaults (RATE 32 KB/s, BURST 128 KB) never touch a real controller: a burst of 500 requests is about
 80 KB of replies. A forger gets at most 128 KB, then 32 KB/s, whatever the request-to-reply size ratio.
-At most MAX_ADDRESSES buckets are kept (least recently used evicted), so forged sources cannot exhaust memory.
+
+At most MAX_ADDRESSES buckets are kept, so forged sources cannot exhaust memory, and forgetting a bucket must
+never hand its address a fresh burst (issue 22: 4,100 datagrams from other loopback addresses evicted a spent
+bucket, and its address drew 401,600 B in 1.3 s against a cap of 173,740 B). So only a bucket that is full
+again is forgotten (a fresh one would be the same), the least recently used first (of the EVICT_SCAN oldest).
+When none of those is full -- more than MAX_ADDRESSES addresses drew replies in the last few seconds, which
+only a forged flood does -- a new address gets no bucket of its own: its replies draw on one bucket shared by
+all such addresses (same rate and burst), and an address given a bucket of its own later starts with no more
+than that shared bucket holds. Every address's replies thus stay within burst + rate x time, always.
 """
 
 from __future__ import annotations
@@ -21,10 +29,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from itertools import islice
 
 RATE = 32 * 1024  # bytes per second per source address
 BURST = 128 * 1024
 MAX_ADDRESSES = 4096
+EVICT_SCAN = 8  # buckets looked at (oldest first) for one that is full again and may be forgotten
 
 
 class ReplyBudget:
@@ -37,22 +47,38 @@ class ReplyBudget:
         self.max_addresses = int(max_addresses)
         self._clock = clock
         self._buckets: OrderedDict[str, list[float]] = OrderedDict()  # ip -> [tokens, last refill time]
+        self._shared = [self.burst, clock()]  # the bucket of addresses that found no room for their own
         self._lock = threading.Lock()
         self.dropped: dict[str, int] = {}
 
+    def _refill(self, b: list[float], now: float) -> list[float]:
+        b[0] = min(self.burst, b[0] + (now - b[1]) * self.rate)
+        b[1] = now
+        return b
+
     def _bucket(self, ip: str) -> list[float]:
+        """ip's bucket, refilled to now; the shared bucket when the table has no room (see the module doc)."""
         now = self._clock()
         b = self._buckets.get(ip)
-        if b is None:
-            b = [self.burst, now]
-            self._buckets[ip] = b
-            while len(self._buckets) > self.max_addresses:
-                self._buckets.popitem(last=False)
-        else:
-            b[0] = min(self.burst, b[0] + (now - b[1]) * self.rate)
-            b[1] = now
+        if b is not None:
             self._buckets.move_to_end(ip)
+            return self._refill(b, now)
+        shared = self._refill(self._shared, now)
+        while len(self._buckets) >= self.max_addresses:
+            if not self._forget_a_full_bucket(now):
+                return shared
+        b = [shared[0], now]  # a whole burst unless the shared bucket was drawn on lately
+        self._buckets[ip] = b
         return b
+
+    def _forget_a_full_bucket(self, now: float) -> bool:
+        """Drop the least recently used of the EVICT_SCAN oldest buckets that is full again (forgetting it gives
+        nobody anything); False if none is."""
+        for ip, b in islice(self._buckets.items(), EVICT_SCAN):
+            if b[0] + (now - b[1]) * self.rate >= self.burst:
+                del self._buckets[ip]
+                return True
+        return False
 
     def take(self, ip: str, nbytes: int) -> bool:
         """Charge nbytes if the bucket holds them (True); otherwise charge nothing and count a drop (False)."""
