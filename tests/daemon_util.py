@@ -61,6 +61,81 @@ def make_artifact(path: Path, seed: int = 0, family: str = "waveform_diffusion")
     return root_conftest().make_tiny_artifact(Path(path), seed=seed, family=family)
 
 
+def _rewrite(src: Path, dst: Path, edit) -> Path:
+    """dst: src's safetensors bytes with edit(header, data) -> (header, data) applied (header re-serialised)."""
+    import json
+    import struct
+
+    raw = Path(src).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header, data = edit(json.loads(raw[8:8 + n]), bytearray(raw[8 + n:]))
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    Path(dst).write_bytes(struct.pack("<Q", len(head)) + head + bytes(data))
+    return Path(dst)
+
+
+def broken_artifacts(src: Path, folder: Path) -> dict[str, str]:
+    """Seven copies of the artifact src in folder that pass every check of the header (format, family, configs,
+    tensor names, shapes and dtypes) but do not load: {model name: what is wrong}."""
+    import struct
+
+    def tensors(h):
+        return sorted((k for k in h if k != "__metadata__"), key=lambda k: h[k]["data_offsets"][0])
+
+    def at(h, i):  # the byte offset, in the data, of a float in the middle of the i-th tensor
+        b, e = h[tensors(h)[i]]["data_offsets"]
+        return b + ((e - b) // 2) // 4 * 4
+
+    def put(value):
+        def edit(h, d):
+            o = at(h, 3)
+            d[o:o + 4] = struct.pack("<f", value)
+            return h, d
+        return edit
+
+    def flip(h, d):
+        d[at(h, 3)] ^= 1  # the lowest mantissa bit of one weight: finite, but not what was hashed
+        return h, d
+
+    def overlap(h, d):  # a tensor's bytes also serve the next tensor of the same size
+        names = tensors(h)
+        size = {k: h[k]["data_offsets"][1] - h[k]["data_offsets"][0] for k in names}
+        a, b = next((a, b) for a, b in zip(names, names[1:]) if size[a] == size[b])
+        h[b]["data_offsets"] = list(h[a]["data_offsets"])
+        return h, d
+
+    def past_end(h, d):  # the last tensor ends beyond the file
+        last = tensors(h)[-1]
+        return h, d[:h[last]["data_offsets"][0]] + d[h[last]["data_offsets"][0]:-4]
+
+    kinds = {
+        "truncated": ("cut in the middle of its weights", lambda h, d: (h, d[: len(d) // 2])),
+        "noweights": ("no weights at all, only the header", lambda h, d: (h, bytearray())),
+        "hashmismatch": ("a weight changed after its part's hash was recorded", flip),
+        "nanweight": ("a NaN weight", put(float("nan"))),
+        "infweight": ("an inf weight", put(float("inf"))),
+        "overlapping": ("two tensors share the same bytes (overlapping data offsets)", overlap),
+        "shortdata": ("its last tensor runs 4 bytes past the end of the file", past_end),
+    }
+    for name, (_, edit) in kinds.items():
+        _rewrite(src, Path(folder) / f"{name}.safetensors", edit)
+    return {name: why for name, (why, _) in kinds.items()}
+
+
+def big_header_artifact(src: Path, dst: Path, seed: int = 0, mb: float = 7.6) -> Path:
+    """A copy of src that loads but whose header is about `mb` MB of extra metadata (within the reader's bounds:
+    at most 1 MB a value, 8 MB in all): slow to parse."""
+    per = 950_000
+    pad = {f"pad{i}": chr(ord("a") + (seed + i) % 26) * per for i in range(max(1, round(mb * 1e6 / per)))}
+
+    def edit(h, d):
+        h["__metadata__"] = {**h["__metadata__"], **pad}
+        return h, d
+
+    return _rewrite(src, dst, edit)
+
+
 def free_udp_port(host: str = "127.0.0.1") -> int:
     """A UDP port that was free a moment ago (bind to 0, read, close)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:

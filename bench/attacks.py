@@ -1,0 +1,358 @@
+"""Attacks on a running daemon over loopback, measured (issue 22, items 14, 15 and 17).
+
+    python -m bench.attacks                       # every measurement against this tree's daemon
+    python -m bench.attacks --only flood,amplify  # some of them
+    python -m bench.attacks --tree /tmp/before    # the same against another checkout (e.g. `git archive` of a
+                                                  # commit), for a before/after comparison
+
+- flood: four sockets on 127.0.0.1 (four source ports, one host) each send `/kick/generate 16 steps 200`
+  twice; then a client on 127.0.0.2 (another host) asks for one kick, retrying after each `busy` every 0.5 s.
+  Reports how long that other host waited for its kick and how many `busy` it got. The bundled model.
+- budget: a victim address (127.0.0.1) spends its reply budget with /kick/models, 4,100 datagrams from other
+  loopback addresses follow, then the victim asks again. Reports the bytes the victim got (both copies: its
+  source port and the reply port) against the cap, burst + rate x elapsed time.
+- amplify: malformed datagrams (`/\\0\\0\\0`, `,Z`, no type tags, a truncated argument, an empty bundle...),
+  each from a fresh socket: the bytes of every reply (both copies) per byte sent.
+- listing: a models folder holding the served model, seven artifacts that do not load and ten that do but
+  carry 7.6 MB headers: how long the first /kick/models takes, the slowest /kick/ping meanwhile (one every
+  20 ms), when the listing is complete, and whether it lists exactly what loads.
+
+Results go to bench/results/attacks-cpu.json (or --out) with the date, the machine and the tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from daemon_util import build_message, free_udp_port, parse_replies  # noqa: E402
+
+from bench.common import cpu_model  # noqa: E402
+from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
+
+
+class Daemon:
+    """`python -m kickserver serve` from `tree`, on free loopback ports, until stop()."""
+
+    def __init__(self, tree: Path, work: Path, models: Path, model: str, extra: list[str] = (),
+                 threads: int | None = None, wait_ready: bool = True) -> None:
+        self.port, self.reply_port = free_udp_port(), free_udp_port()
+        while self.reply_port == self.port:
+            self.reply_port = free_udp_port()
+        cfg = work / "empty.toml"
+        cfg.write_text("")
+        self.log = work / f"daemon-{self.port}.log"
+        cmd = [sys.executable, "-m", "kickserver", "serve", "--config", str(cfg), "--device", "cpu",
+               "--host", "127.0.0.1", "--port", str(self.port), "--reply-port", str(self.reply_port),
+               "--out", str(work / "out"), "--models", str(models), "--model", model, *extra]
+        if threads is not None:
+            cmd += ["--threads", str(threads)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(tree))
+        with open(self.log, "wb") as f:
+            self.proc = subprocess.Popen(cmd, cwd=str(tree), env=env, stdout=f, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        self.started = time.monotonic()
+        if wait_ready:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float = 120.0) -> float:
+        deadline = time.monotonic() + timeout
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            s.settimeout(0.2)
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise SystemExit(f"the daemon exited with {self.proc.returncode}:\n{self.log.read_text()}")
+                s.sendto(build_message("/kick/ping", []), ("127.0.0.1", self.port))
+                try:
+                    if parse_replies(s.recvfrom(65536)[0])[0][0] == "/kick/pong":
+                        return time.monotonic() - self.started
+                except TimeoutError:
+                    pass
+        raise SystemExit(f"the daemon did not answer within {timeout:.0f} s:\n{self.log.read_text()}")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        return self.proc.returncode
+
+
+def _sock(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 21)
+    s.bind((host, port))
+    return s
+
+
+def _drain(socks: list[socket.socket], for_s: float) -> list[tuple[float, int, list]]:
+    """(time, bytes, messages) of every datagram that arrives on socks within for_s seconds."""
+    import select
+
+    got = []
+    deadline = time.monotonic() + for_s
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select(socks, [], [], left)
+        for s in ready:
+            try:
+                data = s.recv(65536)
+            except OSError:
+                continue
+            got.append((time.monotonic(), len(data), parse_replies(data)))
+    return got
+
+
+def _drain_until_one(socks: list[socket.socket], timeout: float) -> list[tuple[float, int, list]]:
+    """The first datagram to arrive on socks within timeout seconds (as _drain gives it), or none."""
+    import select
+
+    ready, _, _ = select.select(socks, [], [], timeout)
+    if not ready:
+        return []
+    data = ready[0].recv(65536)
+    return [(time.monotonic(), len(data), parse_replies(data))]
+
+
+# ------------------------------------------------------------------ flood (item 14)
+
+
+def flood(tree: Path, work: Path, threads: int | None) -> dict:
+    models = work / "models-flood"
+    models.mkdir(exist_ok=True)
+    d = Daemon(tree, work, models, "default", threads=threads)
+    try:
+        flooders = [_sock() for _ in range(4)]
+        for rep in range(2):
+            for i, s in enumerate(flooders):
+                s.sendto(build_message("/kick/generate", [16, "steps", 200, "id", 100 + 10 * i + rep]),
+                         ("127.0.0.1", d.port))
+        time.sleep(0.3)  # the flood is queued
+        other = _sock("127.0.0.2")
+        t0 = time.monotonic()
+        busy, done_at = 0, None
+        while done_at is None and time.monotonic() - t0 < 120:
+            other.sendto(build_message("/kick/generate", ["id", 1]), ("127.0.0.1", d.port))
+            got = [m for _, _, ms in _drain_until_one([other], 120.0) for m in ms]
+            if got and got[0][0] == "/kick/done":
+                done_at = time.monotonic()
+            elif got and got[0][0] == "/kick/error" and str(got[0][1][1]).startswith("busy"):
+                busy += 1
+                time.sleep(0.5)
+            else:
+                raise SystemExit(f"unexpected reply to the other host: {got}")
+        return {"other_host_wait_s": round(done_at - t0, 2) if done_at else None, "other_host_busy_replies": busy,
+                "flood": "4 ports of 127.0.0.1 x 2 x /kick/generate 16 steps 200", "other": "127.0.0.2, 1 kick"}
+    finally:
+        d.stop()
+
+
+# ------------------------------------------------------------------ the reply budget (item 15)
+
+
+def _long_named_models(models: Path, tiny: Path, n: int = 30) -> None:
+    for i in range(n):
+        dst = models / f"{'m' * 100}-{i:02d}.safetensors"
+        if not dst.exists():
+            os.link(tiny, dst)
+
+
+def budget(tree: Path, work: Path, tiny: Path) -> dict:
+    models = work / "models-budget"
+    models.mkdir(exist_ok=True)
+    if not (models / "tiny.safetensors").exists():
+        os.link(tiny, models / "tiny.safetensors")
+    _long_named_models(models, tiny)  # /kick/models replies near 4 KB: the budget is spent in a few requests
+    d = Daemon(tree, work, models, "tiny", threads=1)
+    try:
+        victim, listener = _sock(), _sock("127.0.0.1", d.reply_port)
+        for _ in range(3):  # the listing is validated (after the fix: off the receive thread) before the flood
+            victim.sendto(build_message("/kick/models", []), ("127.0.0.1", d.port))
+            _drain([victim, listener], 1.0)
+        time.sleep(5.0)  # the budget is full again
+        t0 = time.monotonic()
+        got = []
+        for _ in range(200):
+            victim.sendto(build_message("/kick/models", []), ("127.0.0.1", d.port))
+        got += _drain([victim, listener], 0.3)
+        spent = sum(n for _, n, _ in got)
+        ping = build_message("/kick/ping", [])
+        for i in range(4100):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.bind((f"127.1.{i // 250}.{i % 250 + 1}", 0))
+                s.sendto(ping, ("127.0.0.1", d.port))
+        got += _drain([victim, listener], 0.05)
+        for _ in range(200):
+            victim.sendto(build_message("/kick/models", []), ("127.0.0.1", d.port))
+        got += _drain([victim, listener], 0.5)
+        elapsed = max(t for t, _, _ in got) - t0 if got else 0.0
+        drawn = sum(n for _, n, _ in got)
+        cap = 128 * 1024 + 32 * 1024 * elapsed
+        return {"victim_bytes": drawn, "spent_before_eviction": spent, "elapsed_s": round(elapsed, 2),
+                "cap_bytes": round(cap), "over_cap": drawn > cap}
+    finally:
+        d.stop()
+
+
+MALFORMED: list[tuple[str, bytes]] = [
+    ("/\\0\\0\\0", b"/\0\0\0"),
+    (",Z", b"/kick/generate\0\0,Z\0\0"),
+    (",iZ 3", b"/kick/generate\0\0,iZ\0" + struct.pack(">i", 3)),
+    ("unknown address, 20 B", b"/kick/generat\0\0\0,\0\0\0"),
+    ("truncated int", b"/kick/generate\0\0,i\0\0"),
+    ("bad UTF-8 address", b"/\xff\xfe\0"),
+    ("unknown address, 8 B", b"/x\0\0,\0\0\0"),
+    ("empty bundle", b"#bundle\0" + b"\0" * 7 + b"\1"),
+    ("bundle of junk", b"#bundle\0" + b"\0" * 7 + b"\1" + struct.pack(">i", 4) + b"/\0\0\0"),
+]
+# well-formed requests to addresses the daemon serves, refused for their arguments: their reasons stay whole
+REFUSED: list[tuple[str, bytes]] = [
+    ("/kick/ping 1", build_message("/kick/ping", [1])),
+    ("/kick/generate foo bar", build_message("/kick/generate", ["foo", "bar"])),
+]
+
+
+def amplify(tree: Path, work: Path, tiny: Path) -> dict:
+    models = work / "models-amplify"
+    models.mkdir(exist_ok=True)
+    if not (models / "tiny.safetensors").exists():
+        os.link(tiny, models / "tiny.safetensors")
+    d = Daemon(tree, work, models, "tiny", threads=1)
+    rows = []
+    try:
+        listener = _sock("127.0.0.1", d.reply_port)
+        for name, data in MALFORMED + REFUSED:
+            with _sock() as s:
+                s.sendto(data, ("127.0.0.1", d.port))
+                got = _drain([s, listener], 0.4)
+            out = sum(n for _, n, _ in got)
+            rows.append({"datagram": name, "malformed": (name, data) in MALFORMED, "bytes_in": len(data),
+                         "bytes_out": out,
+                         "out_per_in": round(out / len(data), 1),
+                         "replies": [m for _, _, ms in got for m in ms][:2]})
+    finally:
+        d.stop()
+    return {"rows": rows, "worst_malformed_out_per_in": max(r["out_per_in"] for r in rows if r["malformed"]),
+            "worst_refused_out_per_in": max(r["out_per_in"] for r in rows if not r["malformed"])}
+
+
+# ------------------------------------------------------------------ listing (item 17)
+
+
+def listing(tree: Path, work: Path, tiny: Path) -> dict:
+    from daemon_util import big_header_artifact, broken_artifacts
+
+    models = work / "models-listing"
+    models.mkdir(exist_ok=True)
+    if not (models / "tiny.safetensors").exists():
+        os.link(tiny, models / "tiny.safetensors")
+    broken = broken_artifacts(tiny, models)
+    big = [big_header_artifact(tiny, models / f"big{i}.safetensors", seed=i) for i in range(10)]
+    loadable = sorted(["default", "tiny"] + [p.stem for p in big])
+    d = Daemon(tree, work, models, "tiny", threads=1, wait_ready=False)
+    pings: list[float] = []
+    at: list[float] = []  # when each ping was sent, s after the daemon's start
+    stop = threading.Event()
+
+    def pinger() -> None:
+        with _sock() as s:
+            s.settimeout(10)
+            while not stop.is_set():
+                t = time.monotonic()
+                s.sendto(build_message("/kick/ping", []), ("127.0.0.1", d.port))
+                try:
+                    s.recvfrom(65536)
+                    pings.append(time.monotonic() - t)
+                except TimeoutError:
+                    pings.append(10.0)
+                at.append(t - d.started)
+                time.sleep(0.02)
+
+    try:
+        ready = d.wait_ready()
+        th = threading.Thread(target=pinger, daemon=True)
+        th.start()
+        with _sock() as s:
+            s.settimeout(30)
+            t = time.monotonic()
+            s.sendto(build_message("/kick/models", []), ("127.0.0.1", d.port))
+            first = parse_replies(s.recvfrom(65536)[0])[0][1]
+            first_s = time.monotonic() - t
+            complete_s, names = None, first
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if sorted(names) == loadable or set(names) > set(loadable):
+                    complete_s = time.monotonic() - t
+                    break
+                time.sleep(0.1)
+                s.sendto(build_message("/kick/models", []), ("127.0.0.1", d.port))
+                names = parse_replies(s.recvfrom(65536)[0])[0][1]
+        time.sleep(0.5)
+        stop.set()
+        th.join(15)
+        listed_broken = sorted(set(names) & set(broken))
+        return {"first_models_reply_s": round(first_s, 3), "first_listing": len(first),
+                "complete_after_s": round(complete_s, 2) if complete_s is not None else None,
+                "slowest_ping_s": round(max(pings), 3) if pings else None, "pings": len(pings),
+                "slowest_ping_at_s": round(at[pings.index(max(pings))], 2) if pings else None,
+                "median_ping_s": round(sorted(pings)[len(pings) // 2], 4) if pings else None,
+                "p95_ping_s": round(sorted(pings)[int(len(pings) * 0.95)], 4) if pings else None,
+                "ready_after_s": round(ready, 2), "listed_but_do_not_load": listed_broken,
+                "loadable_missing": sorted(set(loadable) - set(names))}
+    finally:
+        stop.set()
+        d.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", type=Path, default=REPO, help="the source tree whose daemon runs (default this one)")
+    ap.add_argument("--only", default="flood,budget,amplify,listing")
+    ap.add_argument("--threads", type=int, default=None, help="the flood's daemon --threads (default: its own)")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "attacks-cpu.json")
+    ns = ap.parse_args()
+    sys.path.insert(0, str(REPO / "tests"))
+    from daemon_util import root_conftest
+
+    result: dict = {"date": datetime.date.today().isoformat(), "machine": f"{cpu_model()}, {os.cpu_count()} cores",
+                    "python": platform.python_version(), "tree": str(ns.tree)}
+    with tempfile.TemporaryDirectory(prefix="ks-attacks-") as tmp:
+        work = Path(tmp)
+        tiny = root_conftest().make_tiny_artifact(work / "tiny.safetensors")
+        for name in ns.only.split(","):
+            t0 = time.monotonic()
+            if name == "flood":
+                result[name] = flood(ns.tree, work, ns.threads)
+            elif name == "budget":
+                result[name] = budget(ns.tree, work, tiny)
+            elif name == "amplify":
+                result[name] = amplify(ns.tree, work, tiny)
+            elif name == "listing":
+                result[name] = listing(ns.tree, work, tiny)
+            else:
+                raise SystemExit(f"unknown measurement {name!r}")
+            print(name, f"({time.monotonic() - t0:.0f} s):", json.dumps(result[name], indent=1), flush=True)
+    atomic_write_bytes(ns.out, (json.dumps(result, indent=1) + "\n").encode())
+    print(f"wrote {ns.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
