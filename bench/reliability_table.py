@@ -32,14 +32,29 @@ def run_suite() -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tallies.json"
         env = dict(os.environ, KICK_RELIABILITY_JSON=str(out))
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", SUITE], cwd=REPO,
-                           env=env)
+        # "-m": the slow cases too (pyproject's addopts leaves them out)
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slow or not slow",
+                            SUITE], cwd=REPO, env=env)
         if r.returncode != 0:
             raise SystemExit(f"the reliability suite failed (exit {r.returncode}); the table was not written")
         return json.loads(out.read_text())
 
 
-def table(tallies: list[dict]) -> str:
+def machine() -> str:
+    """Where and when the suite ran, for the line under the table."""
+    import datetime
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.lower().startswith("model name")), cpu)
+    except OSError:
+        pass
+    return f"{datetime.date.today().isoformat()}, {cpu} ({os.cpu_count()} cores)"
+
+
+def table(tallies: list[dict], where: str | None = None) -> str:
     lines = ["| case | what is tried | faults injected | requests sent | kicks asked for | kicks lost |",
              "|---|---|---|---|---|---|"]
     for t in tallies:
@@ -48,6 +63,8 @@ def table(tallies: list[dict]) -> str:
     total = {k: sum(t[k] for t in tallies) for k in ("faults", "requests", "kicks", "lost")}
     lines.append(f"| **{len(tallies)} cases** | | **{total['faults']}** | **{total['requests']}** | "
                  f"**{total['kicks']}** | **{total['lost']}** |")
+    if where:
+        lines += ["", f"Run on {where}."]
     return "\n".join(lines)
 
 
@@ -56,7 +73,7 @@ def main() -> int:
     ap.add_argument("--print", action="store_true", help="print the table; do not write README.md")
     ns = ap.parse_args()
     tallies = run_suite()
-    text = table(tallies)
+    text = table(tallies, machine())
     if ns.print:
         print(text)
         return 0
