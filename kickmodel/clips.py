@@ -8,6 +8,7 @@ end) prepare clips with these same functions, so a kick means the same thing to 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,18 @@ PRE_ONSET_MS = 0.5  # kept before the detected onset so the attack's first rise 
 END_FADE_MS = 2.0  # fade at the natural end of a clip shorter than cfg.length
 SILENCE_DB = -80.0  # a file whose peak is below this (dBFS) is "silent"
 HIGHPASS_HZ = 10.0  # gentle DC / rumble removal after mean subtraction
+
+# What a file may cost before any work starts (training files and the daemon's variation sources alike;
+# kickserver/sources.py checks the same from the header). A kick is short: a longer file is refused, not
+# decoded whole to find its first hit.
+MAX_SECONDS = 30.0
+MAX_SAMPLES = 8 << 20  # frames x channels decoded at most (32 MB of float32)
+MIN_RATE, MAX_RATE = 1000, 384000  # sample rates a file may have (Hz); any rate in between is resampled
+# torchaudio's sinc resampler builds a kernel of new' x (orig' + 2 x width) values, orig'/new' the ratio
+# reduced by the rates' gcd: 147 x 174 from 48 kHz to 44.1 kHz, but 44100 x 9085 (1.6 GB) from 9071 Hz.
+# Ratios whose kernel is larger than this are approximated (resample_ratio); every common rate is exact.
+MAX_RESAMPLE_KERNEL = 1 << 20  # values: 4 MB of float32, about 20 MB while it is built
+_LOWPASS_WIDTH, _ROLLOFF = 6, 0.99  # torchaudio.functional.resample's defaults, which it is called with
 
 
 def _audio_extensions() -> frozenset[str]:
@@ -46,8 +59,54 @@ class BadAudio(Exception):
 # decoding one clip
 
 
+def check_header(frames: int, rate: int, channels: int) -> None:
+    """Whether a file this long, at this rate, with these channels may be decoded and prepared (its cost is
+    bounded: MAX_SECONDS, MAX_SAMPLES, MIN_RATE..MAX_RATE); BadAudio with the reason if not."""
+    if rate <= 0 or channels <= 0 or frames < 0:
+        raise BadAudio("malformed header (no sample rate or channels)")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise BadAudio(f"sample rate {rate} Hz is outside {MIN_RATE}..{MAX_RATE} Hz; convert the file to "
+                       "44100 or 48000 Hz")
+    if frames / rate > MAX_SECONDS:
+        raise BadAudio(f"{frames / rate:.1f} s long; at most {MAX_SECONDS:g} s (cut the kick out of the file)")
+    if frames * channels > MAX_SAMPLES:
+        raise BadAudio(f"{channels} channels x {frames} frames; at most {MAX_SAMPLES} samples in all")
+
+
+def kernel_size(down: int, up: int) -> int:
+    """Values in torchaudio's sinc kernel for resampling by up/down (both already reduced)."""
+    width = math.ceil(_LOWPASS_WIDTH * down / (min(down, up) * _ROLLOFF))
+    return up * (down + 2 * width)
+
+
+def resample_ratio(sr: int, target: int) -> tuple[int, int]:
+    """(down, up): resampling sr to target is resampling by up/down. The exact ratio (reduced by the gcd)
+    when its kernel has at most MAX_RESAMPLE_KERNEL values, as it has for every common rate; else the
+    closest fraction whose kernel does (a 9071 Hz file to 44.1 kHz: 2003/412, 0.00007 % off, where the exact
+    44100/9071 would need 1.6 GB). Within MIN_RATE..MAX_RATE the pitch moves by under 0.1 % (2 cents; at worst
+    0.06 %, 1 cent, for a ratio near 1 such as 44071 Hz to 44.1 kHz), which no one hears in a kick."""
+    g = math.gcd(int(sr), int(target))
+    down, up = int(sr) // g, int(target) // g
+    limit = down
+    while kernel_size(down, up) > MAX_RESAMPLE_KERNEL and limit > 1:
+        limit = max(1, limit * 3 // 4)
+        f = Fraction(int(target), int(sr)).limit_denominator(limit)
+        down, up = f.denominator, f.numerator
+    return down, up
+
+
+def resample(x: np.ndarray, sr: int, target: int) -> np.ndarray:
+    """Mono float32 x at sr resampled to target (torchaudio's sinc resampler, its kernel bounded by
+    resample_ratio)."""
+    if sr == target:
+        return x
+    down, up = resample_ratio(sr, target)
+    return AF.resample(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), down, up).numpy()
+
+
 def read_audio(path: Path) -> tuple[np.ndarray, int]:
-    """(float32 [frames, channels], sample rate) of a sound file; BadAudio with the reason if unreadable."""
+    """(float32 [frames, channels], sample rate) of a sound file; BadAudio with the reason if unreadable or
+    larger than check_header allows (judged from the header, before decoding)."""
     try:
         size = path.stat().st_size
     except OSError as e:
@@ -55,7 +114,10 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
     if size == 0:
         raise BadAudio("empty file")
     try:
-        data, sr = sf.read(str(path), dtype="float32", always_2d=True)
+        with sf.SoundFile(str(path)) as snd:
+            check_header(snd.frames, snd.samplerate, snd.channels)
+            data = snd.read(frames=snd.frames, dtype="float32", always_2d=True)
+            sr = snd.samplerate
     except sf.LibsndfileError as e:
         msg = str(e.error_string if hasattr(e, "error_string") else e).strip()
         with open(path, "rb") as f:
@@ -84,7 +146,7 @@ def load_clip(path: Path, cfg: DataConfig) -> tuple[np.ndarray, float]:
     return prepare_audio(data, sr, cfg)
 
 
-def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig) -> tuple[np.ndarray, float]:
+def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig, *, highpass: bool = True) -> tuple[np.ndarray, float]:
     """Decoded audio ([frames] or [frames, channels] at sr) as a training clip: (float32 mono clip of
     exactly cfg.length samples, original duration in s).
 
@@ -93,6 +155,8 @@ def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig) -> tuple[np.ndarra
     peak * 10**(onset_threshold_db/20) -> 10 Hz high-pass -> crop (with a cfg.fade_ms raised-cosine
     fade-out when cropped) or zero-pad (with a 2 ms fade at the natural end) -> peak to cfg.peak_db.
     Raises BadAudio with the reason.
+
+    highpass=False leaves out the 10 Hz high-pass (a variation's source: GeneratorBase.prepare_source).
     """
     data = np.asarray(data, dtype=np.float32)
     if data.ndim == 1:
@@ -102,14 +166,14 @@ def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig) -> tuple[np.ndarra
     sr = int(sr)
     if sr <= 0:
         raise BadAudio(f"bad sample rate {sr}")
+    check_header(data.shape[0], sr, data.shape[1])
     duration = data.shape[0] / sr
     if not np.isfinite(data).all():
         raise BadAudio("contains NaN" if np.isnan(data).any() else "contains inf")
     if duration * 1000.0 < cfg.min_ms:
         raise BadAudio(f"shorter than {cfg.min_ms:g} ms ({duration * 1000.0:.1f} ms)")
     x = data.mean(axis=1, dtype=np.float64).astype(np.float32)
-    if sr != cfg.sample_rate:
-        x = AF.resample(torch.from_numpy(x), sr, cfg.sample_rate).numpy()
+    x = resample(x, sr, cfg.sample_rate)
     x = x - x.mean(dtype=np.float64).astype(np.float32)
     peak = float(np.abs(x).max())
     if not peak > 10.0 ** (SILENCE_DB / 20.0):
@@ -123,7 +187,8 @@ def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig) -> tuple[np.ndarra
     if onset - start > 1:  # ramp the pre-roll in so sample 0 is ~0 (it is below the onset threshold anyway)
         x[: onset - start] *= _raised_cosine(onset - start)[::-1]
     x = np.ascontiguousarray(x) * np.float32(0.5 / peak)  # headroom: torchaudio's biquads clamp to [-1, 1]
-    x = AF.highpass_biquad(torch.from_numpy(x), cfg.sample_rate, HIGHPASS_HZ, Q=0.5).numpy()
+    if highpass:
+        x = AF.highpass_biquad(torch.from_numpy(x), cfg.sample_rate, HIGHPASS_HZ, Q=0.5).numpy()
 
     out = np.zeros(cfg.length, dtype=np.float32)
     if x.shape[0] > cfg.length:

@@ -17,7 +17,18 @@ import torch
 from ..artifact import Artifact
 from ..config import MAX_STEPS, Config
 from ..diffusion import SAMPLER_NAMES, Denoiser, SamplingConfig, run_sampler
-from ..generator import CONTROLS, GUIDANCE, INTERPOLATION, INVERT, SAMPLERS, VARIATION, Endpoint, GeneratorBase, Item
+from ..generator import (
+    CONTROLS,
+    GUIDANCE,
+    INTERPOLATION,
+    INVERT,
+    SAMPLERS,
+    VARIATION,
+    Endpoint,
+    GeneratorBase,
+    Item,
+    by_row,
+)
 from .base import Objective
 
 VAL_NOISE_LEVELS = (0.05, 0.2, 0.5, 0.8)
@@ -38,6 +49,9 @@ class DiffusionGenerator(GeneratorBase):
     samplers = SAMPLER_NAMES
     max_steps = MAX_STEPS
     latent_shape: tuple[int, ...] = ()
+    # the denoiser runs kick by kick (kickmodel.generator.by_row), so a kick never depends on its batch: for a
+    # family whose inverter turns a float rounding into an audible difference (latent diffusion's Griffin-Lim)
+    row_by_row = False
 
     def __init__(self, artifact: Artifact, device: torch.device, denoiser: Denoiser, sampling: SamplingConfig) -> None:
         super().__init__(artifact, device)
@@ -62,6 +76,13 @@ class DiffusionGenerator(GeneratorBase):
     # ----------------------------------------------------------- shared
     def _denoise_fn(self, cond: torch.Tensor | None, mask: torch.Tensor | None) -> Callable:
         den = self.denoiser
+        if self.row_by_row:
+            batched = den
+
+            def den(x: torch.Tensor, t: torch.Tensor, c: torch.Tensor | None = None,
+                    m: torch.Tensor | None = None) -> torch.Tensor:
+                return by_row(batched, x, t.expand(x.shape[0]) if t.ndim == 0 else t, c, m)
+
         check = self.check_cancel
         if cond is None or self.guidance == 1.0 or not bool(mask.any()):
             def plain(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:

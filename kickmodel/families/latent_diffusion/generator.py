@@ -8,7 +8,7 @@ import torch
 
 from ...artifact import Artifact, ArtifactError
 from ...diffusion import Denoiser
-from ...generator import ENCODE
+from ...generator import ENCODE, by_row
 from ..diffusion_common import DiffusionGenerator
 from ..mel_vae.generator import build_parts
 from .network import LatentDenoiserNet
@@ -17,6 +17,7 @@ from .network import LatentDenoiserNet
 class LatentDiffusionGenerator(DiffusionGenerator):
     family = "latent_diffusion"
     capabilities = DiffusionGenerator.capabilities | {ENCODE}  # the VAE's encoder: the space the map shows
+    row_by_row = True  # Griffin-Lim: a kick's networks run on it alone, never on its batch (by_row)
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config_of("denoiser")
@@ -34,17 +35,17 @@ class LatentDiffusionGenerator(DiffusionGenerator):
         self.latent_dim = dim
 
     def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
-        mu = self.vae.encode(self.front(audio))[0]
+        mu = by_row(lambda a: self.vae.encode(self.front(a))[0], audio)
         return self.net.normalise(mu) * self.denoiser.data_scale
 
     def from_latent(self, z: torch.Tensor) -> np.ndarray:
         self.check_cancel()
-        mel = self.vae.decode(self.net.denormalise(z / self.denoiser.data_scale))
+        mel = by_row(self.vae.decode, self.net.denormalise(z / self.denoiser.data_scale))
         self.check_cancel()
-        return self.inverter(mel).float().cpu().numpy()
+        return by_row(self.inverter, mel).float().cpu().numpy()
 
     @torch.inference_mode()
     def encode(self, clips: np.ndarray) -> np.ndarray:
         """Prepared clips [n, length] -> the VAE's posterior means (the space the map shows)."""
         x = torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length).to(self.device)
-        return self.vae.encode(self.front(x))[0].float().cpu().numpy()
+        return self.vae.encode(self.front(x))[0].float().cpu().numpy()  # batched: no inverter follows (a map)

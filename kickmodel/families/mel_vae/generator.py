@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ...artifact import Artifact
-from ...generator import CONTROLS, ENCODE, INTERPOLATION, VARIATION, Endpoint, GeneratorBase, Item
+from ...generator import CONTROLS, ENCODE, INTERPOLATION, VARIATION, Endpoint, GeneratorBase, Item, by_row
 from .inverter import build_inverter
 from .mel import MelFrontEnd
 from .network import MelVAE
@@ -43,22 +43,30 @@ class MelVAEGenerator(GeneratorBase):
     def _gens(self, items: Sequence[Item], offset: int = 0) -> list[torch.Generator]:
         return [torch.Generator().manual_seed(int(it.seed) + offset) for it in items]
 
+    # Every network runs kick by kick (kickmodel.generator.by_row): Griffin-Lim turns the float rounding a batch
+    # brings into an audible difference, and a kick must not depend on what else is in its batch.
     def prior_latents(self, items: Sequence[Item]) -> torch.Tensor:
         cond, mask = self.conditioning(items)
-        return self.vae.prior.sample(cond, mask, self._gens(items), self.temperature)
+        gens = self._gens(items)
+        return torch.cat([self.vae.prior.sample(None if cond is None else cond[i:i + 1],
+                                                None if mask is None else mask[i:i + 1], [g], self.temperature)
+                          for i, g in enumerate(gens)])
+
+    def _mu(self, x: torch.Tensor) -> torch.Tensor:
+        return by_row(lambda a: self.vae.encode(self.front(a))[0], x)
 
     def decode(self, z: torch.Tensor) -> np.ndarray:
         """Latents [n, latent_dim] -> raw audio [n, length]."""
         self.check_cancel()
-        mel = self.vae.decode(z.to(self.device))
+        mel = by_row(self.vae.decode, z.to(self.device))
         self.check_cancel()
-        return self.inverter(mel).float().cpu().numpy()
+        return by_row(self.inverter, mel).float().cpu().numpy()
 
     @torch.inference_mode()
     def encode(self, clips: np.ndarray) -> np.ndarray:
         """Prepared clips [n, length] -> posterior means [n, latent_dim] (for maps and variations)."""
         x = torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length).to(self.device)
-        return self.vae.encode(self.front(x))[0].float().cpu().numpy()
+        return self.vae.encode(self.front(x))[0].float().cpu().numpy()  # batched: no inverter follows (a map)
 
     @torch.inference_mode()
     def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:
@@ -72,14 +80,14 @@ class MelVAEGenerator(GeneratorBase):
         src = self._source_tensor(source, len(items))
         if strength == 0.0:
             return src.float().cpu().numpy().copy()
-        mu = self.vae.encode(self.front(src))[0]
+        mu = self._mu(src[:1]).expand(len(items), -1)
         z = mu + strength * (self.prior_latents(items) - mu)
         return self.decode(z)
 
     def _endpoint_latent(self, e: Endpoint, controls: dict) -> torch.Tensor:
         if e.seed is not None:
             return self.prior_latents([Item(seed=e.seed, controls=controls)])[0]
-        return self.vae.encode(self.front(self._source_tensor(e.source, 1)))[0][0]
+        return self._mu(self._source_tensor(e.source, 1))[0]
 
     @torch.inference_mode()
     def interpolate(self, a: Endpoint, b: Endpoint, ts, items, steps=None, sampler=None) -> np.ndarray:
