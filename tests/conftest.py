@@ -68,3 +68,16 @@ def tiny_artifact(tmp_path_factory) -> Path:
     """Path to a tiny artifact named tiny.safetensors in its own folder (a models folder)."""
     folder = tmp_path_factory.mktemp("models")
     return make_tiny_artifact(folder / "tiny.safetensors")
+
+
+@pytest.fixture(scope="session")
+def synth_kicks(tmp_path_factory) -> Path:
+    """A folder of 12 procedural kicks (trainer.synth, seed 6) as 16-bit WAVs: data for a short fit or profile."""
+    import soundfile as sf
+
+    from trainer.synth import synth_batch
+
+    folder = tmp_path_factory.mktemp("synth_kicks")
+    for i, clip in enumerate(synth_batch(12, seed=6)):
+        sf.write(folder / f"k{i:02d}.wav", clip, 44100, subtype="PCM_16")
+    return folder

@@ -7,8 +7,10 @@
     kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...] [the family's options]
     kicktrain sample ARTIFACT --n 8 --out DIR [--seed S] [--steps K] [--sampler NAME] [--control decay=0.8 ...]
     kicktrain eval ARTIFACT [ARTIFACT...] --real DIR [--train DIR] [--out DIR]
-    kicktrain map ARTIFACT DATA_DIR... --out DIR [--perplexity 30]
-    kicktrain profile DATA_DIR... --out DIR [--family F] [--preset P] [--steps 8] [--device auto]
+    kicktrain map ARTIFACT DATA_DIR... --out DIR [--perplexity 30]   (ARTIFACT: any model that can encode, e.g.
+                  kickserver/models/default.safetensors)
+    kicktrain profile DATA_DIR... --out DIR [--family F] [--preset P] [--steps 8] [--trace-steps 1] [--detail]
+                  [--device auto]
     torchrun --standalone --nproc-per-node 2 -m trainer fit ...   (DistributedDataParallel; see distributed.py)
 
 A family's own options (latent diffusion's --vae) are declared in its folder (Family.options); fit, export
@@ -26,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kickmodel import safejson
 from kickmodel.config import DEFAULT_FAMILY, SEED_LIMIT, ConfigError
 from kickmodel.families import cli_name, family_names, from_dict, get_family, options_for, preset
 
@@ -79,10 +82,10 @@ def _init_defaults(args: argparse.Namespace) -> tuple[str, str]:
     names), else the defaults."""
     family, name = args.family, args.preset
     saved = Path(args.run_dir) / "config.json"
-    if (family is None or name is None) and saved.is_file() and saved.stat().st_size < (1 << 20):
+    if (family is None or name is None) and saved.is_file():
         try:  # resuming: the run's own family and preset (fit itself checks the whole config)
-            run_cfg = json.loads(saved.read_text())
-        except (OSError, ValueError):
+            run_cfg = safejson.read(saved, max_bytes=1 << 20)
+        except (OSError, ValueError):  # safejson.BadJSON: too large, too deeply nested, not JSON
             run_cfg = None
         if isinstance(run_cfg, dict) and isinstance(run_cfg.get("family"), str):
             family = family or cli_name(run_cfg["family"])
@@ -98,7 +101,7 @@ def _init_defaults(args: argparse.Namespace) -> tuple[str, str]:
         except ConfigError as e:
             raise ArtifactError(f"{args.init}: not an artifact this kicktrain can fine-tune ({e})") from None
         try:
-            their_preset = json.loads(meta.get("config", "{}")).get("preset")
+            their_preset = safejson.parse(meta.get("config", "{}"), max_bytes=1 << 20).get("preset")
         except (ValueError, AttributeError):
             their_preset = None
         family = family or theirs.cli_name
@@ -133,10 +136,17 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     family_options = get_family(cfg.family).take_options(given_options(args), "profile")
     opts = FitOptions(data=args.data, run_dir=Path(args.out) / ".run", cfg=cfg, device=args.device,
                       family_options=family_options)
-    summary = profile_training(opts, args.steps, Path(args.out), log=lambda m: print(m, file=sys.stderr))
+    out = Path(args.out)
+    summary = profile_training(opts, args.steps, out, log=lambda m: print(m, file=sys.stderr),
+                               trace_steps=args.trace_steps, detail=args.detail)
     print(format_summary(summary))
-    print(f"wrote {Path(args.out) / 'summary.json'} and the trace {', '.join(summary['traces'])} "
-          f"(chrome://tracing, ui.perfetto.dev or tensorboard --logdir {args.out})")
+    traces = ", ".join(str(out / t) for t in summary["traces"])
+    what = "shapes and memory" if summary["detail"] else "no shapes or memory: --detail records them"
+    print(f"\nwrote {out / 'summary.json'}, the picture {out / summary['picture']} (where a step's time goes) and "
+          f"the trace {traces} ({summary['trace_mb']:.1f} MB: the last {summary['trace_steps']} recorded "
+          f"step{'s' if summary['trace_steps'] != 1 else ''}, {what})")
+    print("open the trace at https://ui.perfetto.dev (Open trace file, or drag it in) or chrome://tracing; "
+          f"TensorBoard needs its plugin: pip install torch-tb-profiler, then tensorboard --logdir {out}")
     return 0
 
 
@@ -308,14 +318,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True, help="folder for the trace (*.pt.trace.json) and summary.json")
     sp.add_argument("--family", default=cli_name(DEFAULT_FAMILY), help=f"model family: {families}")
     sp.add_argument("--preset", default="small")
-    sp.add_argument("--steps", type=int, default=8, help="steps in all: 1 wait, 1 warm-up, the rest recorded")
+    sp.add_argument("--steps", type=int, default=8, help="steps in all: 1 wait, 1 warm-up, the rest recorded "
+                    "(the summary averages them)")
+    sp.add_argument("--trace-steps", type=int, default=1, metavar="N",
+                    help="recorded steps kept in the trace, the last N (default 1: a few MB a step on a CPU)")
+    sp.add_argument("--detail", action="store_true",
+                    help="record operator shapes and memory events in the trace (about 2.5x larger)")
     sp.add_argument("--device", default="auto")
     add_family_flags(sp, "profile")
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
     sp.set_defaults(func=_cmd_profile)
 
     sp = sub.add_parser("map", help="a model's latent space as a picture (t-SNE and PCA) and a CSV")
-    sp.add_argument("artifact")
+    sp.add_argument("artifact", help="a model with an encoder: a mel-VAE or a latent-diffusion model, such as the "
+                    "bundled kickserver/models/default.safetensors")
     sp.add_argument("data", nargs="+", help="folders (or files) of kicks to place on the map")
     sp.add_argument("--out", required=True, help="folder for map.png and map.csv")
     sp.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (needs 3x+1 kicks)")

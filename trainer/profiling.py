@@ -3,23 +3,34 @@
     kicktrain profile DATA --family mel-vae --preset small --steps 8 --out prof/
 
 A real run's set-up (data, augmentation, the family's objective and optimiser) on a scratch run
-folder, then steps under `torch.profiler.profile` with a wait / warm-up / active schedule (CPU
-activity, CUDA too when present, shapes and memory recorded). Writes
-- DIR/<host>_<pid>.<time>.pt.trace.json: opens in chrome://tracing, ui.perfetto.dev and TensorBoard's
-  profiler plugin (`tensorboard --logdir DIR`);
+folder, then steps under `torch.profiler.profile`: 1 step not recorded, 1 warm-up, the rest recorded
+(CPU activity, CUDA too when the device is a GPU). Writes
 - DIR/summary.json and a printed table: top operators by self time, the share of convolution and of
   matrix multiplication in all operator time, where a step's time goes (data, augmentation, controls,
   the objective's preparation, forward, backward, optimiser, EMA: the loop's record_function ranges),
-  peak memory. The profile runs with train.prefetch off, so all of a step's work is on the one thread
-  the profiler records; `python -m bench train` measures what prefetching then saves.
-Nothing is checkpointed, validated or exported: only training steps are profiled.
+  peak memory; all recorded steps are averaged;
+- DIR/phases.png: that split of a step as one stacked bar (ms per step);
+- DIR/<host>_<pid>.<time>.pt.trace.json: the trace of the last --trace-steps recorded steps only (default
+  1: a few MB a step on a CPU; shapes and memory events only with --detail, which makes it ~2.5x larger).
+  Open it at https://ui.perfetto.dev (drag the file in) or chrome://tracing; `tensorboard --logdir DIR`
+  shows it only with the plugin installed (pip install torch-tb-profiler).
+The profile runs with train.prefetch off, so all of a step's work is on the one thread the profiler
+records; `python -m bench train` measures what prefetching then saves. Nothing is checkpointed, validated
+or exported: only training steps are profiled.
+
+On a machine without a usable NVIDIA driver, kineto (the profiler's C++ half, in a CUDA build of torch)
+logs "gpuGetDeviceCount failed" straight to stderr when it writes a trace, even one of CPU activity only;
+a CPU profile sets KINETO_LOG_LEVEL past its errors for this process (unless the user set it), and keeps
+all cycles' events (acc_events), which also silences torch's warning that events are cleared per cycle.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +38,7 @@ from typing import Any
 
 import torch
 
-from kickmodel.fsutil import atomic_write_bytes
+from kickmodel.fsutil import atomic_write_bytes, fsync_dir
 
 PHASES = ("data", "augment", "conditioning", "prepare", "wait for data", "forward", "backward", "optimizer", "ema")
 CONV_KEYS = ("conv", "cudnn_convolution", "mkldnn_convolution", "slow_conv")
@@ -63,9 +74,11 @@ def summarise(prof: Any, active_steps: int, device: torch.device, top: int = 15)
             phases[e.key] = e.cpu_time_total / 1000.0 / active_steps
     data_ms = sum(phases.get(p, 0.0) for p in ("data", "augment", "conditioning", "prepare"))
     compute_ms = phases.get("forward", 0.0) + phases.get("backward", 0.0)
+    step_ms = sum(e.cpu_time_total for e in events if e.key.startswith("ProfilerStep")) / 1000.0 / active_steps
     return {
         "device": str(device),
         "active_steps": active_steps,
+        "step_ms": step_ms,
         "op_time_ms_per_step": total,
         "conv_share": conv / total,
         "matmul_share": mm / total,
@@ -81,7 +94,8 @@ def summarise(prof: Any, active_steps: int, device: torch.device, top: int = 15)
 
 
 def format_summary(s: dict[str, Any]) -> str:
-    lines = [f"per training step on {s['device']} (mean of {s['active_steps']} profiled steps)",
+    step = f": {s['step_ms']:.1f} ms" if s.get("step_ms") else ""
+    lines = [f"per training step on {s['device']} (mean of {s['active_steps']} profiled steps){step}",
              f"  operators: {s['op_time_ms_per_step']:.1f} ms; convolution {100 * s['conv_share']:.1f} %, "
              f"matrix multiplication {100 * s['matmul_share']:.1f} %",
              f"  data + augmentation + controls + prepare {s['data_and_augmentation_ms']:.1f} ms (the training "
@@ -97,10 +111,84 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+PHASE_COLOURS = {"data": "#4c72b0", "augment": "#64b5cd", "conditioning": "#8172b2", "prepare": "#937860",
+                 "wait for data": "#da8bc3", "forward": "#dd8452", "backward": "#c44e52", "optimizer": "#55a868",
+                 "ema": "#8c8c8c", "other": "#e5e5e5"}
+
+
+def phase_figure(s: dict[str, Any]):
+    """One horizontal bar: a step's ms split into the loop's phases (in their order), the rest as "other"."""
+    from .plots import pyplot
+
+    plt = pyplot()
+    phases = [(k, s["phases_ms_per_step"].get(k, 0.0)) for k in PHASES]
+    phases = [(k, v) for k, v in phases if v > 0]
+    rest = s.get("step_ms", 0.0) - sum(v for _, v in phases)
+    if rest > 0.005 * max(s.get("step_ms", 0.0), 1e-9):  # what no range covers: the profiler's step, Python
+        phases.append(("other", rest))
+    total = sum(v for _, v in phases) or 1.0
+    fig, ax = plt.subplots(figsize=(9, 2.3), layout="constrained")
+    left = 0.0
+    for name, ms in phases:
+        ax.barh([0], [ms], left=left, height=0.6, color=PHASE_COLOURS[name], edgecolor="white", linewidth=0.8,
+                label=f"{name} {_ms(ms)} ms")
+        if ms / total > 0.06:  # a number inside the segments wide enough to hold one
+            ax.text(left + ms / 2, 0, _ms(ms), ha="center", va="center", fontsize=8)
+        left += ms
+    ax.set_xlim(0, total)
+    ax.set_ylim(-0.5, 0.5)
+    ax.set_yticks([])
+    ax.set_xlabel("ms per training step")
+    family = str(s.get("family", "?")).replace("_", "-")
+    ax.set_title(f"{family} ({s.get('preset', '?')}) on {s['device']}: {_ms(total)} ms a step, mean of "
+                 f"{s['active_steps']} profiled steps", fontsize=10)
+    fig.legend(loc="outside lower center", ncol=min(len(phases), 5), fontsize=8, frameon=False)
+    return fig
+
+
+def _ms(v: float) -> str:
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def write_phase_png(s: dict[str, Any], path: Path) -> Path:
+    """phase_figure as a PNG, written atomically."""
+    from .plots import save_figure
+
+    return save_figure(phase_figure(s), path)
+
+
+def _schedule(wait: int, warmup: int, active: int, trace_steps: int) -> Callable[[int], Any]:
+    """wait, warm-up, then `active` recorded steps in (up to) two cycles: the last `trace_steps` of them form the
+    second, whose trace alone is written; the events of both are kept (acc_events) for the summary."""
+    from torch.profiler import ProfilerAction
+
+    def action(step: int) -> ProfilerAction:
+        if step < wait:
+            return ProfilerAction.NONE
+        if step < wait + warmup:
+            return ProfilerAction.WARMUP
+        k = step - wait - warmup
+        if k >= active:
+            return ProfilerAction.NONE
+        if k == active - 1 or k == active - trace_steps - 1:
+            return ProfilerAction.RECORD_AND_SAVE
+        return ProfilerAction.RECORD
+
+    return action
+
+
+def _quiet_kineto_on_cpu(device: torch.device) -> None:
+    """See the module's docstring: kineto's "gpuGetDeviceCount failed" on a machine with no NVIDIA driver. Read
+    when kineto starts (the first profile of the process); the user's own KINETO_LOG_LEVEL wins."""
+    if device.type != "cuda":
+        os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # past ERROR (4): kineto's own log lines only
+
+
 def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None] = print,
-                     wait: int = 1, warmup: int = 1) -> dict[str, Any]:
-    """Profile `steps` training steps (the first wait + warmup of them are not recorded)."""
-    from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+                     wait: int = 1, warmup: int = 1, trace_steps: int = 1, detail: bool = False) -> dict[str, Any]:
+    """Profile `steps` training steps (the first wait + warmup of them are not recorded); the trace holds the last
+    `trace_steps` recorded steps, with shapes and memory events when `detail`."""
+    from torch.profiler import ProfilerActivity, profile
 
     from .train import Trainer, peak_memory_mb
 
@@ -108,6 +196,9 @@ def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None
     if active < 1:
         raise ValueError(f"--steps {steps}: needs at least {wait + warmup + 1} (wait {wait}, warm-up {warmup}, "
                          "then at least one recorded step)")
+    if trace_steps < 1:
+        raise ValueError(f"--trace-steps {trace_steps}: must be at least 1")
+    trace_steps = min(trace_steps, active)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     scratch = out / ".run"
@@ -119,10 +210,28 @@ def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None
     try:
         tr = Trainer(opts, log)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if tr.device.type == "cuda" else [])
+        _quiet_kineto_on_cpu(tr.device)
+        for old in out.glob("*.pt.trace.json"):  # a trace of an earlier profile here would read as this one's
+            old.unlink()
+        trace_path = out / f"{socket.gethostname()}_{os.getpid()}.{time.time_ns()}.pt.trace.json"
+
+        def on_trace_ready(p: Any) -> None:
+            if p.step_num < wait + warmup + active:  # not the last cycle (the trace steps): summary only
+                return
+            tmp = trace_path.with_name(f".{trace_path.name}.part")  # atomic, as kickmodel.fsutil's writes
+            try:
+                p.export_chrome_trace(str(tmp))
+                with open(tmp, "rb") as f:
+                    os.fsync(f.fileno())
+                os.replace(tmp, trace_path)
+                fsync_dir(out)
+            finally:
+                tmp.unlink(missing_ok=True)
+
         t0 = time.perf_counter()
-        with profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-                     record_shapes=True, profile_memory=True,
-                     on_trace_ready=tensorboard_trace_handler(str(out))) as prof:
+        with profile(activities=activities, schedule=_schedule(wait, warmup, active, trace_steps),
+                     record_shapes=detail, profile_memory=detail, acc_events=True,
+                     on_trace_ready=on_trace_ready) as prof:
             for _ in range(steps):
                 tr.train_step()
                 prof.step()
@@ -134,8 +243,11 @@ def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None
                         "threads": torch.get_num_threads(), "torch": torch.__version__,
                         "peak_memory_mb": peak_memory_mb(tr.device),
                         "parameters": sum(p.numel() for p in tr.module.parameters()),
-                        "traces": sorted(p.name for p in out.glob("*.pt.trace.json"))})
+                        "trace_steps": trace_steps, "detail": detail,
+                        "traces": sorted(p.name for p in out.glob("*.pt.trace.json")),
+                        "trace_mb": sum(p.stat().st_size for p in out.glob("*.pt.trace.json")) / 1e6})
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    summary["picture"] = write_phase_png(summary, out / "phases.png").name
     atomic_write_bytes(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode())
     return summary

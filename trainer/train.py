@@ -45,6 +45,7 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
+from kickmodel import safejson
 from kickmodel.artifact import Artifact, load_artifact
 from kickmodel.config import Config, ConfigError, differences
 from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
@@ -262,6 +263,7 @@ class Trainer:
         if not self.is_main:  # one voice: rank 0 speaks for the run
             self.log = log = lambda m: None
         self._created_run_dir = not self.run_dir.exists()
+        self._export_noted = False  # the first export says what a daemon serving from its folder does
         try:
             self._setup()
         except BaseException:
@@ -281,7 +283,7 @@ class Trainer:
         cfg = opts.cfg
         if saved.is_file():
             try:
-                old = from_dict(json.loads(saved.read_text()))
+                old = from_dict(safejson.read(saved, max_bytes=1 << 20))
             except (ValueError, ConfigError) as e:
                 raise TrainingError(f"{saved}: cannot read the run's config ({e})") from None
             if old.family != cfg.family:
@@ -468,7 +470,7 @@ class Trainer:
         kept = []
         for line in self.metrics_path.read_text().splitlines():
             try:
-                if int(json.loads(line).get("step", 0)) <= step:
+                if int(safejson.parse(line, max_bytes=1 << 16).get("step", 0)) <= step:
                     kept.append(line)
             except (ValueError, AttributeError, TypeError):
                 continue
@@ -626,6 +628,11 @@ class Trainer:
                 folder.mkdir(parents=True, exist_ok=True)
                 clean_stale_temp_files(folder, prefix=f".{name}.safetensors.")
                 self.export(folder / f"{name}.safetensors")
+                if not self._export_noted:
+                    self._export_noted = True
+                    self.log(f"exported {name} to {folder}: a kickserver serving from this folder without --model "
+                             f"switches to it (and to each later export); pin with --model NAME (e.g. --model "
+                             f"default, the bundled model) to keep the one you have")
             self.log(f"checkpoint {path.name}")
         if self.dist.enabled:
             hashes = self.dist.weight_hashes(self.module)

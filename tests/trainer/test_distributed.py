@@ -13,11 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-import soundfile as sf
 import torch
 
 from trainer.checkpoint import file_is_complete, list_checkpoints, load_latest
-from trainer.synth import synth_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
@@ -66,11 +64,8 @@ def _env() -> dict:
 
 
 @pytest.fixture(scope="module")
-def kicks(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("kicks")
-    for i, clip in enumerate(synth_batch(12, seed=6)):
-        sf.write(folder / f"k{i:02d}.wav", clip, 44100, subtype="PCM_16")
-    return folder
+def kicks(synth_kicks) -> Path:
+    return synth_kicks
 
 
 def test_two_ranks_train_the_same_weights_and_rank_0_alone_writes(kicks, tmp_path):
