@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,7 +81,7 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queue-limit", dest="queue_limit", type=int, metavar="N",
                    help="kicks that may wait; past that requests get 'busy' (default 64)")
     p.add_argument("--client-queue-limit", dest="client_queue_limit", type=int, metavar="N",
-                   help="kicks one client (source address and port) may have waiting (default 32)")
+                   help="kicks one host (source address, all its ports together) may have waiting (default 32)")
     p.add_argument("--reply-rate-kb", dest="reply_rate_kb", type=float, metavar="KB",
                    help="reply budget per source address, KB per second (default 32)")
     p.add_argument("--reply-burst-kb", dest="reply_burst_kb", type=float, metavar="KB",
@@ -153,7 +155,19 @@ def _load_settings(ns: argparse.Namespace, overrides: dict[str, Any]) -> tuple[S
     return cfg, path
 
 
+def _catch_signals() -> tuple[threading.Event, threading.Event]:
+    """SIGTERM/SIGINT and SIGHUP as events, from now on: importing the daemon (torch) takes seconds, and a signal
+    meanwhile killed the process (exit -15, or SIGHUP's default: ended) instead of stopping it cleanly (issue 22).
+    The daemon keeps these events and re-installs its own handlers that set them."""
+    stop, hup = threading.Event(), threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: hup.set())
+    return stop, hup
+
+
 def cmd_serve(ns: argparse.Namespace) -> int:
+    stop, hup = _catch_signals()
     overrides = _overrides(ns)
     loaded = _load_settings(ns, overrides)
     if loaded is None:
@@ -167,7 +181,10 @@ def cmd_serve(ns: argparse.Namespace) -> int:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from .daemon import serve
 
-    return serve(cfg, config_arg=ns.config, overrides=overrides, config_path=path)
+    if stop.is_set():
+        log.info("stopped during start-up")
+        return 0
+    return serve(cfg, config_arg=ns.config, overrides=overrides, config_path=path, stop=stop, hup=hup)
 
 
 # ------------------------------------------------------------------ send

@@ -69,7 +69,7 @@ class ServerConfig:
     max_files: int | None = None
     max_mb: float | None = None
     queue_limit: int = 64  # kicks waiting at most; past that a request is refused with "busy"
-    client_queue_limit: int = 32  # kicks one client (source address and port) may have waiting
+    client_queue_limit: int = 32  # kicks one host (source address, all its ports together) may have waiting
     max_batch: int = 8  # kicks generated together on the device
     max_steps: int = 200  # upper bound for a request's steps (raise to 1000 for benchmarking baselines)
     steps: int = 0  # sampler steps when a request names none; 0: the model's own default

@@ -8,6 +8,7 @@ the config and rescans the models folder.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import itertools
 import logging
@@ -15,6 +16,7 @@ import os
 import random
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -22,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from kickmodel.config import SAMPLE_RATES
-from kickmodel.generator import StepPolicy
+from kickmodel.generator import Cancelled, StepPolicy
 
 from . import __version__, osc_api, state
 from .config import ServerConfig, ServerConfigError, load_config
 from .ratelimit import ReplyBudget
-from .reload import ModelLoader, ModelNotFound, list_models, resolve_model, warm_up
+from .reload import BUNDLED, DEFAULT_NAME, ModelLoader, ModelNotFound, list_models, resolve_model, verdict, warm_up
+from .reload import remember as remember_verdict
 from .sources import SourceError, open_source
 from .worker import End, Job, Worker
 from .writer import KickWriter
@@ -37,6 +40,25 @@ log = logging.getLogger("kickserver")
 RECV_BUFFER = 4 << 20  # ask for a large socket buffer so a burst of requests is not dropped by the kernel
 SHUTDOWN_BUDGET_S = 8.0
 STATUS_INTERVAL_S = 1.0  # STATUS= updates as kicks are made, at most this often
+# A malformed datagram's refusal (osc_api.Malformed, an empty bundle) is at most this many bytes per byte of the
+# datagram, counting every copy sent (source port and reply port), or there is none: a forger draws at most this
+# factor times what it sends (issue 22: a 4-byte `/\0\0\0` drew 320 bytes). 5, not less: a 16-byte message to
+# a mistyped address (/kick/gen) is still told "unknown address".
+REFUSAL_GAIN = 5
+# /kick/models lists only what loads: an artifact not checked yet (new, or changed) is checked in the loader thread,
+# and the reply waits for that check, at most MODELS_WAIT_S (then it lists what is checked); at most
+# MAX_LISTING_WAITERS replies wait (beyond that, one is answered at once with what is checked)
+MODELS_WAIT_S = 5.0
+MAX_LISTING_WAITERS = 64
+
+# Why the served model serves: logged at each start and swap, and the last argument of /kick/status
+WHY_PINNED_FLAG = "pinned by --model"
+WHY_PINNED_CONFIG = "pinned by model in the config"
+WHY_CHOSEN = "chosen by /kick/model"
+WHY_REMEMBERED = "remembered from the last run"
+WHY_NEWEST = "newest in the models folder"
+WHY_FOLDER_DEFAULT = "default.safetensors in the models folder"
+WHY_BUNDLED = "bundled default"
 
 
 def _is_loopback_host(host: str) -> bool:
@@ -50,7 +72,10 @@ def _is_loopback_host(host: str) -> bool:
 
 class Server:
     def __init__(self, cfg: ServerConfig, *, config_arg: str | None = None,
-                 overrides: dict[str, Any] | None = None, config_path: Path | None = None) -> None:
+                 overrides: dict[str, Any] | None = None, config_path: Path | None = None,
+                 stop: threading.Event | None = None, hup: threading.Event | None = None) -> None:
+        """stop, hup: events the caller's early signal handlers set before this module (torch) was imported
+        (cli.cmd_serve), so a SIGTERM during start-up is not lost."""
         self.cfg = cfg
         self.config_arg = config_arg
         self.overrides = dict(overrides or {})
@@ -59,8 +84,8 @@ class Server:
         self.worker: Worker | None = None
         self.loader: ModelLoader | None = None
         self.notifier: Any = None
-        self._stop = threading.Event()
-        self._hup = threading.Event()
+        self._stop = stop if stop is not None else threading.Event()
+        self._hup = hup if hup is not None else threading.Event()
         self._receiving = threading.Event()
         self._ids = itertools.count(0)  # server-assigned ids: -2, -3, ... (see _next_id)
         self._dropped: dict[str, int] = {}
@@ -69,9 +94,12 @@ class Server:
         self._rng = random.Random()
         self._model_path: Path | None = None
         self._model_sig: tuple[int, int] | None = None  # (mtime_ns, size) of the served model's file when loaded
+        self._model_why = ""  # why it serves (WHY_*): the log and /kick/status say it
         self._state: state.StateFile | None = None
         self._settling: _Settled | None = None  # a SIGHUP's model load, until it is swapped in or failed
         self._status_sent = (0.0, "")
+        self._listings: list[tuple[float, Callable[[bytes], None]]] = []  # /kick/models replies waiting for checks
+        self._listings_lock = threading.Lock()
         self.budget = ReplyBudget(cfg.reply_rate_kb * 1024, cfg.reply_burst_kb * 1024)
         self.device: Any = None
 
@@ -106,30 +134,57 @@ class Server:
         _ensure_folder(cfg.models_dir)
         self._state = state.StateFile(cfg.models_dir)
         try:
-            path, name = self._startup_model(cfg)
-            t0 = time.perf_counter()
-            gen = load_generator(path, self.device)
-        except (ModelNotFound, ArtifactError) as e:
+            path, name, self._model_why = self._startup_model(cfg)
+        except ModelNotFound as e:
             log.error("%s", e)
             return 2
+        # bind before loading the model: a second daemon on the same port fails at once, not after the load
+        try:
+            self.sock = self._bind()
+        except OSError as e:
+            hint = (": another kickserver (or another program) has this port; stop it (systemctl --user stop "
+                    "kickserver) or choose another --port") if e.errno == errno.EADDRINUSE else ""
+            log.error("cannot bind UDP %s:%d: %s%s", cfg.host, cfg.port, e.strerror or e, hint)
+            return 2
+        try:
+            t0 = time.perf_counter()
+            try:
+                gen = load_generator(path, self.device)
+            except ArtifactError as e:
+                if self._model_why != WHY_REMEMBERED:
+                    raise
+                # a broken memory (the remembered file is now truncated or invalid) must not keep the daemon down
+                log.warning("the model that served last (%s) does not load (%s); serving the configured one",
+                            name, str(e).replace(str(path) + ": ", ""))
+                remember_verdict(path, False)  # and the newest-valid choice below passes it over
+                path, name = resolve_model(cfg.models_dir, cfg.model)
+                self._model_why = self._configured_why(cfg, path, name)
+                t0 = time.perf_counter()
+                gen = load_generator(path, self.device)
+        except (ArtifactError, ModelNotFound) as e:
+            log.error("%s", e)
+            return self._close_socket(2)
+        if self._stop.is_set():  # SIGTERM during the load: no warm-up
+            log.info("stopped during start-up")
+            return self._close_socket(0)
         self._model_path, self._model_sig = path, _signature(path)
         self._state.remember(name)
-        warm = warm_up(gen)
+        try:
+            warm = warm_up(gen, cancel=self._stop.is_set)
+        except Cancelled:
+            log.info("stopped during start-up")
+            return self._close_socket(0)
         log.info("loaded model %s (%s) from %s in %.2f s (warm-up %.2f s; %d Hz, %d samples, %s)", name,
                  gen.family, path, time.perf_counter() - t0, warm, gen.sample_rate, gen.length,
                  f"default {gen.default_steps} steps {gen.default_sampler}" if gen.samplers else "one pass")
+        log.info("serving %s: %s%s", name, self._model_why, _pin_hint(cfg, self._model_why))
         if self._stop.is_set():
-            return 0
+            return self._close_socket(0)
         try:
             writer = KickWriter(cfg.out_dir, cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
         except OSError as e:
             log.error("cannot use the output folder %s: %s", cfg.out_dir, e.strerror or e)
-            return 2
-        try:
-            self.sock = self._bind()
-        except OSError as e:
-            log.error("cannot bind UDP %s:%d: %s", cfg.host, cfg.port, e.strerror or e)
-            return 2
+            return self._close_socket(2)
         self.worker = Worker(gen, name, writer, sample_rate=cfg.sample_rate, queue_limit=cfg.queue_limit,
                              client_limit=cfg.client_queue_limit, max_batch=cfg.max_batch,
                              software=f"kickserver {__version__}", threads=worker_threads,
@@ -137,7 +192,11 @@ class Server:
         self.worker.start()
         # --model pins what is served: a new artifact in the folder is listed, not swapped in
         self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed, pinned=cfg.model)
+        self.loader.on_checked = self._answer_listings
         self.loader.start()
+        if self._model_sig is not None:
+            remember_verdict(path, True, self._model_sig)  # it loads: listed without another check
+        self.loader.check_folder(cfg.models_dir)  # the others are checked in the loader thread (/kick/models)
         self.loader.watch(cfg.models_dir)  # never raises: falls back to polling, or to no live reload
         if self.loader.models_dir is not None and path.parent == cfg.models_dir and self._model_sig is not None:
             self.loader.last_seen[path] = self._model_sig
@@ -167,11 +226,12 @@ class Server:
                 self._ready()  # the reloaded model serves (or its load failed): the reload is over
             elif self._settling is None:
                 self._update_status()
+            self._answer_listings(time.monotonic() - MODELS_WAIT_S)
         return self._shutdown(recv)
 
-    def _startup_model(self, cfg: ServerConfig) -> tuple[Path, str]:
-        """What to serve at start: the configured model; with none configured, the one that served last (if
-        its file is still there), else resolve_model's choice."""
+    def _startup_model(self, cfg: ServerConfig) -> tuple[Path, str, str]:
+        """What to serve at start, and why (WHY_*): the configured model; with none configured, the one that
+        served last (if its file is still there), else resolve_model's choice."""
         if cfg.model is None:
             last = state.read_last_model(cfg.models_dir)
             if last is not None:
@@ -181,8 +241,23 @@ class Server:
                     log.info("the model that served last (%s) is gone; choosing another", last)
                 else:
                     log.info("serving %s, the model that served last", name)
-                    return path, name
-        return resolve_model(cfg.models_dir, cfg.model)
+                    return path, name, WHY_REMEMBERED
+        path, name = resolve_model(cfg.models_dir, cfg.model)
+        return path, name, self._configured_why(cfg, path, name)
+
+    def _configured_why(self, cfg: ServerConfig, path: Path, name: str) -> str:
+        """Why resolve_model's choice for the configured model (cfg.model, None when unpinned) serves."""
+        if cfg.model is not None and name == cfg.model:
+            return WHY_PINNED_FLAG if "model" in self.overrides else WHY_PINNED_CONFIG
+        if path == BUNDLED:
+            return WHY_BUNDLED
+        return WHY_FOLDER_DEFAULT if name == DEFAULT_NAME else WHY_NEWEST
+
+    def _close_socket(self, rc: int) -> int:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        return rc
 
     def _bind(self) -> socket.socket:
         cfg = self.cfg
@@ -236,8 +311,9 @@ class Server:
         self._receiving.clear()
         if self.worker is not None:
             self.worker.stop()  # cancels the batch on the device; the kick being written still lands
-        if self.loader is not None:
-            self.loader.stop(timeout=1.0)
+        if self.loader is not None:  # a load in progress stops at its next step; wait for it (issue 22)
+            if not self.loader.stop(timeout=max(0.5, SHUTDOWN_BUDGET_S - (time.monotonic() - t0))):
+                log.error("the model loader did not finish in time; exiting anyway")
         recv.join(timeout=1.0)
         if self.worker is not None:
             if not self.worker.join(timeout=max(0.5, SHUTDOWN_BUDGET_S - (time.monotonic() - t0))):
@@ -248,6 +324,15 @@ class Server:
         log.info("stopped after %.2f s (%d kicks generated)", time.monotonic() - t0,
                  self.worker.generated if self.worker else 0)
         return 0
+
+    def unfinished(self) -> list[str]:
+        """The threads that may run torch and are still running (after run(): past the shutdown budget)."""
+        left = []
+        if self.loader is not None and self.loader.alive:
+            left.append("the model loader")
+        if self.worker is not None and self.worker._thread.is_alive():
+            left.append("the worker")
+        return left
 
     def _reload_config(self) -> None:
         """SIGHUP: re-read the config, apply what can change live, rescan the models folder.
@@ -288,6 +373,7 @@ class Server:
             _ensure_folder(new.models_dir)
             self._state = state.StateFile(new.models_dir)
         self.loader.watch(new.models_dir)
+        self.loader.check_folder(new.models_dir)
         settling = None
         try:
             mpath, name = resolve_model(new.models_dir, new.model)
@@ -295,12 +381,12 @@ class Server:
             log.error("SIGHUP: %s; keeping %s", e, w.model_name)
         else:
             if name != w.model_name or mpath != self._model_path or _signature(mpath) != self._model_sig:
-                settling = _Settled()
+                settling = _Settled(self._configured_why(new, mpath, name))
                 self.loader.request(mpath, name, settling)
             else:
                 log.info("SIGHUP: model %s unchanged; not reloading it", name)
         log.info("SIGHUP: config re-read%s; models: %s", f" from {path}" if path else "",
-                 ", ".join(list_models(new.models_dir)) or "none")
+                 ", ".join(list_models(new.models_dir, check_later=self.loader.check_later)) or "none")
         if settling is None:
             self._ready()
         else:
@@ -316,9 +402,18 @@ class Server:
         if chosen and self.loader.pinned is not None:
             self.loader.pinned = name  # the user chose this one: follow its file from now on (until SIGHUP)
         sig = self.loader.last_seen.get(path) or _signature(path)
+        if isinstance(reply, _Settled):
+            why = reply.why
+        elif chosen:
+            why = WHY_CHOSEN
+        elif self.loader.pinned is None:
+            why = WHY_NEWEST  # a new artifact in the folder of an unpinned daemon
+        else:
+            why = self._model_why  # a new version of the pinned model's own file: pinned as before
 
         def swapped() -> None:  # in the worker thread, once gen serves
-            self._model_path, self._model_sig = path, sig
+            self._model_path, self._model_sig, self._model_why = path, sig, why
+            log.info("serving %s: %s%s", name, why, _pin_hint(self.cfg, why))
             if self._state is not None:
                 self._state.remember(name)
 
@@ -409,7 +504,8 @@ class Server:
                 log.warning("ignored %d datagram(s) from %s that are not OSC (%s, %d bytes); not answered", n,
                             addr[0], e, len(data))
             return
-        reply = _OneError(self._replier(addr))
+        copies = 1 if addr[1] == self.cfg.reply_port else 2  # as _replier sends them
+        reply = _OneError(self._replier(addr), limit=REFUSAL_GAIN * len(data) // copies)
         if dg.dropped:
             total = len(dg.messages) + dg.dropped
             log.info("refused a bundle of %d messages from %s", total, addr[0])
@@ -420,14 +516,14 @@ class Server:
             log.info("ignored %d element(s) of a bundle from %s that are not OSC", dg.junk, addr[0])
         if dg.bundle and not dg.messages:
             if not dg.junk:
-                reply(osc_api.error(osc_api.NO_ID, "an empty bundle: nothing to do"))
+                reply.refuse(osc_api.Malformed("an empty bundle: nothing to do", ("empty bundle",)))
             return
         for raw in dg.messages:
             try:
                 address, params = osc_api.decode_message(raw)
             except osc_api.RequestError as e:
                 log.info("refused a message from %s: %s", addr[0], e.reason)
-                reply(osc_api.error(e.id, e.reason))
+                reply.refuse(e)
                 continue
             self._handle_message(address, params, addr, reply)
 
@@ -439,12 +535,12 @@ class Server:
         max_steps = min(self.cfg.max_steps, gen.max_steps) if gen.samplers else self.cfg.max_steps
         return osc_api.Limits(controls=tuple(gen.controls), samplers=samplers, max_steps=max_steps)
 
-    def _handle_message(self, address: str, args: list, addr: tuple, reply: Callable[[bytes], None]) -> None:
+    def _handle_message(self, address: str, args: list, addr: tuple, reply: _OneError) -> None:
         try:
             osc_api.dispatch(self, address, args, self._limits(), addr, reply)  # osc_api.ROUTES picks the handler
         except osc_api.RequestError as e:
             log.info("refused %s: %s", osc_api.clip(str(address), 60), e.reason)
-            reply(osc_api.error(e.id, e.reason))
+            reply.refuse(e)
 
     # ------------------------------------------------------------ handlers (osc_api.Handlers)
     def ping(self, req: osc_api.Ping, addr: tuple, reply: Callable[[bytes], None]) -> None:
@@ -453,10 +549,40 @@ class Server:
     def status(self, req: osc_api.Status, addr: tuple, reply: Callable[[bytes], None]) -> None:
         w = self.worker
         assert w is not None
-        reply(osc_api.status(w.model_name, w.device, w.queued, w.generated))
+        reply(osc_api.status(w.model_name, w.device, w.queued, w.generated, self._model_why))
 
     def models(self, req: osc_api.Models, addr: tuple, reply: Callable[[bytes], None]) -> None:
-        reply(osc_api.models(list_models(self.cfg.models_dir)))
+        """What loads: a new or changed artifact is checked in the loader thread (never here, so this loop never
+        waits), and the reply waits for those checks (see MODELS_WAIT_S)."""
+        assert self.loader is not None
+        unchecked: list[Path] = []
+
+        def later(path: Path) -> None:
+            unchecked.append(path)
+            self.loader.check_later(path)
+
+        names = list_models(self.cfg.models_dir, check_later=later)
+        if unchecked:
+            with self._listings_lock:
+                waits = len(self._listings) < MAX_LISTING_WAITERS
+                if waits:
+                    self._listings.append((time.monotonic(), reply))
+            if waits:
+                if all(verdict(p) is not None or not p.is_file() for p in unchecked):
+                    self._answer_listings()  # checked meanwhile, perhaps before the loader could see this reply
+                return
+        reply(osc_api.models(names))
+
+    def _answer_listings(self, before: float | None = None) -> None:
+        """Answer the /kick/models replies waiting (those that began before `before`, when given): the loader
+        thread calls it once no check is left, the main loop for those that waited MODELS_WAIT_S."""
+        with self._listings_lock:
+            go = [r for t, r in self._listings if before is None or t < before]
+            self._listings = [(t, r) for t, r in self._listings if before is not None and t >= before]
+        if go:
+            data = osc_api.models(list_models(self.cfg.models_dir, check_later=self.loader.check_later))
+            for reply in go:
+                reply(data)
 
     def controls(self, req: osc_api.Controls, addr: tuple, reply: Callable[[bytes], None]) -> None:
         assert self.worker is not None
@@ -466,7 +592,9 @@ class Server:
         w = self.worker
         assert w is not None and self.loader is not None
         try:
-            path, name = resolve_model(self.cfg.models_dir, req.name)
+            # no stand-in: a name that is not there is refused, naming those that are, and the served one stays
+            path, name = resolve_model(self.cfg.models_dir, req.name, fall_back=False,
+                                       check_later=self.loader.check_later)
         except ModelNotFound as e:
             reply(osc_api.error(osc_api.NO_ID, str(e)))
             return
@@ -489,39 +617,46 @@ class Server:
 
     def _enqueue(self, req: osc_api.Generate, addr: tuple, reply: Callable[[bytes], None]) -> None:
         assert self.worker is not None
-        id = req.id if req.id is not None else self._next_id()
+        named = req.id if req.id is not None else osc_api.NO_ID  # what a refusal carries (README: one rule)
         source = None
         if isinstance(req, osc_api.Variation):
             try:
                 source = open_source(req.source, self.cfg.out_dir, self.cfg.read_root_dirs)
             except SourceError as e:
-                log.info("refused variation %d: %s", id, e)
-                reply(osc_api.error(id, str(e)))
+                log.info("refused variation %d: %s", named, e)
+                reply(osc_api.error(named, str(e)))
                 return
         base = req.seed if req.seed is not None else osc_api.pick_seed(self._rng, req.count)
+        id = req.id if req.id is not None else self._next_id()
         job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=self._replier(addr, work=True),
                   steps=req.steps, sampler=req.sampler, controls=dict(req.controls), source=source,
                   strength=req.strength if isinstance(req, osc_api.Variation) else 0.5, client=addr[:2])
+        self._submit(job, named, reply)
+
+    def _submit(self, job: Job, named: int, reply: Callable[[bytes], None]) -> None:
+        """Queue a job; a refusal (busy, shutting down) carries the id its request named (else -1), not the
+        server-assigned one: those are for kicks actually queued."""
+        assert self.worker is not None
         refused = self.worker.submit(job)
         if refused is not None:
             job.close()
             self._refused += 1
             if not refused.startswith("busy") or self._refused % 100 == 1:
-                log.info("refused request %d: %s (%d refused so far)", id, refused, self._refused)
-            reply(osc_api.error(id, refused))
+                log.info("refused request %d: %s (%d refused so far)", named, refused, self._refused)
+            reply(osc_api.error(named, refused))
 
     def _enqueue_interpolation(self, req: osc_api.Interpolate, addr: tuple, reply: Callable[[bytes], None]) -> None:
         """Queue a morph: each end that names a file is opened and checked here, once (as a variation's source;
         decoded later by the worker). A sampler the model cannot morph with is refused at once."""
         assert self.worker is not None
-        id = req.id if req.id is not None else self._next_id()
+        named = req.id if req.id is not None else osc_api.NO_ID  # what a refusal carries (README: one rule)
         gen = self.worker.gen
         sampler = gen.settings(req.steps, req.sampler, self.worker.policy).sampler
         usable = tuple(gen.interpolation_samplers)  # diffusion families: the samplers that can morph
         if sampler is not None and usable and sampler not in usable:
-            log.info("refused interpolation %d: sampler %s", id, sampler)
-            reply(osc_api.error(id, f"interpolation needs a deterministic sampler ({' or '.join(usable)}), "
-                                    f"not {sampler}"))
+            log.info("refused interpolation %d: sampler %s", named, sampler)
+            reply(osc_api.error(named, f"interpolation needs a deterministic sampler ({' or '.join(usable)}), "
+                                       f"not {sampler}"))
             return
         ends: list[End] = []
         for key, end in (("a", req.a), ("b", req.b)):
@@ -534,27 +669,36 @@ class Server:
                 for opened in ends:
                     if opened.source is not None:
                         opened.source.close()
-                log.info("refused interpolation %d: %s: %s", id, key, e)
-                reply(osc_api.error(id, f"{key}: {e}"))
+                log.info("refused interpolation %d: %s: %s", named, key, e)
+                reply(osc_api.error(named, f"{key}: {e}"))
                 return
+        id = req.id if req.id is not None else self._next_id()
         job = Job(id=id, seeds=[req.reply_seed(i) for i in range(req.count)], reply=self._replier(addr, work=True),
                   steps=req.steps, sampler=req.sampler, controls=dict(req.controls), client=addr[:2],
                   ends=(ends[0], ends[1]), ts=list(req.ts))
-        refused = self.worker.submit(job)
-        if refused is not None:
-            job.close()
-            self._refused += 1
-            if not refused.startswith("busy") or self._refused % 100 == 1:
-                log.info("refused request %d: %s (%d refused so far)", id, refused, self._refused)
-            reply(osc_api.error(id, refused))
+        self._submit(job, named, reply)
 
 
 class _OneError:
-    """A reply function that lets through at most one /kick/error (a datagram's one refusal); others pass."""
+    """A reply function that lets through at most one /kick/error (a datagram's one refusal); others pass.
 
-    def __init__(self, reply: Callable[[bytes], None]) -> None:
+    `refuse` answers a refusal: a malformed one (osc_api.Malformed) in at most `limit` bytes, the datagram's
+    REFUSAL_GAIN share, shortening its reason to fit or sending nothing."""
+
+    def __init__(self, reply: Callable[[bytes], None], limit: int | None = None) -> None:
         self._reply = reply
         self._errors = 0
+        self.limit = limit
+
+    def refuse(self, e: osc_api.RequestError) -> None:
+        if isinstance(e, osc_api.Malformed) and self.limit is not None:
+            data = osc_api.refusal(e, self.limit)
+            if data is None:
+                log.debug("not answered: its refusal would be over %d bytes a copy", self.limit)
+                return
+        else:
+            data = osc_api.error(e.id, e.reason)
+        self(data)
 
     def __call__(self, data: bytes) -> None:
         if data.startswith(ERROR_PREFIX):
@@ -569,10 +713,11 @@ ERROR_PREFIX = osc_api.ERROR.encode() + b"\0"
 
 class _Settled:
     """The reply target of a SIGHUP's model load: sends nothing, records that the load is over (swapped in,
-    failed, or superseded), so READY=1 can follow."""
+    failed, or superseded), so READY=1 can follow; `why` the reloaded model serves."""
 
-    def __init__(self) -> None:
+    def __init__(self, why: str) -> None:
         self.event = threading.Event()
+        self.why = why
 
     def __call__(self, _data: bytes) -> None:
         self.event.set()
@@ -584,6 +729,14 @@ def _signature(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
+
+
+def _pin_hint(cfg: ServerConfig, why: str) -> str:
+    """For a model an unpinned daemon chose itself: how to keep one (a newer export would replace it)."""
+    if why in (WHY_NEWEST, WHY_REMEMBERED, WHY_FOLDER_DEFAULT, WHY_BUNDLED) and cfg.model is None:
+        return (f" (no --model: a newer artifact in {cfg.models_dir} replaces it; keep one with --model NAME, "
+                f"e.g. --model default, or model = \"NAME\" in the config)")
+    return ""
 
 
 def _ensure_folder(models_dir: Path) -> None:
@@ -630,4 +783,16 @@ def _make_notifier() -> Any:
 
 
 def serve(cfg: ServerConfig, **kw: Any) -> int:
-    return Server(cfg, **kw).run()
+    server = Server(cfg, **kw)
+    rc = server.run()
+    left = server.unfinished()
+    if left:
+        # Tearing the interpreter down while another thread runs torch aborts the process ("terminate called
+        # without an active exception", SIGABRT, not exit 0: issue 22). Past the shutdown budget, leave without it:
+        # every file is written by rename, so nothing is left half-done.
+        log.warning("exiting while %s still runs", " and ".join(left))
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc

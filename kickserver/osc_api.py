@@ -67,6 +67,27 @@ class RequestError(Exception):
         self.id = id
 
 
+class Malformed(RequestError):
+    """A message that is not a well-formed request to an address this server serves (a type tag it does not read,
+    a broken address or argument, an unknown address). Nothing a real client sends by mistake is this short, but
+    a forger's datagram is: its refusal must never be much larger than the datagram (`refusal`), so `shorter`
+    holds shorter forms of the reason, longest first."""
+
+    def __init__(self, reason: str, shorter: Sequence[str] = ()) -> None:
+        super().__init__(reason)
+        self.shorter = tuple(shorter)
+
+
+def refusal(e: RequestError, limit: int) -> bytes | None:
+    """The /kick/error for e in at most `limit` bytes: its reason, else the longest of a Malformed's shorter forms
+    that fits, else None (no reply)."""
+    for reason in (e.reason, *getattr(e, "shorter", ())):
+        data = error(e.id, reason)
+        if len(data) <= limit:
+            return data
+    return None
+
+
 @dataclass
 class Ping:
     pass
@@ -427,7 +448,8 @@ def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
     route = ROUTES.get(address) if isinstance(address, str) else None
     if route is None:
         shown = clip(address, 60) if isinstance(address, str) else repr(address)
-        raise RequestError(f"unknown address {shown}; known: {' '.join(ADDRESSES)}")
+        raise Malformed(f"unknown address {shown}; known: {' '.join(ADDRESSES)}",
+                        (f"unknown address {clip(shown, 40)}", "unknown address"))
     args = list(args)
     id = _find_id(args) if route.takes_id else NO_ID
     if len(args) > MAX_ARGS:
@@ -523,22 +545,26 @@ def decode_message(data: bytes) -> tuple[str, list[Any]]:
     not decode refuses the whole message (RequestError, id -1) instead of being dropped by python-osc."""
     head = _osc_string(data, 0)
     if head is None:
-        raise RequestError("not a valid OSC message (its address is not a terminated string)")
+        raise Malformed("not a valid OSC message (its address is not a terminated string)", ("malformed OSC",))
     address, i = head
     if i < len(data):
         tags = _osc_string(data, i)
         if tags is None or not tags[0].startswith(","):
-            raise RequestError(f"not a valid OSC message for {clip(address, 60)} (no type tag string)")
+            raise Malformed(f"not a valid OSC message for {clip(address, 60)} (no type tag string)",
+                            ("no type tag string", "malformed OSC"))
         for n, tag in enumerate(tags[0][1:], start=1):
             if tag not in DECODED_TAGS:
                 shown_tag = tag if tag.isprintable() else repr(tag)
-                raise RequestError(f"argument {n} of {clip(address, 60)} has the unsupported OSC type tag "
-                                   f"{shown_tag!r}; use int (i), float (f) or string (s)")
+                raise Malformed(f"argument {n} of {clip(address, 60)} has the unsupported OSC type tag "
+                                f"{shown_tag!r}; use int (i), float (f) or string (s)",
+                                (f"unsupported OSC type tag {shown_tag!r}", f"unsupported tag {shown_tag!r}",
+                                 "unsupported tag"))
     try:
         msg = OscMessage(data)
         params = list(msg.params)
     except (ParseError, ValueError, TypeError, IndexError, OverflowError) as e:
-        raise RequestError(f"malformed OSC arguments for {clip(address, 60)} ({clip(str(e), 80)})") from None
+        raise Malformed(f"malformed OSC arguments for {clip(address, 60)} ({clip(str(e), 80)})",
+                        ("malformed OSC arguments", "malformed arguments", "malformed OSC")) from None
     return address, params
 
 
@@ -580,8 +606,10 @@ def error(id: int, reason: str) -> bytes:
     return build(ERROR, [("i", id), ("s", clip(_osc_str(reason), 512))])
 
 
-def status(model: str, device: str, queued: int, generated: int) -> bytes:
-    return build(STATUS, [("s", model), ("s", device), ("i", queued), ("i", generated)])
+def status(model: str, device: str, queued: int, generated: int, why: str) -> bytes:
+    """`/kick/status model device queued generated why`: `why` the model serves (e.g. "pinned by --model") came
+    last, after the first four, so clients that read only those are unchanged."""
+    return build(STATUS, [("s", model), ("s", device), ("i", queued), ("i", generated), ("s", why)])
 
 
 def _names(address: str, names: Sequence[str]) -> bytes:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kickmodel.artifact import ArtifactError, check_artifact
+from kickmodel.generator import Cancelled
 
 log = logging.getLogger("kickserver.reload")
 
@@ -36,6 +37,7 @@ SUFFIX = ".safetensors"
 BUNDLED = Path(__file__).resolve().parent / "models" / "default.safetensors"
 DEFAULT_NAME = "default"
 POLL_S = 2.0  # polling interval when inotify is not available
+MAX_TO_CHECK = 4096  # artifacts waiting for their check (for /kick/models) at most
 
 Loaded = Callable[[Any, str, Path, Callable[[bytes], None] | None], None]
 Failed = Callable[[str, Callable[[bytes], None] | None], None]
@@ -61,56 +63,90 @@ def _files(models_dir: Path) -> list[Path]:
         return []
 
 
-_meta_cache: dict[str, tuple[tuple[int, int], bool]] = {}
+# str(path) -> ((mtime_ns, size) when checked, whether it loads): written by whoever loads or checks a file (the
+# loader thread, start-up), read by listings (the receive loop)
+_verdicts: dict[str, tuple[tuple[int, int], bool]] = {}
+MAX_VERDICTS = 4096
+PRECHECK_BYTES = 64 << 20  # validate: a file larger than this has its header checked before it is read whole
 
 
-def looks_valid(path: Path) -> bool:
-    """Whether an artifact would load, for listing models: its header, metadata, configs and tensor names
-    and shapes are checked without reading a weight (kickmodel.artifact.check_artifact, which builds the
-    networks on torch's meta device); cached by mtime and size."""
-    try:
-        st = path.stat()
-    except OSError:
+def verdict(path: Path) -> bool | None:
+    """Whether the artifact loads, as found for its current mtime and size; None if not checked since it changed."""
+    sig = _signature(path)
+    hit = _verdicts.get(str(path))
+    return hit[1] if sig is not None and hit is not None and hit[0] == sig else None
+
+
+def remember(path: Path, ok: bool, sig: tuple[int, int] | None = None) -> None:
+    """Record whether path loads (sig: its (mtime_ns, size) when it was read; default: now)."""
+    sig = sig or _signature(path)
+    if sig is None:
+        return
+    _verdicts[str(path)] = (sig, ok)
+    while len(_verdicts) > MAX_VERDICTS:
+        _verdicts.pop(next(iter(_verdicts)))
+
+
+def validate(path: Path) -> bool:
+    """Whether the artifact loads -- checked fully, as the loader loads it: kickmodel.generator.load_generator on
+    the CPU (every weight read, NaN and inf, the parts' content hashes, the networks built; for a file over
+    PRECHECK_BYTES its header alone first, so a big file whose header is wrong is not read whole) -- once per mtime
+    and size (cached). A refusal is logged once per version of the file. Seconds for a big artifact: the daemon
+    runs it in the loader thread only."""
+    from kickmodel.generator import load_generator
+
+    path = Path(path)
+    sig = _signature(path)
+    if sig is None:
         return False
-    key = (st.st_mtime_ns, st.st_size)
-    hit = _meta_cache.get(str(path))
-    if hit and hit[0] == key:
-        return hit[1]
+    known = verdict(path)
+    if known is not None:
+        return known
     try:
-        check_artifact(path)
+        if sig[1] > PRECHECK_BYTES:
+            check_artifact(path)
+        gen = load_generator(path, "cpu")
+        del gen
         ok = True
-    except (ArtifactError, OSError) as e:
-        log.debug("%s would not load: %s", path.name, e)
+    except ArtifactError as e:
+        log.warning("refused model %s: %s", path.name, str(e).replace(str(path) + ": ", ""))
         ok = False
-    _meta_cache[str(path)] = (key, ok)
+    except Exception as e:  # noqa: BLE001 - a file that breaks the checker is not listed; listing never fails
+        log.warning("refused model %s: the check failed (%s: %s)", path.name, type(e).__name__, str(e)[:200])
+        ok = False
+    remember(path, ok, sig)
     return ok
 
 
+def list_models(models_dir: Path, check_later: Callable[[Path], None] | None = None) -> list[str]:
+    """Names of the folder's artifacts that load (`validate`), plus `default` when the bundled model exists.
 
-
-def remember(path: Path, ok: bool) -> None:
-    """Record a full load's verdict (e.g. weights that do not fit) so listings agree with the loader."""
-    try:
-        st = Path(path).stat()
-    except OSError:
-        return
-    _meta_cache[str(path)] = ((st.st_mtime_ns, st.st_size), ok)
-
-
-def list_models(models_dir: Path) -> list[str]:
-    """Names of the folder's valid-looking artifacts, plus `default` when the bundled model exists."""
-    names = [artifact_name(p) for p in _files(models_dir) if looks_valid(p)]
+    An artifact not checked since it last changed is checked here (which may take seconds) when check_later is
+    None; otherwise it is handed to check_later and left out until that check is done, so the caller never waits
+    (the daemon's receive loop: the loader thread checks it)."""
+    names = []
+    for p in _files(models_dir):
+        ok = verdict(p)
+        if ok is None:
+            if check_later is not None:
+                check_later(p)
+                continue
+            ok = validate(p)
+        if ok:
+            names.append(artifact_name(p))
     if BUNDLED.is_file() and DEFAULT_NAME not in names:
         names.append(DEFAULT_NAME)
     return sorted(names)
 
 
-def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True) -> tuple[Path, str]:
+def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True,
+                  check_later: Callable[[Path], None] | None = None) -> tuple[Path, str]:
     """The artifact to serve for `name` (None: not configured). Raises ModelNotFound with a reason.
 
     NAME -> <models>/NAME.safetensors; `default` (or NAME with an empty models folder, unless
     fall_back is False) -> the bundled model; None -> <models>/default.safetensors, the bundled
-    model, else the newest valid artifact in the folder.
+    model, else the newest artifact in the folder that loads. check_later: as list_models's, for the
+    models a refusal names.
     """
     models_dir = Path(models_dir)
     files = _files(models_dir)
@@ -126,27 +162,27 @@ def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True)
             if name != DEFAULT_NAME:
                 log.warning("model %s not found and %s has no artifacts; serving the bundled model", name, models_dir)
             return BUNDLED, DEFAULT_NAME
-        have = ", ".join(list_models(models_dir)) or "none"
+        have = ", ".join(list_models(models_dir, check_later)) or "none"
         raise ModelNotFound(f"model {name!r} not found in {models_dir} (available: {have})")
     path = models_dir / f"{DEFAULT_NAME}{SUFFIX}"
     if path.is_file():
         return path, DEFAULT_NAME
     if BUNDLED.is_file():
         return BUNDLED, DEFAULT_NAME
-    valid = [p for p in files if looks_valid(p)]
-    if valid:
-        newest = max(valid, key=lambda p: p.stat().st_mtime_ns)
-        return newest, artifact_name(newest)
+    for newest in sorted(files, key=lambda p: _signature(p) or (0, 0), reverse=True):
+        if validate(newest):
+            return newest, artifact_name(newest)
     raise ModelNotFound(f"no model to serve: {models_dir} has no artifacts and the bundled model "
                         f"({BUNDLED}) is not installed; train one (kicktrain) or pass --models/--model")
 
 
-def warm_up(gen: Any) -> float:
-    """One throw-away sample so the first real request does not pay for lazy initialisation."""
+def warm_up(gen: Any, cancel: Callable[[], bool] | None = None) -> float:
+    """One throw-away sample so the first real request does not pay for lazy initialisation. cancel: as
+    render's (kickmodel.generator.Cancelled when it says stop)."""
     from kickmodel.generator import Item
 
     t0 = time.perf_counter()
-    gen.render([Item(seed=0)], steps=min(2, int(gen.default_steps)) if gen.samplers else None)
+    gen.render([Item(seed=0)], steps=min(2, int(gen.default_steps)) if gen.samplers else None, cancel=cancel)
     return time.perf_counter() - t0
 
 
@@ -181,8 +217,12 @@ class ModelLoader:
         self.pinned = pinned
         self.watching = "off"  # "inotify", "polling" or "off"
         self._pending: dict[Path, _Pending] = {}
+        self._to_check: dict[Path, None] = {}  # artifacts to check for /kick/models (validate), after any load
+        self._checked = [0, 0]  # of those checked since the queue was last empty: (load, do not)
+        self.on_checked: Callable[[], None] | None = None  # called in this thread whenever no check is left
         self._cond = threading.Condition()
         self._stop = False
+        self._cancel = threading.Event()  # set by stop(): a load in progress ends at its next step
         self._thread = threading.Thread(target=self._run, name="kick-loader", daemon=True)
         self._observer: Any = None
         self.models_dir: Path | None = None
@@ -292,23 +332,46 @@ class ModelLoader:
                 self._pending[path] = _Pending(due, sig=sig)
             self._cond.notify()
 
+    def check_later(self, path: Path) -> None:
+        """Check path fully for /kick/models (`validate`), in this thread, after any load waiting; list_models
+        leaves it out until then. At most MAX_TO_CHECK wait; more are asked for again by the next listing."""
+        with self._cond:
+            if path not in self._to_check and len(self._to_check) < MAX_TO_CHECK:
+                self._to_check[Path(path)] = None
+                self._cond.notify()
+
+    def check_folder(self, models_dir: Path) -> None:
+        """Check every artifact of models_dir not checked since it last changed (at start, and after SIGHUP)."""
+        for p in _files(models_dir):
+            if verdict(p) is None:
+                self.check_later(p)
+
     def request(self, path: Path, name: str, reply: Callable[[bytes], None] | None = None) -> None:
         """Load path now (a /kick/model request or a SIGHUP rescan); reply is told the outcome."""
         with self._cond:
             self._pending[Path(path)] = _Pending(time.monotonic(), reply, name)
             self._cond.notify()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop watching and loading (a load in progress is abandoned: the thread is a daemon)."""
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop watching and loading, and wait up to timeout s for the thread: a load in progress stops at its next
+        step (after reading and building, or within its warm-up); a check of one file runs to its end. True once
+        the thread has ended (exiting the process while it runs torch aborts it: issue 22)."""
         self.unwatch()
         with self._cond:
             self._stop = True
+            self._cancel.set()
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join(timeout=timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
 
     # ------------------------------------------------------------ the thread
-    def _next(self) -> tuple[Path, _Pending] | None:
+    def _next(self) -> tuple[Path, _Pending | None] | None:
+        """The next load due (path, its _Pending), else the next file to check (path, None); None once stopped."""
         with self._cond:
             while not self._stop:
                 now = time.monotonic()
@@ -322,6 +385,10 @@ class ModelLoader:
                             p.sig, p.due = sig, now + self.quiet_s
                             continue
                     return path, self._pending.pop(path)
+                if self._to_check:
+                    path = next(iter(self._to_check))
+                    del self._to_check[path]
+                    return path, None
                 wait = min((p.due for p in self._pending.values()), default=now + 1.0) - now
                 self._cond.wait(timeout=max(0.01, min(wait, 1.0)))
             return None
@@ -339,11 +406,38 @@ class ModelLoader:
             # set_num_threads could change the process-wide value it reads.
             torch.get_num_threads()
             torch.set_num_threads(1)
+            if pending is None:
+                self._check(path)
+                continue
             try:
                 self._load(path, pending)
+            except Cancelled:
+                log.info("stopped loading %s: shutting down", path.name)
             except Exception as e:  # noqa: BLE001 - the loader must survive anything
                 log.error("loading %s failed: %s: %s", path, type(e).__name__, e)
                 self.on_failed(f"cannot load {path.name}: {e}", pending.reply)
+
+    def _check(self, path: Path) -> None:
+        """One file for /kick/models: validate it unless it is gone or was checked meanwhile; one summary line
+        once the queue is empty."""
+        if verdict(path) is None and path.is_file():
+            t0 = time.perf_counter()
+            ok = validate(path)
+            self._checked[0 if ok else 1] += 1
+            log.debug("checked %s in %.2f s: %s", path.name, time.perf_counter() - t0, "loads" if ok else "refused")
+        with self._cond:
+            done = not self._to_check
+        if not done:
+            return
+        if sum(self._checked):
+            log.info("checked %d model(s) for /kick/models: %d load, %d do not (not listed)", sum(self._checked),
+                     *self._checked)
+            self._checked = [0, 0]
+        if self.on_checked is not None:
+            try:
+                self.on_checked()
+            except Exception as e:  # noqa: BLE001 - the loader must survive anything
+                log.error("after checking models: %s: %s", type(e).__name__, e)
 
     def _load(self, path: Path, pending: _Pending) -> None:
         from kickmodel.generator import load_generator
@@ -361,28 +455,22 @@ class ModelLoader:
         try:
             gen = load_generator(path, self.device)
         except ArtifactError as e:
-            remember(path, False)
+            remember(path, False, (st.st_mtime_ns, st.st_size))
             log.warning("refused model %s: %s", path.name, str(e).replace(str(path) + ": ", ""))
             self.on_failed(f"refused model {name}: {str(e).replace(str(path) + ': ', '')}", pending.reply)
             return
-        remember(path, True)
-        warm = warm_up(gen)
+        remember(path, True, (st.st_mtime_ns, st.st_size))
+        if self._cancel.is_set():
+            raise Cancelled
+        warm = warm_up(gen, cancel=self._cancel.is_set)
         self.last_seen[path] = (st.st_mtime_ns, st.st_size)
         log.info("loaded model %s from %s in %.2f s (warm-up %.2f s)", name, path, time.perf_counter() - t0, warm)
         self.on_loaded(gen, name, path, pending.reply)
 
     def _validate_only(self, path: Path, name: str) -> None:
         """A new artifact beside a pinned model: check it fully (on the CPU), list it, do not serve it."""
-        from kickmodel.generator import load_generator
-
-        try:
-            gen = load_generator(path, "cpu")
-        except ArtifactError as e:
-            remember(path, False)
-            log.warning("refused model %s: %s", path.name, str(e).replace(str(path) + ": ", ""))
+        if not validate(path):  # logs the refusal, once per version of the file
             return
-        del gen
-        remember(path, True)
         log.info("model %s is ready in %s; still serving the pinned model %s (select it with /kick/model %s)",
                  name, path.parent, self.pinned, name)
 

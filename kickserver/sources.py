@@ -14,7 +14,8 @@ with a one-line reason (SourceError):
    refused), at most MAX_SOURCE_BYTES.
 5. The descriptor's own path (/proc/self/fd/N) must still lie under a root: a folder swapped for a
    link between steps 2 and 3 is caught here.
-6. The header, read from the descriptor: at most MAX_SOURCE_S long and MAX_SOURCE_SAMPLES samples.
+6. The header, read from the descriptor: at most MAX_SOURCE_S long and MAX_SOURCE_SAMPLES samples, at a
+   sample rate within kickmodel.clips.MIN_RATE..MAX_RATE (the bounds training files have too).
 
 The receive loop calls `open_source`, so a refusal is answered at once; the worker later calls
 `Source.decode`, which reads the same descriptor (never the path again), checks the bounds again
@@ -29,10 +30,18 @@ from pathlib import Path
 
 import numpy as np
 
-MAX_SOURCE_S = 30.0  # a source is decoded whole: refuse long files before reading them
+from kickmodel import clips
+
+# a source is decoded whole: refuse long files before reading them (the bounds training files have too)
+MAX_SOURCE_S = clips.MAX_SECONDS
 MAX_SOURCE_BYTES = 64 << 20
-MAX_SOURCE_SAMPLES = 8 << 20  # frames x channels decoded at most (32 MB of float32)
+MAX_SOURCE_SAMPLES = clips.MAX_SAMPLES  # frames x channels decoded at most (32 MB of float32)
 OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+# (the link's target is not named: the reply may go to a forged source address)
+LINKS_OUT = ("source links out of the output folder and read roots; name the file it links to by its absolute path "
+             "instead, in a folder kickserver reads (start it with --read-root FOLDER; read_roots in its config)")
 
 
 class SourceError(ValueError):
@@ -74,12 +83,14 @@ def resolve_source(source: str, out_dir: Path, read_roots: list[Path]) -> Path:
         if ".." in p.parts:
             raise SourceRefused("source may not contain '..'")
         if not any(within(p, r) for r in roots):
-            raise SourceRefused("source must be a file name in the output folder or a path under a read root")
+            raise SourceRefused(f"source must be a file name in the output folder or a path under a read root; to "
+                                f"read files in {shown(str(p.parent))}, start kickserver with --read-root "
+                                f"{shown(str(p.parent))} (read_roots in its config)")
         candidates = roots
     else:
         if "/" in source or "\\" in source or source in (".", "..") or source.startswith("."):
             raise SourceRefused("source must be a bare file name in the output folder or an absolute path "
-                                "under a read root")
+                                "under a read root (kickserver --read-root FOLDER)")
         p = Path(out_dir) / source
         candidates = [Path(out_dir)]
     try:
@@ -89,7 +100,7 @@ def resolve_source(source: str, out_dir: Path, read_roots: list[Path]) -> Path:
     except (OSError, RuntimeError) as e:
         raise SourceRefused(f"source {shown(source)} cannot be opened ({_why(e)})") from None
     if not any(within(real, _real(r)) for r in candidates):
-        raise SourceRefused("source links out of the output folder and read roots")
+        raise SourceRefused(LINKS_OUT)
     return real
 
 
@@ -165,6 +176,9 @@ class Source:
     def _check_header(self, frames: int, rate: int, channels: int) -> None:
         if rate <= 0 or channels <= 0:
             raise SourceRefused(f"cannot use source {shown(self.name)}: its header is malformed")
+        if not clips.MIN_RATE <= rate <= clips.MAX_RATE:  # any rate within is resampled at a bounded cost
+            raise SourceRefused(f"cannot use source {shown(self.name)}: its sample rate {rate} Hz is outside "
+                                f"{clips.MIN_RATE}..{clips.MAX_RATE} Hz; convert it to 44100 or 48000 Hz")
         seconds = frames / rate
         if seconds > MAX_SOURCE_S:
             raise SourceTooBig(f"source {shown(self.name)} is {seconds:.1f} s long; at most {MAX_SOURCE_S:g} s")
@@ -228,7 +242,7 @@ def open_source(source: str, out_dir: Path, read_roots: list[Path]) -> Source:
     try:
         where = _fd_path(fd)
         if where is not None and not any(within(where, r) for r in roots):
-            raise SourceRefused("source links out of the output folder and read roots")
+            raise SourceRefused(LINKS_OUT)
         src.check()
     except OSError as e:
         src.close()

@@ -1,12 +1,16 @@
 """The one thread that owns the model: takes queued kicks in batches, generates, writes, replies.
 
 The receive loop only calls `submit` (never blocks on the model): a request that would push the
-queue past `queue_limit` kicks, or its client's queue past `client_limit`, is refused at once
-(`busy`). Each client (the daemon passes the request's source address and port) has its own
-queue, and batches start from the clients' queues in turn (round-robin), so one client's backlog
-never starves another's single kick: a client waits at most one batch per other client with work
-queued. Queued kicks that share a key (steps and sampler for fresh kicks; the same request for
-variations and interpolations) are generated together, up to `max_batch` at a time, taken from the clients in turn.
+queue past `queue_limit` kicks, or its host's kicks past `client_limit`, is refused at once
+(`busy`). A host is a source address: the daemon passes (address, port) as the job's client, and
+every port of one address shares that address's limit and its turn, so opening more sockets buys
+no larger share (issue 22: four ports filled the whole queue). Batches start from the hosts in turn
+(round-robin), and within a host from its clients (ports) in turn, so one host's backlog never
+starves another host's single kick: a host waits at most one batch per other host with work
+queued; two programs on one machine (Max and Pd, both 127.0.0.1) share that machine's limit and
+take turns within it. Queued kicks that share a key (steps and sampler for fresh kicks; the same
+request for variations and interpolations) are generated together, up to `max_batch` at a time,
+taken one per host per pass.
 A new model handed over by `offer_model` is swapped in between batches, so no request is lost.
 `stop` cancels the batch on the device (the generator checks between network calls and raises),
 lets the file being written land, and answers every other kick "shutting down".
@@ -68,7 +72,8 @@ class End:
 @dataclass
 class Job:
     """One accepted /kick/generate, /kick/variation or /kick/interpolate: `count` kicks, each answered exactly
-    once. `seeds` are the seeds the replies carry (an interpolation's: osc_api.Interpolate.reply_seed)."""
+    once. `seeds` are the kicks' seeds (an interpolation's: osc_api.Interpolate.reply_seed); `reply_seed` says
+    what each reply carries."""
 
     id: int
     seeds: list[int]
@@ -78,7 +83,7 @@ class Job:
     controls: dict[str, float] = field(default_factory=dict)
     source: Source | None = None  # a variation's source, opened and checked by the receive loop; read once
     strength: float = 0.5
-    client: Any = None  # whose queue the kicks join (the daemon: the source address and port)
+    client: Any = None  # whose queue the kicks join (the daemon: the source address and port; see `host`)
     ends: tuple[End, End] | None = None  # an interpolation's a and b
     ts: list[float] | None = None  # an interpolation's t per kick (0: a, 1: b), in the order of seeds
     _failed: str | None = None  # an interpolation the model refused: its later batches get the same reason
@@ -88,6 +93,18 @@ class Job:
     @property
     def count(self) -> int:
         return len(self.seeds)
+
+    @property
+    def host(self) -> Any:
+        """Whose share the kicks count against: the source address of an (address, port) client, else the client."""
+        return self.client[0] if isinstance(self.client, tuple) and self.client else self.client
+
+    def reply_seed(self, seed: int) -> int:
+        """The seed field of a kick's /kick/done: the seed /kick/generate turns into this very kick. A variation's
+        seed is its noise, which /kick/generate would turn into another kick, so its reply carries NO_SEED and a
+        client goes on from its file (`/kick/variation SOURCE seed S` with the same strength, steps and controls
+        makes it again; its name and tags say S)."""
+        return osc_api.NO_SEED if self.source is not None else seed
 
     def sources(self) -> list[Source]:
         """Every file this job holds open (to close when it is refused or dropped)."""
@@ -136,9 +153,12 @@ class Worker:
         self.software = software
         self.generated = 0
         self.batches = 0
-        # client -> its queued kicks; the dict's order is the round-robin order (the client served last moves
-        # to the end). A client whose queue empties is removed.
-        self._queues: collections.OrderedDict[Any, collections.deque[_Unit]] = collections.OrderedDict()
+        # host -> client -> its queued kicks; each dict's order is its round-robin order (the host, and the
+        # client within it, served last moves to the end). A client whose queue empties is removed, and a host
+        # with no client left.
+        self._queues: collections.OrderedDict[Any, collections.OrderedDict[Any, collections.deque[_Unit]]] = (
+            collections.OrderedDict())
+        self._host_waiting: dict[Any, int] = {}  # host -> its kicks in the queues
         self._waiting = 0  # kicks in all the queues
         self._running = 0
         self._cond = threading.Condition()
@@ -167,14 +187,14 @@ class Worker:
                 return "shutting down"
             if self._waiting + job.count > self.queue_limit:
                 return f"busy: {self._waiting} kicks queued (limit {self.queue_limit})"
-            q = self._queues.get(job.client)
-            mine = len(q) if q else 0
+            host = job.host
+            mine = self._host_waiting.get(host, 0)
             if mine + job.count > self.client_limit:
-                return f"busy: {mine} of your kicks queued (limit {self.client_limit} per client)"
-            if q is None:
-                q = self._queues[job.client] = collections.deque()
+                return f"busy: {mine} kicks from your address queued (limit {self.client_limit} per address)"
+            q = self._queues.setdefault(host, collections.OrderedDict()).setdefault(job.client, collections.deque())
             ts = job.ts if job.ts is not None else [None] * job.count
             q.extend(_Unit(job, s, t) for s, t in zip(job.seeds, ts, strict=True))
+            self._host_waiting[host] = mine + job.count
             self._waiting += job.count
             self._cond.notify()
         return None
@@ -235,30 +255,49 @@ class Worker:
     def _take_batch(self) -> list[_Unit]:
         """Up to max_batch queued units sharing a key (caller holds the lock).
 
-        The batch starts with the oldest kick of the client whose turn it is; that client then goes to the
-        end of the round. It is filled with kicks of the same key taken one per client per pass, in round
-        order, so a batch never takes a client's whole backlog while another client waits with the same key."""
-        first_client, q = next(iter(self._queues.items()))
+        The batch starts with the oldest kick of the host whose turn it is, from that host's client whose turn
+        it is; both then go to the end of their rounds. It is filled with kicks of the same key taken one per host
+        per pass, in round order (each from the host's next client that has one), so a batch never takes a host's
+        whole backlog while another host waits with the same key, and many ports buy one host no larger share."""
+        first_host, clients = next(iter(self._queues.items()))
+        first_client, q = next(iter(clients.items()))
         first = q.popleft()
+        clients.move_to_end(first_client)
         key = self._key(first)
         batch = [first]
         progress = True
         while len(batch) < self.max_batch and progress:
             progress = False
-            for queue in self._queues.values():
+            for clients in self._queues.values():
                 if len(batch) >= self.max_batch:
                     break
-                for i, u in enumerate(queue):
-                    if self._key(u) == key:
-                        del queue[i]
-                        batch.append(u)
-                        progress = True
-                        break
-        self._queues.move_to_end(first_client)
-        for client in [c for c, queue in self._queues.items() if not queue]:
-            del self._queues[client]
+                if self._take_one(clients, key, batch):
+                    progress = True
+        self._queues.move_to_end(first_host)
+        for u in batch:
+            host = u.job.host
+            self._host_waiting[host] -= 1
+            if not self._host_waiting[host]:
+                del self._host_waiting[host]
+        for host, clients in list(self._queues.items()):
+            for client in [c for c, queue in clients.items() if not queue]:
+                del clients[client]
+            if not clients:
+                del self._queues[host]
         self._waiting -= len(batch)
         return batch
+
+    def _take_one(self, clients: collections.OrderedDict, key: tuple, batch: list[_Unit]) -> bool:
+        """Move the oldest unit with `key` of the first of a host's clients (in their round order) that has one into
+        batch; that client goes to the end of the host's round."""
+        for client, queue in clients.items():
+            for i, u in enumerate(queue):
+                if self._key(u) == key:
+                    del queue[i]
+                    batch.append(u)
+                    clients.move_to_end(client)
+                    return True
+        return False
 
     def _run(self) -> None:
         if self.threads:
@@ -271,7 +310,7 @@ class Worker:
             torch.get_num_threads()
             torch.set_num_threads(self.threads)
             try:
-                warm_up(self.gen)  # this thread's kernels, for the first request
+                warm_up(self.gen, cancel=self._cancel.is_set)  # this thread's kernels, for the first request
             except Cancelled:
                 pass  # stopped during the warm-up
             except Exception as e:  # noqa: BLE001 - a failed warm-up shows again, answered, on the first request
@@ -297,8 +336,9 @@ class Worker:
             finally:
                 self._running = 0
         with self._cond:
-            left = [u for q in self._queues.values() for u in q]
+            left = [u for clients in self._queues.values() for q in clients.values() for u in q]
             self._queues.clear()
+            self._host_waiting.clear()
             self._waiting = 0
         for u in left:
             u.job.reply(osc_api.error(u.job.id, "shutting down"))
@@ -396,7 +436,7 @@ class Worker:
                 u.answer(osc_api.error(u.job.id, f"cannot write kick (seed {u.seed}): {type(e).__name__}: {e}"))
                 continue
             self.generated += 1
-            u.answer(osc_api.done(u.job.id, str(path), u.seed))
+            u.answer(osc_api.done(u.job.id, str(path), u.job.reply_seed(u.seed)))
         log.debug("batch of %d (%s, %s steps) in %.3f s", len(batch), sampler, steps, t_gen)
         try:
             self.writer.prune()

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from kickmodel import safejson
 from kickmodel.fsutil import atomic_write_bytes, fsync_dir
 from kickmodel.wavfile import KickInfo, encode_wav
 
@@ -39,6 +40,7 @@ __all__ = ["KickInfo", "KickWriter", "WriteError", "encode_wav", "publish"]
 log = logging.getLogger("kickserver.writer")
 
 LEDGER = ".kickserver-ledger.json"
+MAX_LEDGER_BYTES = 64 << 20  # about 600,000 kicks (an entry is about 100 bytes)
 MAX_NAME_TRIES = 100
 # kick_<stamp>_<seed>.wav, kick_<stamp>_v<seed>.wav for a variation, or kick_<stamp>_t<t in thousandths:
 # 000..1000>.wav for an interpolated kick that no seed regenerates
@@ -180,7 +182,7 @@ class KickWriter:
     def _read_ledger(self) -> list[dict]:
         path = self.out_dir / LEDGER
         try:
-            data = json.loads(path.read_text())
+            data = safejson.read(path, max_bytes=MAX_LEDGER_BYTES)  # no FIFO, no link, bounded: never blocks
             files = [f for f in data.get("files", []) if isinstance(f, dict) and NAME_RE.match(str(f.get("name", "")))]
         except FileNotFoundError:
             return []

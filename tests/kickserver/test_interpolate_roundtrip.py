@@ -199,6 +199,20 @@ def test_refusals_get_one_clear_reason_with_the_id(daemon, args, needle):
     assert id == (20 if "id" in args else osc_api.NO_ID)
 
 
+@pytest.mark.parametrize("address,args", [
+    ("/kick/interpolate", ("a", 1, "b", 2, "t", 0.5, "count", 3)),  # refused while parsing
+    ("/kick/interpolate", ("a", 1, "b", 2, "sampler", "ddpm", "t", 0.5)),  # refused by the daemon
+    ("/kick/interpolate", ("a", 1, "b", "missing.wav")),
+    ("/kick/variation", ("missing.wav",)),
+    ("/kick/variation", ("/etc/passwd",)),
+])
+def test_a_refusal_of_a_request_without_an_id_carries_minus_one(daemon, address, args):
+    """One rule (README): an error reply carries the id the request named, else -1; server-assigned ids are only
+    for kicks actually queued (a refusal by the daemon used to carry one, a refusal while parsing -1)."""
+    id, reason = error_reason(daemon, address, *args)
+    assert id == osc_api.NO_ID, (id, reason)
+
+
 def test_a_sampler_that_cannot_morph_refuses_the_whole_request_once(daemon):
     """Refused when it arrives (one /kick/error), not kick by kick when the model tries."""
     replies = daemon.send("/kick/interpolate", "a", 1, "b", 2, "count", 3, "sampler", "ddpm", "id", 23, expect=3,

@@ -118,7 +118,9 @@ def test_variation(daemon):
     name = Path(src[1]).name
     replies = daemon.send("/kick/variation", name, "strength", 0.5, "count", 2, "seed", 3, "steps", STEPS, "id", 7,
                           expect=2)
-    assert [(a, p[0], p[2]) for a, p in replies] == [("/kick/done", 7, 3), ("/kick/done", 7, 4)]
+    # no seed that /kick/generate turns into these kicks (-1); their names and tags carry their own seeds
+    assert [(a, p[0], p[2]) for a, p in replies] == [("/kick/done", 7, osc_api.NO_SEED)] * 2
+    assert [Path(p[1]).stem.split("_")[-1] for _, p in replies] == ["v3", "v4"]
     for _, p in replies:
         assert Path(p[1]).is_file() and p[1] != src[1]
     # an absolute path under the out folder (what /kick/done hands out) works too
@@ -127,7 +129,8 @@ def test_variation(daemon):
 
 
 def test_variation_strength_zero_returns_the_source(daemon):
-    from kickmodel.clips import load_clip
+    """The source prepared (onset, length, level) and finished without filtering it again (issue 22)."""
+    from kickmodel.clips import prepare_audio, read_audio
     from kickmodel.config import DataConfig
     from kickmodel.generator import finish_kick
 
@@ -135,8 +138,8 @@ def test_variation_strength_zero_returns_the_source(daemon):
     (a, p), = daemon.send("/kick/variation", Path(src[1]).name, "strength", 0.0)
     assert a == "/kick/done", p
     got, _ = sf.read(p[1], dtype="float64")
-    clip, _ = load_clip(Path(src[1]), DataConfig(length=4096))
-    want = finish_kick(clip, 44100)
+    clip, _ = prepare_audio(*read_audio(Path(src[1])), DataConfig(length=4096), highpass=False)
+    want = finish_kick(clip, 44100, highpass_hz=0)
     assert np.abs(got - want).max() < 1e-5  # 24-bit quantisation only
 
 
@@ -194,8 +197,8 @@ def test_status(daemon):
     """Independent of the other tests: it counts its own kicks."""
     (a, p), = daemon.send("/kick/status")
     assert a == "/kick/status"
-    model, device, queued, generated = p
-    assert (model, device) == ("tiny", "cpu")
+    model, device, queued, generated, why = p
+    assert (model, device, why) == ("tiny", "cpu", "pinned by --model")
     assert isinstance(queued, int) and isinstance(generated, int) and queued >= 0 and generated >= 0
     replies = daemon.send("/kick/generate", 2, "steps", STEPS, expect=2)
     assert [a for a, _ in replies] == ["/kick/done"] * 2, replies
@@ -423,4 +426,4 @@ def test_burst_of_500_gets_500_answers(daemon):
 
 def test_type_tag_helper():
     assert type_tags(osc_api.done(1, "/x.wav", 2)) == "isi"
-    assert type_tags(osc_api.status("m", "cpu", 0, 3)) == "ssii"
+    assert type_tags(osc_api.status("m", "cpu", 0, 3, "pinned by --model")) == "ssiis"

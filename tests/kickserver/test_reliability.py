@@ -12,6 +12,7 @@ that ran, so the table cannot drift from what the tests do.
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import random
@@ -21,6 +22,7 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,7 +32,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from daemon_util import REPO, build_message, make_artifact, models_folder, parse_replies, start_daemon
+from daemon_util import (
+    REPO,
+    big_header_artifact,
+    broken_artifacts,
+    build_message,
+    daemon_env,
+    free_udp_port,
+    make_artifact,
+    models_folder,
+    parse_replies,
+    root_conftest,
+    start_daemon,
+)
 
 from kickserver import state
 from kickserver.logs import MAX_MESSAGE
@@ -141,12 +155,13 @@ def _kick(path: Path, freq: float, rate: int = 44100, seconds: float = 0.2) -> P
 
 
 def _prepared(path: Path) -> np.ndarray:
-    from kickmodel.clips import load_clip
+    """What a variation at strength 0 gives back for the file: prepared, finished, not filtered again (issue 22)."""
+    from kickmodel.clips import prepare_audio, read_audio
     from kickmodel.config import DataConfig
     from kickmodel.generator import finish_kick
 
-    clip, _ = load_clip(path, DataConfig(length=4096))
-    return finish_kick(clip, 44100)
+    clip, _ = prepare_audio(*read_audio(path), DataConfig(length=4096), highpass=False)
+    return finish_kick(clip, 44100, highpass_hz=0)
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> float:
@@ -332,6 +347,61 @@ def test_one_client_cannot_starve_another(shared, tally):
     _fairness(shared, tally, requests=2, count=16, steps=12)
 
 
+def test_four_ports_of_one_host_cannot_crowd_out_another_host(shared, tally):
+    """Issue 22: four sockets of 127.0.0.1 each send 2 x /kick/generate 16 (steps 12); they share that host's 32
+    kicks (6 requests busy) instead of filling all 64, and a kick asked for from 127.0.0.2 is accepted and answered
+    after at most the batch running and one more (it waited for 40 of the flood's kicks)."""
+    d = shared
+    ports = [Client(d, tally) for _ in range(4)]
+    b = Client(d, tally, host="127.0.0.2")
+    stop = threading.Event()
+
+    def drain():  # the flood's replies are read (and time-stamped) as they arrive
+        while not stop.is_set():
+            for c in ports:
+                c.receive(10**6, 0.01)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    try:
+        for rep in range(2):
+            for i, c in enumerate(ports):
+                c.ask("/kick/generate", 16, "steps", 12, id=200 + 10 * i + rep, count=16)
+        tally.faults += 1  # one host's flood from four ports
+        reader.start()
+        _queued(b, 8)
+        b.ask("/kick/generate", "steps", STEPS, id=1)
+        b.wait_all(timeout=60)
+        (kind, p), = b.answers[1]
+        assert kind == "/kick/done", p
+        b_done_at = next(t for t, k, _ in b.replies if k == "/kick/done")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and any(
+                len(c.answers.get(i, [])) < (1 if _busy(c, i) else 16) for c in ports for i in c.asked):
+            time.sleep(0.05)
+        stop.set()
+        reader.join(5)
+        for c in ports:  # a refused request gets one answer, `busy`
+            for i in c.asked:
+                if _busy(c, i):
+                    c.asked[i] = 1
+        busy = sum(_busy(c, i) for c in ports for i in c.asked)
+        a_done_before = sum(1 for c in ports for t, k, _ in c.replies if k == "/kick/done" and t <= b_done_at)
+        assert a_done_before <= 16, f"127.0.0.2 waited for {a_done_before} of 127.0.0.1's kicks"
+        assert busy == 6, [c.answers for c in ports]
+    finally:
+        stop.set()
+        if reader.is_alive():
+            reader.join(5)
+        for c in [*ports, b]:
+            c.settle()
+            c.close()
+
+
+def _busy(c: Client, id: int) -> bool:
+    got = c.answers.get(id, [])
+    return bool(got) and got[0][0] == "/kick/error" and str(got[0][1][1]).startswith("busy")
+
+
 @pytest.mark.slow
 def test_one_client_cannot_starve_another_long(shared, tally):
     """The field report: 4 x /kick/generate 16 steps 200 from one client (2 accepted, 2 busy), then another
@@ -355,13 +425,25 @@ def test_unknown_type_tags_refuse_the_message(shared, tally, tags, payload):
     try:
         c.send_raw(head + tagstr + payload, fault=True)
         got = c.receive(2, 1.5)
-        assert [a for a, _ in got] == ["/kick/error"] and "unsupported OSC type tag" in got[0][1][1], got
+        # the reason is as long as 5x the datagram allows (both copies): "unsupported tag 'Z'" for the shortest
+        assert [a for a, _ in got] == ["/kick/error"] and got[0][1][1].startswith("unsupported "), got
+        assert f"tag {tags.decode()[-1]!r}" in got[0][1][1], got
         assert set(d.out_dir.glob("kick_*.wav")) == before
     finally:
         c.close()
 
 
 # ---------------------------------------------------------------- reflection and amplification (item 4)
+
+
+def _pending_bytes(sock: socket.socket) -> int:
+    """The bytes of every datagram that arrives on sock (a timeout set) until it stays quiet for that long."""
+    n = 0
+    while True:
+        try:
+            n += len(sock.recvfrom(65536)[0])
+        except TimeoutError:
+            return n
 
 
 def _bundle(*elements: bytes, timetag: bytes = b"\0" * 7 + b"\1") -> bytes:
@@ -414,12 +496,7 @@ def test_reply_budget_bounds_what_a_forged_source_can_draw(tmp_path, models_dir,
                 flood.send("/kick/models" if i % 2 else "/kick/status", fault=True)
             flood.receive(10**6, 1.5)
             elapsed = time.monotonic() - t0
-            copies = 0
-            while True:
-                try:
-                    copies += len(listener.recvfrom(65536)[0])
-                except TimeoutError:
-                    break
+            copies = _pending_bytes(listener)
             drawn = flood.bytes_in + copies
             assert 0 < drawn <= 4096 + 1024 * elapsed + 512, (drawn, elapsed)
             assert d.wait_for_log("over its reply budget", timeout=5)
@@ -468,6 +545,72 @@ def test_reply_budget_under_a_long_flood(tmp_path, models_dir, tally):
             for c in (flood, other):
                 c.settle()
                 c.close()
+
+
+def test_many_other_addresses_never_refill_a_spent_reply_budget(tmp_path, models_dir, tally):
+    """Issue 22: with an 8 KB budget (1 KB/s), 127.0.0.1 spends its budget, 4,100 datagrams from other loopback
+    addresses follow (more than the 4,096 budgets kept), and 127.0.0.1 asks again: it gets no fresh burst (it did:
+    eviction forgot the spent budget), all it draws stays within 8 KB + 1 KB/s."""
+    with start_daemon(tmp_path, models_dir, model="tiny",
+                      extra_args=["--reply-burst-kb", "8", "--reply-rate-kb", "1"]) as d:
+        victim, listener = Client(d, tally), d.reply_listener()
+        listener.settimeout(0.2)
+        try:
+            t0 = time.monotonic()
+            for _ in range(100):
+                victim.send("/kick/status", fault=True)
+            victim.receive(10**6, 0.5)
+            spent = victim.bytes_in
+            ping = build_message("/kick/ping", [])
+            for i in range(4100):
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                    s.bind((f"127.1.{i // 250}.{i % 250 + 1}", 0))
+                    s.sendto(ping, (d.host, d.port))
+                tally.requests += 1
+            tally.faults += 1
+            for _ in range(100):
+                victim.send("/kick/status", fault=True)
+            victim.receive(10**6, 0.5)
+            elapsed = time.monotonic() - t0
+            copies = _pending_bytes(listener)
+            drawn = victim.bytes_in + copies
+            assert spent > 3000, spent  # the first flood was answered until the budget ran out
+            assert drawn <= 8192 + 1024 * elapsed + 200, (drawn, spent, elapsed)
+        finally:
+            victim.close()
+            listener.close()
+
+
+MALFORMED = [b"/\0\0\0", b"/kick/generate\0\0,Z\0\0", b"/kick/generate\0\0,iZ\0" + struct.pack(">i", 3),
+             b"/kick/generate\0\0,i\0\0", b"/\xff\xfe\0", b"/x\0\0,\0\0\0",
+             b"/kick/generat\0\0\0,\0\0\0", b"#bundle\0" + b"\0" * 7 + b"\1",
+             b"#bundle\0" + b"\0" * 7 + b"\1" + struct.pack(">i", 4) + b"/\0\0\0"]
+
+
+def test_a_malformed_datagram_draws_at_most_five_times_its_size(shared, tally):
+    """Issue 22: `/\\0\\0\\0` (4 bytes) drew 320 bytes of replies (both copies) and a `,Z` message 12x its size;
+    now every reply to a malformed datagram (an unknown type tag, a broken argument or address, an unknown
+    address, an empty bundle) is at most 5x the datagram, counting both copies, or there is none."""
+    d = shared
+    c = Client(d, tally, host="127.0.0.3")  # an address with a full budget of its own
+    copy = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    copy.bind(("127.0.0.3", d.reply_port))
+    copy.settimeout(0.05)
+    try:
+        ratios = {}
+        for data in MALFORMED:
+            before = c.bytes_in
+            c.send_raw(data, fault=True)
+            got = c.receive(2, 0.5)
+            out = c.bytes_in - before
+            out += _pending_bytes(copy)
+            ratios[data[:24]] = (out / len(data), [p[1] for a, p in got])
+            assert all(a == "/kick/error" for a, _ in got), got
+        assert all(r <= 5 for r, _ in ratios.values()), ratios
+        assert any(got for _, got in ratios.values()), "nothing was answered at all"
+    finally:
+        c.close()
+        copy.close()
 
 
 # ---------------------------------------------------------------- a full disk (item 6)
@@ -603,6 +746,65 @@ def test_models_lists_only_artifacts_that_load(tmp_path, tiny_artifact, tally):
     assert a == "/kick/models" and sorted(names) == ["default", "tiny"], names
 
 
+PROBE_PINGS = 200
+
+
+def test_models_lists_what_loads_and_checking_never_stalls_the_daemon(tmp_path, tiny_artifact, tally):
+    """Issue 22: present at start, seven artifacts whose headers pass but that do not load (truncated, no weights,
+    a hash mismatch, NaN, inf, overlapping offsets, a short file) and ten that load but carry 7.6 MB headers:
+    /kick/models lists exactly what loads, and /kick/ping every 20 ms meanwhile is answered in 0.1 s (median), 0.5 s
+    at worst (the seven were listed, and the first listing held the receive loop for seconds)."""
+    models = models_folder(tmp_path / "models", tiny_artifact)
+    broken = broken_artifacts(tiny_artifact, models)
+    for i in range(10):
+        big_header_artifact(tiny_artifact, models / f"big{i}.safetensors", seed=i)
+    tally.faults += len(broken) + 10
+    loadable = sorted(["default", "tiny"] + [f"big{i}" for i in range(10)])
+    with start_daemon(tmp_path, models, model="tiny") as d:
+        pings: list[float] = []
+        stop = threading.Event()
+
+        def pinger():  # a fixed count (>= 4 s of probing), so the table's request count does not hang on timing
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.bind(("127.0.0.1", 0))
+                s.settimeout(10)
+                for _ in range(PROBE_PINGS):
+                    if stop.is_set():
+                        break
+                    t = time.monotonic()
+                    s.sendto(build_message("/kick/ping", []), (d.host, d.port))
+                    try:
+                        s.recvfrom(65536)
+                        pings.append(time.monotonic() - t)
+                    except TimeoutError:
+                        pings.append(10.0)
+                    time.sleep(0.02)
+
+        th = threading.Thread(target=pinger, daemon=True)
+        th.start()
+        try:
+            c = Client(d, tally)
+            c.send("/kick/models")
+            (a, first), = c.receive(1, 15, only="/kick/models")
+            assert not set(first) & set(broken), first
+            assert d.wait_for_log("checked 17 model(s) for /kick/models: 10 load, 7 do not", timeout=60), \
+                d.stderr_text()
+            c.send("/kick/models")
+            (a, names), = c.receive(1, 5, only="/kick/models")
+            c.close()
+            assert sorted(names) == loadable, names
+            th.join(60)
+        finally:
+            stop.set()
+            th.join(15)
+        assert len(pings) == PROBE_PINGS
+        tally.requests += len(pings)
+        pings.sort()
+        assert pings[len(pings) // 2] <= 0.1 and pings[-1] <= 0.5, (pings[len(pings) // 2], pings[-5:])
+        log = d.stderr_text()
+        assert all(log.count(f"refused model {n}.safetensors") == 1 for n in broken), log
+
+
 # ---------------------------------------------------------------- systemd and SIGHUP (item 15)
 
 
@@ -730,6 +932,92 @@ def test_the_pin_follows_kick_model_and_sighup_goes_back(tmp_path, tiny_artifact
         assert d.wait_for_log("SIGHUP: config re-read", timeout=10)
         line = next(ln for ln in d.stderr_text().splitlines() if "SIGHUP: config re-read" in ln)
         assert len(line) < MAX_MESSAGE + 80 and line.endswith("more characters]"), line
+
+
+# ---------------------------------------------------------------- SIGTERM at any moment (issue 22)
+
+
+@pytest.fixture(scope="module")
+def slow_models(tmp_path_factory):
+    """A models folder: `a`, the bundled model, and `big`, a 117 MB latent-diffusion model (base preset, random
+    weights) whose load takes seconds on one CPU thread."""
+    folder = tmp_path_factory.mktemp("slow-models")
+    shutil.copyfile(REPO / "kickserver" / "models" / "default.safetensors", folder / "a.safetensors")
+    root_conftest().make_tiny_artifact(folder / "big.safetensors", family="latent_diffusion", preset_name="base")
+    return folder
+
+
+@contextlib.contextmanager
+def _spawned(tmp_path: Path, models: Path, model: str, threads: int = 1):
+    """(process, log, port) of `kickserver serve`, not waited for (start_daemon waits until it answers); killed on
+    the way out if still running."""
+    port, reply_port = free_udp_port(), free_udp_port()
+    cfg = tmp_path / f"empty-{port}.toml"
+    cfg.write_text("")
+    log = tmp_path / f"daemon-{port}.log"
+    args = [sys.executable, "-m", "kickserver", "serve", "--config", str(cfg), "--device", "cpu", "--threads",
+            str(threads), "--host", "127.0.0.1", "--port", str(port), "--reply-port", str(reply_port), "--out",
+            str(tmp_path / "out"), "--models", str(models), "--model", model]
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(args, cwd=str(REPO), env=daemon_env(), stdin=subprocess.DEVNULL, stdout=f,
+                                stderr=subprocess.STDOUT)
+    try:
+        yield proc, log, port
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def _wait_for(proc: subprocess.Popen, log: Path, needle: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in log.read_text(errors="replace"):
+        assert proc.poll() is None, f"exited {proc.returncode} before {needle!r}:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"no {needle!r} within {timeout:.0f} s:\n{log.read_text()}"
+        time.sleep(0.005)
+
+
+def _stops_cleanly(proc: subprocess.Popen, log: Path) -> float:
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=30)
+    took = time.monotonic() - t0
+    text = log.read_text(errors="replace")
+    assert rc == 0, f"exit {rc} ({took:.2f} s after SIGTERM):\n{text}"
+    for needle in ("terminate called", "Traceback", "Fatal Python error"):
+        assert needle not in text, text
+    return took
+
+
+@pytest.mark.parametrize("moment", ["kickserver 0", "INFO kickserver: device cpu", "serving a on udp"],
+                         ids=["first log line", "start-up load", "checking the folder"])
+def test_sigterm_during_start_up_exits_zero(tmp_path, slow_models, tally, moment):
+    """Issue 22: SIGTERM right after the first log line (torch still importing: the signal killed the process,
+    exit -15), during the start-up load of the served model, and once serving while the folder's other model
+    (117 MB) is being checked: exit 0, no abort, within the shutdown budget."""
+    with _spawned(tmp_path, slow_models, "a") as (proc, log, _):
+        _wait_for(proc, log, moment)
+        tally.faults += 1
+        took = _stops_cleanly(proc, log)
+    assert took < 10, took
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.2, 0.5])
+def test_sigterm_during_a_hot_swap_exits_zero(tmp_path, slow_models, tally, delay):
+    """Issue 22: /kick/model big (a load of seconds in the loader thread), then SIGTERM: the process aborted
+    ("terminate called without an active exception", 4 of 4 on one thread) when it exited with the load still
+    running; now it exits 0."""
+    with _spawned(tmp_path, slow_models, "a") as (proc, log, port):
+        _wait_for(proc, log, "serving a on udp")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))
+            s.sendto(build_message("/kick/model", ["big"]), ("127.0.0.1", port))
+            tally.requests += 1
+            _wait_for(proc, log, "loading model big on request")
+        time.sleep(delay)
+        tally.faults += 1
+        took = _stops_cleanly(proc, log)
+    assert took < 10, took
 
 
 # ---------------------------------------------------------------- the README's table (keep last)

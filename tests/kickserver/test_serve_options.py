@@ -56,11 +56,10 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "model": (MAIN, "test_reliability.py::test_a_restart_serves_the_model_chosen_last"),
     "device": (MAIN, f"{HERE}::test_device_reaches_the_daemon"),
     "sample_rate": (MAIN,),  # the WAV's rate and length
-    # Loopback clients are always served and a 127.0.0.0/8 bind is loopback, so from loopback the filter itself
-    # cannot be seen; the daemon refuses a bad network (both ways). The filter through a daemon bound to 0.0.0.0
-    # from the machine's own non-loopback address: test_osc_roundtrip (skipped without such an address).
-    "allow": (f"{HERE}::test_allow_reaches_the_daemon",
-              "test_osc_roundtrip.py::test_disallowed_network_is_dropped_and_logged"),
+    # Loopback clients are always served and a 127.0.0.0/8 bind is loopback, so from loopback (the only address
+    # tests may send to) the filter itself cannot be seen: the daemon refusing a bad network (both ways) shows
+    # the key reaches it, and test_config_server's test_allow_list checks the filter's decisions on the server.
+    "allow": (f"{HERE}::test_allow_reaches_the_daemon", "test_config_server.py::test_allow_list"),
     "read_roots": (MAIN, "test_osc_roundtrip.py::test_variation_paths_refused"),
     "max_files": (MAIN, f"{HERE}::test_retention_the_other_way"),  # MAIN: command line; the other: config
     "max_mb": (MAIN, f"{HERE}::test_retention_the_other_way"),  # MAIN: config; the other: command line
@@ -287,7 +286,9 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
             assert parse_replies(listener.recvfrom(65536)[0])[0][0] == "/kick/pong"
 
         # models, model, device, threads
-        assert one(d, "/kick/status")[1][:2] == ["other", "cpu"]
+        why = "pinned by --model" if way == "command line" else "pinned by model in the config"
+        status = one(d, "/kick/status")[1]
+        assert status[:2] == ["other", "cpu"] and status[4] == why, status
         (a, names) = one(d, "/kick/models")
         assert a == "/kick/models" and {"other", "tiny"} <= set(names), names
         assert "INFO kickserver: device cpu" in log_lines(d), d.stderr_text()  # auto says "device auto: ..."
@@ -295,7 +296,7 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
 
         # queue_limit, client_queue_limit, max_steps: refused at once (nothing is queued yet)
         (a, p) = one(d, "/kick/generate", 4, "id", 1)
-        assert a == "/kick/error" and p[1].startswith("busy") and p[1].endswith("(limit 3 per client)"), p
+        assert a == "/kick/error" and p[1].startswith("busy") and p[1].endswith("(limit 3 per address)"), p
         (a, p) = one(d, "/kick/generate", 6, "id", 2)
         assert a == "/kick/error" and p[1].startswith("busy") and p[1].endswith("(limit 5)"), p
         (a, p) = one(d, "/kick/generate", "steps", 4, "id", 3)
@@ -328,7 +329,7 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
         assert a == "/kick/error" and "read root" in p[1], p
 
         # reply_rate_kb, reply_burst_kb (last: it spends this address's budget for immediate replies)
-        status_bytes = 2 * len(osc_api.status("other", "cpu", 0, 0))  # to the source port and the reply port
+        status_bytes = 2 * len(osc_api.status("other", "cpu", 0, 0, why))  # to the source port and the reply port
         with d.socket() as c:
             for _ in range(FLOOD):
                 c.sendto(build_message("/kick/status", ()), (host, port))

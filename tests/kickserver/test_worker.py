@@ -201,7 +201,8 @@ def test_replies_are_int_float_string_only():
         (osc_api.done(2**40, "/a.wav", 3), "/kick/done", "isi", [2**31 - 1, "/a.wav", 3]),
         (osc_api.done(-(2**40), "/b.wav", 2**33), "/kick/done", "isi", [-(2**31), "/b.wav", 2**31 - 1]),
         (osc_api.error(-1, "x" * 5000), "/kick/error", "is", None),
-        (osc_api.status("tiny", "cpu", 3, 2**35), "/kick/status", "ssii", ["tiny", "cpu", 3, 2**31 - 1]),
+        (osc_api.status("tiny", "cpu", 3, 2**35, "bundled default"), "/kick/status", "ssiis",
+         ["tiny", "cpu", 3, 2**31 - 1, "bundled default"]),
         (osc_api.models(["m" * 100] * 100), "/kick/models", None, None),
         (osc_api.models([]), "/kick/models", "", []),
         (osc_api.model("tiny"), "/kick/model", "s", ["tiny"]),
@@ -376,13 +377,53 @@ def test_per_client_limit_refuses_only_that_client(tmp_path):
     r = Collect()
     assert w.submit(Job(id=1, seeds=list(range(16)), reply=r, client="A")) is None
     why = w.submit(Job(id=2, seeds=list(range(16)), reply=r, client="A"))
-    assert why == "busy: 16 of your kicks queued (limit 20 per client)"
+    assert why == "busy: 16 kicks from your address queued (limit 20 per address)"
     assert w.submit(Job(id=3, seeds=list(range(16)), reply=r, client="B")) is None
     assert w.queued == 32
     w.stop()
     w.start()
     assert w.join(5)
     assert len(r.wait(32, timeout=5)) == 32
+
+
+def test_the_limit_holds_per_host_not_per_source_port(tmp_path):
+    """Issue 22 item 14: four sockets of one host (four source ports) share that host's limit, so they cannot fill
+    the whole queue and leave another host `busy`."""
+    w = Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, queue_limit=64, client_limit=32)
+    r = Collect()
+    refused = []
+    for rep in range(2):
+        for port in (5001, 5002, 5003, 5004):
+            why = w.submit(Job(id=port * 10 + rep, seeds=list(range(16)), reply=r, client=("127.0.0.1", port)))
+            if why is not None:
+                refused.append(why)
+    assert w.queued == 32 and len(refused) == 6, refused
+    assert refused[0] == "busy: 32 kicks from your address queued (limit 32 per address)"
+    assert w.submit(Job(id=1, seeds=list(range(16)), reply=r, client=("127.0.0.2", 5001))) is None
+    assert w.queued == 48
+    w.stop()
+    w.start()
+    assert w.join(5)
+    assert len(r.wait(48, timeout=5)) == 48
+
+
+def test_hosts_take_turns_and_a_hosts_ports_take_turns_within_its_share(tmp_path):
+    """One host's four ports each queue 8 slow kicks, another host asks for one: the other host's kick comes right
+    after the first batch (not after one batch per port), and that first batch holds a kick of each port."""
+    gen = FakeGen(delay=0.02)
+    w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4, client_limit=32)
+    r = Collect()
+    for port in (1, 2, 3, 4):
+        assert w.submit(Job(id=port, seeds=list(range(8)), reply=r, steps=200, client=("10.0.0.1", port))) is None
+    assert w.submit(Job(id=9, seeds=[99], reply=r, client=("10.0.0.2", 1))) is None
+    w.start()
+    got = r.wait(33)
+    w.stop()
+    assert w.join(5)
+    ids = [p[0] for _, p in got]
+    assert len(ids) == 33 and ids.index(9) == 4, ids
+    assert sorted(ids[:4]) == [1, 2, 3, 4], ids
+    assert gen.calls[:2] == [(4, 200, "ddim"), (1, 7, "ddim")]
 
 
 # ---------------------------------------------------------------- variation sources
@@ -458,7 +499,7 @@ def test_an_interpolation_counts_against_the_limits_and_is_batched_alone_in_orde
     r = Collect()
     ts = [i / 5 for i in range(6)]
     assert w.submit(morph(1, ts, r, client="A")) is None
-    busy = "busy: {} of your kicks queued (limit 8 per client)"
+    busy = "busy: {} kicks from your address queued (limit 8 per address)"
     assert w.submit(Job(id=2, seeds=[7, 8, 9], reply=r, client="A")) == busy.format(6)
     assert w.submit(Job(id=3, seeds=[7, 8], reply=r, client="A")) is None
     assert w.submit(morph(4, [0.5], r, a=3, b=4, client="A")) == busy.format(8)

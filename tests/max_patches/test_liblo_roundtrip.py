@@ -143,7 +143,8 @@ def test_liblo_errors_and_queries(kick_daemon):
         assert tags == "is"
         oscsend(kick_daemon.port, osc_api.STATUS)
         address, tags, values = d.next(lambda a, t, v: a == osc_api.STATUS)
-        assert tags == "ssii" and values[0] == "tiny" and values[1] == "cpu"
+        # why the model serves comes last: a client that reads the first four is unchanged
+        assert tags == "ssiis" and values[:2] == ["tiny", "cpu"] and values[4] == "pinned by --model", values
         oscsend(kick_daemon.port, osc_api.MODELS)
         address, tags, values = d.next(lambda a, t, v: a == osc_api.MODELS)
         assert set(tags) == {"s"} and "tiny" in values

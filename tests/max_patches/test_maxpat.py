@@ -792,3 +792,39 @@ def test_the_device_asks_for_the_models_dials_and_shows_them(patch):
     assert [m[0] for m in sim.sent] == [osc_api.PING, osc_api.STATUS, osc_api.CONTROLS]
     sim.receive(osc_api.CONTROLS, "decay", "pitch")
     assert "dials: decay pitch" in sim.shown.values()
+
+
+def test_set_a_after_a_variation_marks_the_variation_by_its_file(patch, kick_daemon):
+    """The device against a running daemon (issue 22): Generate, Vary, Set A, Generate, Morph. A variation's seed
+    is its noise, which /kick/generate turns into another kick, so the daemon's reply carries -1 and Set A marks
+    the variation's file: the morph starts from the variation the user marked, not from a generated seed."""
+    import soundfile as sf
+
+    sim = MaxSim(patch)
+
+    def run(expect: int = 1) -> list:
+        msg = sim.sent[-1]
+        replies = kick_daemon.send(msg[0], *msg[1:], expect=expect, timeout=60)
+        assert [a for a, _ in replies] == [osc_api.DONE] * expect, replies
+        for address, args in replies:
+            sim.receive(address, *args)
+        return [args for _, args in replies]
+
+    sim.set_value("KS Steps", 2)
+    sim.press("KS Generate")
+    ((_, generated, _),) = run()
+    sim.press("KS Vary")
+    assert sim.sent[-1][:2] == [osc_api.VARIATION, generated]
+    ((_, varied, seed),) = run()
+    assert seed == osc_api.NO_SEED
+    sim.press("KS Set A")
+    assert f"A: {varied}" in sim.shown.values()
+    sim.press("KS Generate")
+    ((_, last, _),) = run()
+    sim.set_value("KS Count", 2)
+    sim.press("KS Morph")
+    req = osc_api.parse(sim.sent[-1][0], sim.sent[-1][1:], LIMITS)
+    assert (req.a, req.b) == (varied, 4711)  # the last kick: generated with the seed the interpreter's [random] draws
+    start, _ = run(expect=2)
+    with sf.SoundFile(start[1]) as f:
+        assert f"a={varied.rsplit('/', 1)[-1]}" in f.comment.split(), f.comment

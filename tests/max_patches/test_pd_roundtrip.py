@@ -217,9 +217,9 @@ def test_pd_user_patch_generates_and_varies(kick_daemon, tmp_path):
     assert {"seed=7", "steps=2", "decay=0.2500", "pitch=0.5000", "click=0.5000"} <= set(words), words
 
     _id, variation, seed = second
-    assert seed == 7 and variation.is_file() and variation != kick
+    assert seed == osc_api.NO_SEED and variation.is_file() and variation != kick  # no generate seed makes it
     words = wav_comment(variation).split()
-    assert f"source={kick.name}" in words and "strength=0.3000" in words, words
+    assert f"source={kick.name}" in words and "strength=0.3000" in words and "seed=7" in words, words
 
     _id, kick, seed = third
     assert 0 <= seed < 10**6 and kick.is_file()
@@ -352,3 +352,21 @@ def test_pd_user_patch_morphs_between_seeds_and_from_a_file(kick_daemon, tmp_pat
     # the morph's ends are the kicks generated from those seeds, to within float rounding in a batch
     for end, generated in ((dones[2][1], dones[0][1]), (dones[4][1], dones[1][1])):
         assert abs(sf.read(end)[0] - sf.read(generated)[0]).max() < 1e-5
+
+
+@needs_pd
+def test_pd_user_patch_set_a_after_a_variation_marks_its_file(kick_daemon, tmp_path):
+    """Generate seed 5, Vary, set-A, Generate seed 9, Morph count 2, in real Pd against the daemon (issue 22): the
+    variation's reply carries -1 (its seed is its noise, which /kick/generate turns into another kick), so set-A
+    marks its file and the morph starts from the variation, not from seed 5."""
+    patch = write_test_patch(tmp_path, "pd_ui_vary_morph.pd.in", PORT=kick_daemon.port, TIMEOUT_MS=PD_TIMEOUT_MS)
+    console = run_pd(patch)
+    assert not printed(console, "KSTIMEOUT"), console
+    assert not printed(console, "KSERROR"), console
+    dones = done_lines(console)
+    assert [seed for _, _, seed in dones] == [5, osc_api.NO_SEED, 9, osc_api.NO_SEED, 9], dones
+    variation = dones[1][1]
+    assert f"source={dones[0][1].name}" in wav_comment(variation).split()
+    tags = [dict(w.split("=", 1) for w in wav_comment(path).split()) for _, path, _ in dones[3:]]
+    assert [(t["a"], t["b"], t["t"]) for t in tags] == [(variation.name, "9", "0.0000"),
+                                                        (variation.name, "9", "1.0000")]
