@@ -579,10 +579,15 @@ class Server:
         with self._listings_lock:
             go = [r for t, r in self._listings if before is None or t < before]
             self._listings = [(t, r) for t, r in self._listings if before is not None and t >= before]
-        if go:
+        if not go:
+            return
+        try:
             data = osc_api.models(list_models(self.cfg.models_dir, check_later=self.loader.check_later))
-            for reply in go:
-                reply(data)
+        except Exception as e:  # noqa: BLE001 - called from the main loop and the loader thread: never raise there
+            log.error("cannot list the models (%s: %s)", type(e).__name__, e)
+            data = osc_api.error(osc_api.NO_ID, "cannot list the models; see the daemon's log")
+        for reply in go:
+            reply(data)
 
     def controls(self, req: osc_api.Controls, addr: tuple, reply: Callable[[bytes], None]) -> None:
         assert self.worker is not None

@@ -53,6 +53,12 @@ def artifact_name(path: Path) -> str:
 
 def is_candidate(path: str | Path) -> bool:
     name = os.path.basename(str(path))
+    if not name.isprintable():  # control characters would reach logs and replies
+        return False
+    try:  # a name that is not valid UTF-8 (surrogate-escaped) cannot be said in an OSC reply: not a model
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return name.endswith(SUFFIX) and not name.startswith(".") and not name.endswith(".part")
 
 
@@ -118,18 +124,21 @@ def validate(path: Path) -> bool:
     return ok
 
 
-def list_models(models_dir: Path, check_later: Callable[[Path], None] | None = None) -> list[str]:
+def list_models(models_dir: Path, check_later: Callable[[Path], None] | None = None, *,
+                unchecked: bool = False) -> list[str]:
     """Names of the folder's artifacts that load (`validate`), plus `default` when the bundled model exists.
 
     An artifact not checked since it last changed is checked here (which may take seconds) when check_later is
     None; otherwise it is handed to check_later and left out until that check is done, so the caller never waits
-    (the daemon's receive loop: the loader thread checks it)."""
+    (the daemon's receive loop: the loader thread checks it). unchecked=True lists such an artifact meanwhile."""
     names = []
     for p in _files(models_dir):
         ok = verdict(p)
         if ok is None:
             if check_later is not None:
                 check_later(p)
+                if unchecked:
+                    names.append(artifact_name(p))
                 continue
             ok = validate(p)
         if ok:
@@ -162,7 +171,9 @@ def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True,
             if name != DEFAULT_NAME:
                 log.warning("model %s not found and %s has no artifacts; serving the bundled model", name, models_dir)
             return BUNDLED, DEFAULT_NAME
-        have = ", ".join(list_models(models_dir, check_later)) or "none"
+        # for the message, the folder's names not known to fail: checking each here would load every artifact on
+        # the caller's thread (the main thread at start-up and on SIGHUP) only to word an error
+        have = ", ".join(list_models(models_dir, check_later or (lambda p: None), unchecked=True)) or "none"
         raise ModelNotFound(f"model {name!r} not found in {models_dir} (available: {have})")
     path = models_dir / f"{DEFAULT_NAME}{SUFFIX}"
     if path.is_file():

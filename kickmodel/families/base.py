@@ -246,7 +246,8 @@ _COSTS: dict[tuple, RenderCost] = {}  # by family and configs: the checkpoints o
 def _render_cost(family: Family, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> RenderCost:
     """render_cost of one kick of these configs (tracing takes 0.1-1 s: remembered for the next artifact)."""
     key = (family.name, tuple(sorted((p, c.to_json()) for p, c in configs.items())))
-    if key not in _COSTS:
+    cost = _COSTS.get(key)  # one lookup: another thread may clear the cache between two
+    if cost is None:
         try:
             cost = render_cost(family.render_passes(modules, configs))
         except ConfigError:
@@ -257,7 +258,7 @@ def _render_cost(family: Family, modules: Mapping[str, torch.nn.Module], configs
         if len(_COSTS) >= 256:
             _COSTS.clear()
         _COSTS[key] = cost
-    return _COSTS[key]
+    return cost
 
 
 def expected_shapes(family: Family, configs: Mapping[str, Config]) -> dict[str, tuple[int, ...]]:

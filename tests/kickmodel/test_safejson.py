@@ -92,3 +92,32 @@ def _raises(fn):
     except Exception as e:  # noqa: BLE001 - the test looks at it
         return e
     return None
+
+
+def test_depth_is_the_same_whatever_the_chunks_and_its_memory_stays_bounded():
+    """depth() scans in chunks carrying the level, an open string and a run of backslashes across them: every cut
+    gives the same answer, including cuts inside a run of backslashes before a quote; and an 8 MB text costs a
+    chunk's arrays, not ~48 bytes per byte."""
+    import json
+    import random
+    import tracemalloc
+
+    from kickmodel import safejson
+
+    rng = random.Random(0)
+    texts = [b'{"a": "x\\\\\\\\\\"]]", "b": [[["\\\\"]]], "c": "[{"}', b'["\\\\\\\\", [[1]]]', b'"[[["', b"[]"]
+    for _ in range(200):
+        doc = 0
+        for _ in range(rng.randint(0, 6)):
+            doc = rng.choice([[doc, "]" * rng.randint(0, 3)], {"k\\\"[": doc}, [doc, "\\" * rng.randint(0, 5)]])
+        texts.append(json.dumps(doc).encode())
+    for t in texts:
+        whole = safejson.depth(t, chunk=1 << 20)
+        assert all(safejson.depth(t, chunk=k) == whole for k in (1, 2, 3, 5, 7, 64)), t
+    assert safejson.depth(b"[" * 5 + b"]" * 5, chunk=2) == 5
+    big = (b'{"a": "' + b"\\\\" * (4 << 20) + b'", "b": [[1]]}')
+    tracemalloc.start()
+    assert safejson.depth(big) == 3  # the object and two arrays; the brackets-free string spans chunks
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 80 << 20, peak

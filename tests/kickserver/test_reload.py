@@ -350,3 +350,18 @@ def test_a_weak_event_waits_until_size_and_mtime_stop_changing(tmp_path, loader_
     while not seen and time.monotonic() < deadline:
         time.sleep(0.02)
     assert seen and seen[0][1] == 20 and seen[0][0] - t0 >= 1.1, seen  # due at 0.6, changed: 0.6 more
+
+
+def test_a_name_that_is_not_utf8_is_not_a_model(tmp_path, tiny_artifact):
+    """Such a name cannot be said in an OSC reply (building /kick/models failed on it, and the waiting listings
+    with it): it is not listed, and the folder's other models are."""
+    import shutil
+
+    from kickserver.reload import is_candidate, list_models
+
+    shutil.copy2(tiny_artifact, tmp_path / "good.safetensors")
+    shutil.copy2(tiny_artifact, os.fsdecode(bytes(tmp_path) + b"/bad\xff.safetensors"))
+    shutil.copy2(tiny_artifact, tmp_path / "tab\there.safetensors")
+    assert not is_candidate(os.fsdecode(b"bad\xff.safetensors")) and not is_candidate("tab\there.safetensors")
+    names = list_models(tmp_path)
+    assert "good" in names and all(n.isprintable() and n.encode("utf-8") for n in names), names
