@@ -261,6 +261,13 @@ def _render_cost(family: Family, modules: Mapping[str, torch.nn.Module], configs
     return cost
 
 
+def render_cost_of(family: Family, configs: Mapping[str, Config]) -> RenderCost:
+    """What one kick of these part configs costs (remembered per config: an artifact's check computed it)."""
+    with torch.device("meta"):
+        modules = family.part_modules(configs)
+    return _render_cost(family, modules, configs)
+
+
 def expected_shapes(family: Family, configs: Mapping[str, Config]) -> dict[str, tuple[int, ...]]:
     """Names and shapes of the tensors an artifact of these part configs must hold, computed on the meta
     device (no memory), after the size bounds: the family's limits, MAX_PARAMETERS, and what one kick would

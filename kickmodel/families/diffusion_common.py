@@ -53,12 +53,25 @@ class DiffusionGenerator(GeneratorBase):
     # family whose inverter turns a float rounding into an audible difference (latent diffusion's Griffin-Lim)
     row_by_row = False
 
+    def _affordable_steps(self, artifact: Artifact) -> int:
+        """MAX_STEPS, or fewer when a kick of this model at that many steps would pass the render budget: the
+        artifact check judged it at its own default steps, a request may ask for more (render_cost.py)."""
+        from . import get_family
+        from .base import render_cost_of
+        from .render_cost import affordable_steps
+
+        family = get_family(artifact.family)
+        configs = {p: artifact.config_of(p) for p in family.part_names(artifact.config, artifact.part_configs)}
+        n = affordable_steps(render_cost_of(family, configs), int(artifact.config.sampling.steps))
+        return MAX_STEPS if n is None else max(int(artifact.config.sampling.steps), min(MAX_STEPS, n))
+
     def __init__(self, artifact: Artifact, device: torch.device, denoiser: Denoiser, sampling: SamplingConfig) -> None:
         super().__init__(artifact, device)
         self.denoiser = denoiser.to(device).eval().requires_grad_(False)
         self.schedule = denoiser.schedule
         self.default_steps = sampling.steps
         self.default_sampler = sampling.sampler
+        self.max_steps = min(self.max_steps, self._affordable_steps(artifact))
         self.guidance = sampling.guidance
         self.time_power = sampling.time_power
         lim = denoiser.clip_x0 * denoiser.data_scale if denoiser.clip_x0 else None

@@ -46,6 +46,7 @@ _STFTS = {torch.ops.aten.stft.default, torch.ops.aten.stft.center, torch.ops.ate
 class RenderCost:
     flops: float
     bytes: int
+    step_flops: float = 0.0  # what each sampling step adds (0 for a one-pass model)
 
     def __str__(self) -> str:
         return f"{self.flops / 1e9:.1f} GFLOP and {self.bytes / 2**20:.0f} MB of working memory"
@@ -62,6 +63,7 @@ class RenderPass:
     run: Callable[..., Any]
     times: int = 1
     loops: Mapping[str, int] = field(default_factory=dict)
+    steps: int = 0  # a sampler's pass: `times` is for this many steps, and a request may ask for more (0: not)
 
 
 class _Tracer(TorchDispatchMode):
@@ -137,7 +139,7 @@ def _trace(run: Callable[..., Any], counts: Mapping[str, int]) -> RenderCost:
 
 def render_cost(passes: Iterable[RenderPass]) -> RenderCost:
     """FLOPs (each pass times how often it runs) and peak working memory (the largest pass's) of one kick."""
-    flops, peak = 0.0, 0
+    flops, peak, step_flops = 0.0, 0, 0.0
     for p in passes:
         base = {k: min(int(n), 1) for k, n in p.loops.items()}
         first = _trace(p.run, base)
@@ -148,7 +150,19 @@ def render_cost(passes: Iterable[RenderPass]) -> RenderCost:
                 pass_flops += (n - 1) * max(0.0, second.flops - first.flops)
                 peak = max(peak, second.bytes)
         flops += p.times * pass_flops
-    return RenderCost(flops, peak)
+        if p.steps:
+            step_flops += p.times * pass_flops / p.steps
+    return RenderCost(flops, peak, step_flops)
+
+
+def affordable_steps(cost: RenderCost, default_steps: int) -> int | None:
+    """The most sampling steps one kick may take within MAX_RENDER_FLOPS (None: steps cost nothing extra). The
+    artifact check judges a model at its own default steps; a request may ask for more, so the generator caps its
+    max_steps here: an artifact saying 1 step cannot pass with a denoiser that costs the budget per step."""
+    if cost.step_flops <= 0:
+        return None
+    fixed = max(0.0, cost.flops - default_steps * cost.step_flops)
+    return max(1, int((MAX_RENDER_FLOPS - fixed) // cost.step_flops))
 
 
 def check_render_cost(cost: RenderCost) -> None:

@@ -95,3 +95,29 @@ def test_a_loop_is_extrapolated_from_two_traces():
     many = estimate("mel_vae", {"vae": cfg.replace("inverter", griffin_lim_iters=202, nnls_iters=2)})
     more = estimate("mel_vae", {"vae": cfg.replace("inverter", griffin_lim_iters=202, nnls_iters=102)})
     assert many.flops > 20 * few.flops and more.flops > many.flops and many.bytes == few.bytes
+
+
+@pytest.mark.parametrize("family", ["waveform_diffusion", "latent_diffusion"])
+def test_a_request_cannot_ask_more_steps_than_the_budget_affords(family, tmp_path, monkeypatch):
+    """The artifact check judges a model at its own default steps; a request may ask for more. The generator caps
+    its max_steps at what the budget affords, so an artifact saying 2 steps whose every step costs a seventh of
+    the budget is served up to 7 steps, not up to the daemon's 200 (each beyond: about 1 budget / 7 more)."""
+    from daemon_util import root_conftest
+
+    from kickmodel.families import render_cost as RC
+    from kickmodel.families.base import render_cost_of
+    from kickmodel.generator import Item, load_generator
+
+    cfg = preset("tiny", family).replace("sampling", steps=2)
+    path = root_conftest().make_tiny_artifact(tmp_path / "m.safetensors", cfg=cfg, family=family)
+    art = load_artifact(path)
+    fam = get_family(family)
+    cost = render_cost_of(fam, {p: art.config_of(p) for p in fam.part_names(art.config, art.part_configs)})
+    assert cost.step_flops > 0 and RC.affordable_steps(cost, 2) > 200  # a tiny model: no cap in practice
+    fixed = cost.flops - 2 * cost.step_flops
+    monkeypatch.setattr(RC, "MAX_RENDER_FLOPS", fixed + 7.5 * cost.step_flops)
+    gen = load_generator(path, "cpu")  # its default, 2 steps, is within the budget
+    assert gen.max_steps == 7
+    assert gen.render([Item(seed=1)], steps=7).shape[0] == 1
+    with pytest.raises(ValueError, match=r"steps must be within 1\.\.7"):
+        gen.render([Item(seed=1)], steps=8)

@@ -126,7 +126,8 @@ class LatentDiffusion(Family):
             return net(torch.zeros(1, dim), torch.zeros(1), *cond)
 
         vae = MEL_VAE.render_passes({k: v for k, v in modules.items() if k != "denoiser"}, {"vae": configs["vae"]})
-        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n)), *vae]
+        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
+                           steps=cfg.sampling.steps), *vae]
 
     def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:
         """Configs before runs kept their VAE recorded its path as vae.path (the bundled model's among them):

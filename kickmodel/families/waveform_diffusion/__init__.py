@@ -92,7 +92,8 @@ class WaveformDiffusion(Family):
             cond = (torch.zeros(1, n), torch.ones(1, n)) if n else (None, None)
             return net(torch.zeros(1, 1, cfg.data.length), torch.zeros(1), *cond)
 
-        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n))]
+        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
+                           steps=cfg.sampling.steps)]
 
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         from .network import WaveUNet
