@@ -310,11 +310,16 @@ def start_daemon(tmp_path: Path, models_dir: Path, *, extra_args: Sequence[str] 
                                 stdout=errf, stderr=subprocess.STDOUT)
     d = DaemonProc(proc, host="127.0.0.1", port=port, reply_port=reply_port, out_dir=out_dir, models_dir=models_dir,
                    stderr_path=stderr_path, args=args)
+    return wait_ready(d, ready_timeout)
+
+
+def wait_ready(d: DaemonProc, ready_timeout: float = 60.0) -> DaemonProc:
+    """d once it answers /kick/ping; RuntimeError with its log if it exits or stays silent (it is then stopped)."""
     deadline = time.monotonic() + ready_timeout
     try:
         while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"kickserver exited with {proc.returncode} before answering:\n{d.stderr_text()}")
+            if d.proc.poll() is not None:
+                raise RuntimeError(f"kickserver exited with {d.proc.returncode} before answering:\n{d.stderr_text()}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"kickserver did not answer /kick/ping within {ready_timeout:.0f} s:\n"
                                    f"{d.stderr_text()}")
@@ -327,4 +332,4 @@ def start_daemon(tmp_path: Path, models_dir: Path, *, extra_args: Sequence[str] 
 
 
 __all__ = ["DaemonProc", "OscMessage", "Reply", "build_message", "daemon_env", "free_udp_port", "make_artifact",
-           "models_folder", "parse_replies", "receive", "start_daemon"]
+           "models_folder", "parse_replies", "receive", "start_daemon", "wait_ready"]

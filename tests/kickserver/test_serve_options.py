@@ -35,6 +35,7 @@ from daemon_util import (
     models_folder,
     parse_replies,
     start_daemon,
+    wait_ready,
 )
 
 from kickserver import osc_api
@@ -160,19 +161,7 @@ def launch(tmp_path: Path, settings: dict[str, Any], way: str, ready_timeout: fl
     d = DaemonProc(proc, host=settings["host"], port=settings["port"], reply_port=settings["reply_port"],
                    out_dir=Path(settings["out"]), models_dir=Path(settings["models"]), stderr_path=stderr_path,
                    args=args)
-    deadline = time.monotonic() + ready_timeout
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"kickserver exited with {proc.returncode} before answering:\n{d.stderr_text()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"kickserver did not answer /kick/ping within {ready_timeout:.0f} s:\n"
-                                   f"{d.stderr_text()}")
-            if any(a == "/kick/pong" for a, _ in d.send("/kick/ping", timeout=0.5)):
-                return d
-    except BaseException:
-        d.terminate(timeout=5)
-        raise
+    return wait_ready(d, ready_timeout)
 
 
 # ---------------------------------------------------------------- what is seen from outside
