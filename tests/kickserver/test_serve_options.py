@@ -167,18 +167,34 @@ def launch(tmp_path: Path, settings: dict[str, Any], way: str, ready_timeout: fl
 # ---------------------------------------------------------------- what is seen from outside
 
 
-def not_answered(host: str, port: int, timeout: float = 2.0) -> bool:
-    """Nothing answers a ping at host:port: refused (ICMP port unreachable) or silent until the timeout."""
+def hold_loopback_port() -> socket.socket:
+    """A socket bound to 127.0.0.1 at a free port, held open: the daemon under test binds another loopback
+    address at that port, and nothing else on the machine can take 127.0.0.1 at it meanwhile (CI machines run
+    other jobs; a port merely free a moment ago was once answered by someone else's OSC server)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    return s
+
+
+def ping_reaches_holder(holder: socket.socket, timeout: float = 2.0) -> bool:
+    """A /kick/ping sent to 127.0.0.1 at the held port arrives at the holder and nothing answers it. Had the
+    daemon bound 127.0.0.1 or 0.0.0.0 at that port, its bind would have failed on the held port instead."""
+    port = holder.getsockname()[1]
+    ping = build_message("/kick/ping", ())
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
-        s.connect((host, port))
-        s.settimeout(timeout)
-        s.send(build_message("/kick/ping", ()))
+        s.connect(("127.0.0.1", port))
+        me = s.getsockname()
+        s.send(ping)
+        holder.settimeout(timeout)
+        got, sender = holder.recvfrom(65536)
+        s.settimeout(0.5)
         try:
             s.recv(65536)
+            return False
         except (ConnectionRefusedError, TimeoutError):
-            return True
-    return False
+            pass
+    return got == ping and sender == me
 
 
 def one(d: DaemonProc, address: str, *args: Any, timeout: float = 10.0) -> tuple[str, list]:
@@ -246,7 +262,8 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
     """All serve options at once, not at their defaults, either all as flags or all in the config file; each
     one's effect seen in the replies, the WAV files, the output folder or the log."""
     host = "127.0.0.2" if way == "command line" else "127.0.0.3"  # loopback, but not 127.0.0.1
-    port, reply_port = free_udp_port(), free_udp_port()
+    holder = hold_loopback_port()
+    port, reply_port = holder.getsockname()[1], free_udp_port()
     while reply_port == port:
         reply_port = free_udp_port()
     root = tmp_path / "samples"
@@ -262,9 +279,9 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
     assert set(s) == set(SERVE_OPTIONS)
     out = Path(s["out"])
     t_start = time.monotonic()
-    with launch(tmp_path, s, way) as d:
-        # host, port: answered at host:port (launch waited for that), nothing at 127.0.0.1:port
-        assert not_answered("127.0.0.1", port), "the daemon answers on 127.0.0.1, not only on --host"
+    with holder, launch(tmp_path, s, way) as d:
+        # host, port: answered at host:port (launch waited for that), not bound at 127.0.0.1:port
+        assert ping_reaches_holder(holder), "a ping to 127.0.0.1 at --port did not reach the test's own socket"
         assert d.wait_for_log(f"on udp {host}:{port} (replies also to port {reply_port}), writing to {out}",
                               timeout=5), d.stderr_text()  # logged just after the socket starts answering
 
