@@ -1,6 +1,7 @@
-"""Grow the starter kit (kickserver/data/kicks) with the kick drums of three more Debian packages.
+"""Grow the starter kit (kickserver/data/kicks) with the kick drums of four more Debian packages.
 
-    apt-get install -y --no-install-recommends avldrums.lv2-soundfont fluid-soundfont-gm chuck-data
+    apt-get install -y --no-install-recommends avldrums.lv2-soundfont fluid-soundfont-gm chuck-data \
+        musescore-general-soundfont-lossless
     python scripts/extract_kicks.py                  # add / refresh their kicks in kickserver/data/kicks
     python scripts/extract_kicks.py --dry-run        # show what it would keep and why it skips the rest
 
@@ -9,8 +10,17 @@ Sources (SOURCES below), each with its license as its debian/copyright states it
   Zeppelin (Ludwig 26") kits, five velocity layers of each kick.
 - fluid-soundfont-gm (MIT, Frank Wen): FluidR3_GM.sf2's drum kits (bank 128).
 - chuck-data (GPL-2.0-or-later): the kick samples among ChucK's examples.
+- musescore-general-soundfont-lossless (MIT; its copyright file: "MIT, parts PD or CC0", the drum kits'
+  samples are Fluid (R3) Mono GM's, MIT): MuseScore_General_Full.sf2's drum kits (bank 128). The 19 kicks
+  of Fluid (R3) Mono's kits (0.2.1-1) are FluidR3's, bit for bit: the left channel of each stereo kick and
+  the two mono 808 kicks, so it adds no kick today (see Duplicates); it is read so that a later version
+  with new kit samples adds them.
 The kit's other sources (hydrogen-drumkits, hydrogen-data, sonic-pi-samples, lmms-common) are never
-read here: their remaining kicks are an outside test set (scripts/outside_test_set.py).
+read here: their remaining kicks are an outside test set (scripts/outside_test_set.py). Nor are
+RESERVED_PACKAGES (timgm6mb-soundfont, csound-soundfont, exadrums): they are reserved for an outside
+evaluation, so nothing of them may enter the kit; a source naming one, or a path that leads to a file one
+of them installs (its dpkg file list, ROOT/var/lib/dpkg/info/PACKAGE.list, says so; default-GM.sf2 is an
+alternative that may point at TimGM6mb.sf2), is an error before anything is read.
 
 Which samples are kicks: in a SoundFont, the samples that a drum preset plays on General MIDI keys 35
 (Acoustic Bass Drum) and 36 (Bass Drum 1): preset zone -> instrument -> instrument zone covering the
@@ -22,8 +32,9 @@ first), most of its energy below 200 Hz, and its strongest tone 30..130 ms after
 150 Hz (snares, toms of the upper range and cymbals fail one of these).
 
 Duplicates, within and across packages and against the kit's existing files: a candidate is
-skipped when its mono 44.1 kHz audio is bit-identical to an earlier one (exact: ChucK ships
-kick_01.wav four times), or when its prepared clip (kickmodel.clips.prepare_audio: onset-aligned, peak-
+skipped when its mono 44.1 kHz audio is bit-identical to an earlier one or to one channel of an earlier
+stereo pair (exact: ChucK ships kick_01.wav four times; MuseScore_General's "Std Kick" is FluidR3's
+"Std Kick(L)"), or when its prepared clip (kickmodel.clips.prepare_audio: onset-aligned, peak-
 normalised, 1.02 s, as training sees it) has a normalised cross-correlation of at least
 NEAR_DUPLICATE_NCC with an earlier one at a lag within +-5 ms (trainer.xcorr.pairwise_max_ncc: the
 same recording at another level, rate or in another kit; FluidR3's Std Kick 5 is its Room Kick).
@@ -35,7 +46,7 @@ Output: for each kept kick, `<prefix>_<kit or folder>_<sample name>.flac` (mono,
 trailing silence below -80 dB re. the peak dropped; longer than MAX_SECONDS cut there with a
 20 ms fade; otherwise unchanged), and one MANIFEST.csv row (file, seconds, debian_package,
 original_path, license; original_path is relative to /usr/share, `file.sf2#sample name`, or
-`#left+right` for a stereo pair). The script owns the rows of its three packages: a rerun rewrites
+`#left+right` for a stereo pair). The script owns the rows of its four packages: a rerun rewrites
 those rows and files (only where the bytes differ) and removes the ones it no longer selects; every
 other row is kept as it is. Files and the manifest are written atomically (kickmodel.fsutil). A
 missing package is an error before anything is written.
@@ -47,6 +58,7 @@ import argparse
 import csv
 import hashlib
 import io
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -100,9 +112,16 @@ SOURCES = (
             ("sounds/sf2/Red_Zeppelin_4_LV2.sf2", "Red_Zeppelin"))),
     Source("fluid-soundfont-gm", "MIT", "FluidR3", "sf2", (("sounds/sf2/FluidR3_GM.sf2", "GM"),), drum_banks=(128,)),
     Source("chuck-data", "GPL-2.0-or-later", "chuck", "files", (("doc/chuck-data/examples", ""),)),
+    Source("musescore-general-soundfont-lossless", "MIT", "MuseScore", "sf2",
+           (("sounds/sf2/MuseScore_General_Full.sf2", "General"),), drum_banks=(128,)),
 )
 # the kit's other packages: never read here (their remaining kicks are the outside test set)
 KIT_PACKAGES = ("hydrogen-drumkits", "hydrogen-data", "sonic-pi-samples", "lmms-common")
+# never read, not even to look: an outside evaluation uses their sounds, so no kit file may come from them
+RESERVED_PACKAGES = ("timgm6mb-soundfont", "csound-soundfont", "exadrums")
+RESERVED_REASON = ("reserved for an outside evaluation: a model trained on the kit must never have heard its "
+                   "sounds, so this script never reads it")
+MAX_DPKG_LIST_BYTES = 16 << 20  # a package's file list (var/lib/dpkg/info/PACKAGE.list); these are a few kB
 
 
 class ExtractError(Exception):
@@ -116,6 +135,7 @@ class Candidate:
     original: str  # original path (relative to /usr/share) and sample name
     audio: np.ndarray  # mono float32 at SAMPLE_RATE, before trimming
     note: str = ""
+    channels: tuple[tuple[str, np.ndarray], ...] = ()  # a stereo pair's ("left"/"right", audio as `audio`)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -284,8 +304,10 @@ def sf2_candidates(path: Path, rel: str, label: str, source: Source) -> tuple[li
         x = np.mean([c[:n] for c in chans], axis=0).astype(np.float32)
         name = _strip_lr(h.name) if other is not None else h.name
         original = f"{rel}#" + "+".join(font.samples[j].name for j in parts)
+        channels = tuple((font.samples[j].channel, to_mono_44k(c[:n], h.sample_rate)) for j, c in zip(parts, chans)
+                         ) if other is not None else ()
         out.append(Candidate(source, _clean_name(f"{source.prefix}_{label}_{name}"), original,
-                             to_mono_44k(x, h.sample_rate)))
+                             to_mono_44k(x, h.sample_rate), channels=channels))
     return out, skipped
 
 
@@ -313,8 +335,51 @@ def file_candidates(folder: Path, rel: str, label: str, source: Source) -> tuple
     return out, skipped
 
 
+def _dpkg_files(root: Path, package: str) -> set[str]:
+    """The paths (as dpkg records them: absolute, from /) that package installs under root; empty when it
+    is not installed there."""
+    info = root / "var" / "lib" / "dpkg" / "info"
+    out: set[str] = set()
+    for lst in sorted(info.glob(f"{package}.list")) + sorted(info.glob(f"{package}:*.list")):
+        try:
+            with open(lst, "rb") as f:
+                data = f.read(MAX_DPKG_LIST_BYTES + 1)
+        except OSError as e:
+            raise ExtractError(f"{lst}: cannot read: {e.strerror or e} (needed to keep {package} out)") from None
+        if len(data) > MAX_DPKG_LIST_BYTES:
+            raise ExtractError(f"{lst}: larger than {MAX_DPKG_LIST_BYTES} bytes; cannot check that no source "
+                               f"path leads into {package}")
+        out.update(line.rstrip("/") or "/" for line in data.decode("utf-8", "replace").splitlines() if line)
+    return out
+
+
+def check_not_reserved(root: Path, sources) -> None:
+    """ExtractError when a source is a RESERVED_PACKAGES package, or one of its paths leads (through links
+    such as the default-GM.sf2 alternative) to a file or into a folder that such a package installs."""
+    for s in sources:
+        if s.package in RESERVED_PACKAGES:
+            raise ExtractError(f"{s.package} is {RESERVED_REASON}; take it out of the sources")
+    share = root / "usr" / "share"
+    base = Path(os.path.realpath(root))
+    owned = {p: _dpkg_files(root, p) for p in RESERVED_PACKAGES}
+    for s in sources:
+        for rel, _label in s.paths:
+            real = Path(os.path.realpath(share / rel))
+            try:
+                as_dpkg = "/" + real.relative_to(base).as_posix()
+            except ValueError:  # a link out of root: its own absolute path
+                as_dpkg = real.as_posix()
+            as_dpkg = as_dpkg.rstrip("/") or "/"
+            for package, files in owned.items():
+                if as_dpkg in files or any(f.startswith(as_dpkg + "/") for f in files):
+                    raise ExtractError(f"{share / rel} leads to {real}, which {package} installs: {package} is "
+                                       f"{RESERVED_REASON}; point {s.package} at its own files")
+
+
 def gather(root: Path, sources=SOURCES) -> tuple[list[Candidate], list[tuple[str, str]]]:
-    """Every candidate of every source, in SOURCES order. A missing source path is an ExtractError."""
+    """Every candidate of every source, in SOURCES order. A reserved package or a missing source path is an
+    ExtractError."""
+    check_not_reserved(root, sources)
     share = root / "usr" / "share"
     for s in sources:
         for rel, _label in s.paths:
@@ -364,6 +429,9 @@ def choose(cands: list[Candidate], kit: list[tuple[str, np.ndarray]], cfg: DataC
                 reason = f"identical to {seen[digest]}"
             else:
                 seen[digest] = c.original
+                for side, ch in c.channels:  # a mono fork of a stereo font ships one channel of the pair
+                    seen.setdefault(hashlib.sha256(np.ascontiguousarray(trim(ch)).tobytes()).hexdigest(),
+                                    f"the {side} channel of {c.original}")
                 try:
                     prepared, _ = prepare_audio(x, SAMPLE_RATE, cfg)
                 except BadAudio as e:
@@ -437,6 +505,7 @@ def run(root: Path, kit: Path, dry_run: bool = False, sources=SOURCES, log=print
     """Gather, choose, write (see the module docstring). Returns {package: kicks kept}."""
     from kickmodel.clips import BadAudio, load_clip
 
+    check_not_reserved(root, sources)
     rows = read_manifest(kit)
     owned = {s.package for s in sources}
     others = [r for r in rows if r["debian_package"] not in owned]

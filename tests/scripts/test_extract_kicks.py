@@ -154,11 +154,17 @@ def _fake_root(root: Path, fixture_copy: np.ndarray) -> None:
     build_kits(share / "sounds/sf2/Red_Zeppelin_4_LV2.sf2",
                [DrumKit("Red_Zeppelin_4pc", {36: [Sample("36-Ludwig26Kick-1", kick(13, 2.6, decay=3.0))]}, bank=0)])
     build_kits(share / "sounds/sf2/FluidR3_GM.sf2", [
-        DrumKit("Standard", {35: [Sample("Std Kick(L)", kick(14)), Sample("Std Kick(R)", kick(14))],
+        # a stereo pair whose channels differ (two microphones): mixed to mono, neither channel alone
+        DrumKit("Standard", {35: [Sample("Std Kick(L)", kick(14)), Sample("Std Kick(R)", kick(21, decay=0.2))],
                              36: [Sample("Elec Kick", kick(15, sr=22050), rate=22050)]}),
         # the kit's fixture again, quieter and with a little noise: a near-copy of a kit file
         DrumKit("Room", {36: [Sample("Room Kick", fixture_copy)]}),
         DrumKit("Power", {36: [Sample("Power Kick", snare(4))]}),  # named kick, measures like a snare
+    ])
+    # a mono fork of FluidR3 (as MuseScore_General is): its "Std Kick" is FluidR3's left channel, bit for bit
+    build_kits(share / "sounds/sf2/MuseScore_General_Full.sf2", [
+        DrumKit("Standard", {35: [Sample("Std Kick", kick(14))], 36: [Sample("Power Kick", kick(19))]}),
+        DrumKit("Room", {36: [Sample("Std Kick", kick(14))]}),  # the same sample again, another kit
     ])
     ex = share / "doc/chuck-data/examples"
     for rel, x in [("data/kick.wav", kick(16)), ("book/audio/kick_01.wav", kick(17)),
@@ -198,19 +204,23 @@ def test_run_adds_kicks_with_manifest_rows_and_skips_duplicates(fake):
     root, kit, before = fake
     lines: list[str] = []
     counts = E.run(root, kit, log=lines.append)
-    assert counts == {"avldrums.lv2-soundfont": 3, "fluid-soundfont-gm": 2, "chuck-data": 2}
+    assert counts == {"avldrums.lv2-soundfont": 3, "fluid-soundfont-gm": 2, "chuck-data": 2,
+                      "musescore-general-soundfont-lossless": 1}
     rows = _rows(kit)
     assert E.manifest_bytes(rows[:3]) == before  # the kit's own rows, untouched
     new = {r["file"]: r for r in rows[3:]}
     assert sorted(new) == sorted([
         "avldrums_Black_Pearl_36_Pearl22Kick_1.flac", "avldrums_Black_Pearl_36_Pearl22Kick_2.flac",
         "avldrums_Red_Zeppelin_36_Ludwig26Kick_1.flac", "FluidR3_GM_Std_Kick.flac", "FluidR3_GM_Elec_Kick.flac",
-        "chuck_kick_01.flac", "chuck_kick.flac"])
+        "chuck_kick_01.flac", "chuck_kick.flac", "MuseScore_General_Power_Kick.flac"])
     r = new["FluidR3_GM_Std_Kick.flac"]
     assert (r["debian_package"], r["license"]) == ("fluid-soundfont-gm", "MIT")
     assert r["original_path"] == "sounds/sf2/FluidR3_GM.sf2#Std Kick(L)+Std Kick(R)"
     assert new["chuck_kick_01.flac"]["original_path"] == "doc/chuck-data/examples/book/audio/kick_01.wav"
     assert new["avldrums_Red_Zeppelin_36_Ludwig26Kick_1.flac"]["license"] == "CC-BY-SA-3.0"
+    r = new["MuseScore_General_Power_Kick.flac"]
+    assert (r["debian_package"], r["license"], r["original_path"]) == (
+        "musescore-general-soundfont-lossless", "MIT", "sounds/sf2/MuseScore_General_Full.sf2#Power Kick")
     for name, row in new.items():
         info = sf.info(str(kit / name))
         assert (info.samplerate, info.channels, info.format) == (44100, 1, "FLAC")
@@ -221,6 +231,9 @@ def test_run_adds_kicks_with_manifest_rows_and_skips_duplicates(fake):
     assert "book/ch4/audio/kick_01.wav: identical to doc/chuck-data/examples/book/audio/kick_01.wav" in log
     assert "FluidR3_GM.sf2#Room Kick: a near-copy of samples_bd_fat.flac" in log
     assert "FluidR3_GM.sf2#Power Kick: only" in log
+    # the fork's copy of a channel of a stereo kick already taken: the same sample data, so not a new kick
+    assert log.count("MuseScore_General_Full.sf2#Std Kick: identical to the left channel of "
+                     "sounds/sf2/FluidR3_GM.sf2#Std Kick(L)+Std Kick(R)") == 2
     assert "kick_loop.wav: longer than" in log
     assert "snare" not in " ".join(new) and "._kick" not in log
 
@@ -248,6 +261,37 @@ def test_missing_package_is_an_error_before_anything_is_written(fake, capsys):
     err = capsys.readouterr().err
     assert err.startswith("extract_kicks: ") and "install fluid-soundfont-gm" in err and len(err.splitlines()) == 1
     assert (kit / "MANIFEST.csv").read_bytes() == before and len(list(kit.glob("*.flac"))) == 3
+
+
+@pytest.mark.parametrize("package", ["timgm6mb-soundfont", "csound-soundfont", "exadrums"])
+def test_packages_reserved_for_the_outside_evaluation_are_refused_before_anything_is_read(fake, package):
+    root, kit, before = fake
+    assert package in E.RESERVED_PACKAGES
+    src = E.Source(package, "MIT", "X", "sf2", (("sounds/sf2/not-there.sf2", "X"),))
+    with pytest.raises(E.ExtractError) as err:  # refused by name: the missing file is not even looked for
+        E.run(root, kit, sources=E.SOURCES + (src,), log=lambda s: None)
+    msg = str(err.value)
+    assert package in msg and "reserved for an outside evaluation" in msg and "not-there" not in msg
+    assert (kit / "MANIFEST.csv").read_bytes() == before and len(list(kit.glob("*.flac"))) == 3
+
+
+def test_a_path_that_leads_into_a_reserved_package_is_refused(fake):
+    """default-GM.sf2 is a Debian alternative: it may point at TimGM6mb.sf2 (timgm6mb-soundfont). The
+    package's file list (var/lib/dpkg/info/<package>.list) says whose file the path really is."""
+    root, kit, before = fake
+    sf2 = root / "usr/share/sounds/sf2"
+    build_kits(sf2 / "TimGM6mb.sf2", [DrumKit("Standard", {36: [Sample("Kick", kick(30))]})])
+    (sf2 / "default-GM.sf2").symlink_to("TimGM6mb.sf2")
+    info = root / "var/lib/dpkg/info"
+    info.mkdir(parents=True)
+    (info / "timgm6mb-soundfont.list").write_text("/.\n/usr/share/sounds/sf2\n/usr/share/sounds/sf2/TimGM6mb.sf2\n")
+    src = E.Source("fluid-soundfont-gm", "MIT", "GM", "sf2", (("sounds/sf2/default-GM.sf2", "GM"),), drum_banks=(128,))
+    with pytest.raises(E.ExtractError, match="default-GM.sf2 leads to .*TimGM6mb.sf2, which timgm6mb-soundfont "
+                                             "installs: .* reserved for an outside evaluation"):
+        E.run(root, kit, sources=(src,), log=lambda s: None)
+    assert (kit / "MANIFEST.csv").read_bytes() == before and len(list(kit.glob("*.flac"))) == 3
+    (info / "timgm6mb-soundfont.list").write_text("/usr/share/sounds/sf2/Other.sf2\n")  # not its file: read
+    assert E.run(root, kit, sources=(src,), dry_run=True, log=lambda s: None) == {"fluid-soundfont-gm": 1}
 
 
 def test_dry_run_writes_nothing(fake):
