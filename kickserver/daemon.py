@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kickmodel.config import SAMPLE_RATES
+from kickmodel.descriptors import UNIT_CONTROLS
 from kickmodel.generator import Cancelled, StepPolicy
 
 from . import __version__, osc_api, state
@@ -533,7 +534,10 @@ class Server:
         # a one-pass model takes any steps and sampler and ignores them (clients may send them to any model)
         samplers = tuple(gen.samplers) or None
         max_steps = min(self.cfg.max_steps, gen.max_steps) if gen.samplers else self.cfg.max_steps
-        return osc_api.Limits(controls=tuple(gen.controls), samplers=samplers, max_steps=max_steps)
+        # controls in units (pitch_hz ...) that this model takes, with their ranges; the others are refused by name
+        units = tuple(osc_api.UnitControl(u, *UNIT_CONTROLS[u]) for u in gen.unit_controls)
+        return osc_api.Limits(controls=tuple(gen.controls), samplers=samplers, max_steps=max_steps, units=units,
+                              other_units=tuple(u for u in UNIT_CONTROLS if u not in gen.unit_controls))
 
     def _handle_message(self, address: str, args: list, addr: tuple, reply: _OneError) -> None:
         try:
@@ -591,7 +595,8 @@ class Server:
 
     def controls(self, req: osc_api.Controls, addr: tuple, reply: Callable[[bytes], None]) -> None:
         assert self.worker is not None
-        reply(osc_api.controls(tuple(self.worker.gen.controls)))
+        gen = self.worker.gen
+        reply(osc_api.controls(tuple(gen.controls) + tuple(gen.unit_controls)))  # the dials, then the units
 
     def select_model(self, req: osc_api.SelectModel, addr: tuple, reply: Callable[[bytes], None]) -> None:
         w = self.worker

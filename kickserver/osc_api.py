@@ -161,12 +161,30 @@ Request = Ping | Status | Models | Controls | SelectModel | Generate | Variation
 
 
 @dataclass(frozen=True)
+class UnitControl:
+    """A control given in its unit instead of as a 0..1 dial (`pitch_hz 43.65`; kickmodel.descriptors.UNIT_CONTROLS):
+    the dial it stands for and the range a model takes."""
+
+    name: str
+    dial: str
+    lo: float
+    hi: float
+
+
+@dataclass(frozen=True)
 class Limits:
     """What the serving model and the server accept; the receive loop passes the current one."""
 
     controls: tuple[str, ...] = ()
     samplers: tuple[str, ...] | None = None  # None: a one-pass model, which ignores any sampler named
     max_steps: int = 200
+    units: tuple[UnitControl, ...] = ()  # the controls in units the serving model takes (gen.unit_controls)
+    other_units: tuple[str, ...] = ()  # unit names other models take: refused as such, not as an unknown key
+
+    @property
+    def control_keys(self) -> tuple[str, ...]:
+        """What a request may name as a control: the dials, then the units."""
+        return self.controls + tuple(u.name for u in self.units)
 
 
 # ------------------------------------------------------------------ values
@@ -265,6 +283,46 @@ def _pairs(args: Sequence[Any], id: int) -> list[tuple[str, Any]]:
     return out
 
 
+def _takes(limits: Limits) -> str:
+    """What the serving model takes as controls, for a refusal: "decay, pitch (dials 0..1), pitch_hz 30..250"."""
+    parts = [f"{u.name} {u.lo:g}..{u.hi:g}" for u in limits.units]
+    if limits.controls:
+        dials = "dials" if len(limits.controls) > 1 else "dial"
+        parts.insert(0, f"{', '.join(limits.controls)} ({dials} 0..1)")
+    return ", ".join(parts)
+
+
+def _control(controls: dict[str, float], k: str, v: Any, limits: Limits, id: int) -> bool:
+    """Read key k into controls if it is a control: a dial (0..1) or a control in units the serving model takes
+    (within its range). A unit the model does not take is refused naming what it takes; False: not a control."""
+    if k in limits.controls:
+        controls[k] = as_float(k, v, 0.0, 1.0, id)
+        return True
+    unit = next((u for u in limits.units if u.name == k), None)
+    if unit is not None:
+        value = as_float(k, v, -math.inf, math.inf, id)
+        if not unit.lo <= value <= unit.hi:
+            fix = f"send {k} {unit.lo:g}..{unit.hi:g}" + (f", or the dial {unit.dial} 0..1"
+                                                           if unit.dial in limits.controls else "")
+            raise RequestError(f"{k} must be within {unit.lo:g}..{unit.hi:g}, got {value:g}: {fix}", id)
+        controls[k] = value
+        return True
+    if k in limits.other_units:
+        if not limits.controls and not limits.units:
+            raise RequestError(f"{k}: the serving model takes no controls", id)
+        if not limits.units:
+            raise RequestError(f"{k}: the serving model takes no controls in units; it takes {_takes(limits)}", id)
+        raise RequestError(f"{k}: the serving model does not take it; it takes {_takes(limits)}", id)
+    return False
+
+
+def _check_controls(controls: dict[str, float], limits: Limits, id: int) -> None:
+    """A control is given once: as its dial or in its unit, not both."""
+    for u in limits.units:
+        if u.name in controls and u.dial in controls:
+            raise RequestError(f"give {u.dial} (a 0..1 dial) or {u.name} ({u.lo:g}..{u.hi:g}), not both", id)
+
+
 def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], limits: Limits, id: int) -> None:
     for k, v in pairs:
         if k == "id":
@@ -282,11 +340,10 @@ def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], li
             req.sampler = s
         elif k == "strength" and k in keys and isinstance(req, Variation):
             req.strength = as_float("strength", v, 0.0, 1.0, id)
-        elif k in limits.controls:
-            req.controls[k] = as_float(k, v, 0.0, 1.0, id)
-        else:
-            known = ", ".join(keys + limits.controls)
+        elif not _control(req.controls, k, v, limits, id):
+            known = ", ".join(keys + limits.control_keys)
             raise RequestError(f"unknown key {clip(k, 40)!r}; this request takes {known}", id)
+    _check_controls(req.controls, limits, id)
     if req.seed is not None and req.seed + req.count - 1 > INT32_MAX:
         raise RequestError(f"seed + count - 1 must stay within 0..{INT32_MAX}", id)
 
@@ -337,11 +394,10 @@ def _parse_interpolate(args: list[Any], limits: Limits, id: int) -> Interpolate:
             if limits.samplers is not None and s not in limits.samplers:
                 raise RequestError(f"unknown sampler {clip(s, 40)!r}; choose one of {', '.join(limits.samplers)}", id)
             req.sampler = s
-        elif k in limits.controls:
-            req.controls[k] = as_float(k, v, 0.0, 1.0, id)
-        else:
-            known = ", ".join(INTERPOLATE_KEYS + limits.controls)
+        elif not _control(req.controls, k, v, limits, id):
+            known = ", ".join(INTERPOLATE_KEYS + limits.control_keys)
             raise RequestError(f"unknown key {clip(k, 40)!r}; this request takes {known}", id)
+    _check_controls(req.controls, limits, id)
     missing = [k for k in ("a", "b") if getattr(req, k) is None]
     if missing:
         raise RequestError(f"{INTERPOLATE} needs {' and '.join(missing)} (each a seed int >= 0 or a file name)", id)
@@ -632,6 +688,7 @@ def model(name: str) -> bytes:
 
 
 def controls(names: Sequence[str]) -> bytes:
-    """`/kick/controls name...`: the serving model's control names (none for a model without controls), as many
-    as fit in one datagram."""
+    """`/kick/controls name...`: the serving model's control names, its dials then the controls in units it takes
+    (`decay pitch click decay_s pitch_hz click_db` for a kick-synth model; none for a model without controls), as
+    many as fit in one datagram."""
     return _names(CONTROLS, names)
