@@ -19,6 +19,13 @@ import torch.nn.functional as F
 import torchaudio.functional as AF
 
 CONTROL_NAMES = ("decay", "pitch", "click")
+# The same controls in their units, as a request may give them to a model that sets them exactly (a kick-synth
+# model: kickmodel.generator.UNITS): name -> (the dial it stands for, lowest, highest value taken)
+UNIT_CONTROLS: dict[str, tuple[str, float, float]] = {
+    "decay_s": ("decay", 0.02, 2.5),
+    "pitch_hz": ("pitch", 30.0, 250.0),
+    "click_db": ("click", -60.0, 0.0),
+}
 
 ONSET_DB = -30.0
 ENV_WINDOW_MS = 10.0  # RMS window of the decay envelope

@@ -108,7 +108,10 @@ VARIATION = "variation"  # render(..., variation=Variation(...)): variations of 
 INTERPOLATION = "interpolation"  # render(..., interpolation=...); gen.interpolation_samplers say which samplers
 INVERT = "invert"  # gen.invert(source, steps): the noise the deterministic sampler turns into source (Inverts)
 ENCODE = "encode"  # gen.encode(clips): prepared clips -> latents [n, gen.latent_dim] (Encodes; kicktrain map)
-CAPABILITIES = frozenset({CONTROLS, SAMPLERS, GUIDANCE, VARIATION, INTERPOLATION, INVERT, ENCODE})
+# items' controls may also be given in units (descriptors.UNIT_CONTROLS: decay_s, pitch_hz, click_db), and each
+# kick then measures as asked (gen.unit_controls lists those the model takes)
+UNITS = "units"
+CAPABILITIES = frozenset({CONTROLS, SAMPLERS, GUIDANCE, VARIATION, INTERPOLATION, INVERT, ENCODE, UNITS})
 
 
 class KickGenerator(Protocol):
@@ -124,6 +127,7 @@ class KickGenerator(Protocol):
     sample_rate: int  # the model's own rate
     length: int  # samples per kick at that rate
     controls: tuple[str, ...]
+    unit_controls: tuple[str, ...]  # controls it also takes in units (UNITS: decay_s, pitch_hz, click_db), else ()
     samplers: tuple[str, ...]  # () for a one-pass family: steps and sampler do not apply
     interpolation_samplers: tuple[str, ...]  # the samplers an interpolation may use (() for a one-pass family)
     max_steps: int  # 0 for a one-pass family
@@ -260,7 +264,11 @@ class GeneratorBase:
         self.device = device
         self._cancel: Callable[[], bool] | None = None
         if not self.controls:  # a model trained without controls takes none, whatever its family can
-            self.capabilities = self.capabilities - {CONTROLS}
+            self.capabilities = self.capabilities - {CONTROLS, UNITS}
+        from .descriptors import UNIT_CONTROLS
+
+        self.unit_controls: tuple[str, ...] = tuple(
+            u for u, (dial, _, _) in UNIT_CONTROLS.items() if UNITS in self.capabilities and dial in self.controls)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -311,17 +319,38 @@ class GeneratorBase:
         vals = torch.zeros(len(items), len(self.controls))
         mask = torch.zeros(len(items), len(self.controls))
         for i, it in enumerate(items):
-            unknown = sorted(set(it.controls) - set(self.controls))
+            unknown = sorted(set(it.controls) - set(self.controls) - set(self.unit_controls))
             if unknown:
                 raise ValueError(f"unknown control(s) {', '.join(unknown)}; model {self.name!r} takes "
-                                 f"{', '.join(self.controls)}")
+                                 f"{', '.join(self.controls + self.unit_controls)}")
+            dials = self.dials(it.controls)
             for j, name in enumerate(self.controls):
-                if name in it.controls:
-                    v = float(it.controls[name])
+                if name in dials:
+                    v = float(dials[name])
                     if not (0.0 <= v <= 1.0):
                         raise ValueError(f"control {name} must be within 0..1, got {v}")
                     vals[i, j], mask[i, j] = v, 1.0
         return vals.to(self.device), mask.to(self.device)
+
+    def dials(self, controls: dict[str, float]) -> dict[str, float]:
+        """An item's controls as 0..1 dials: a control given in units (decay_s, pitch_hz, click_db) becomes the dial
+        of the training kicks' quantile it falls on (the prior makes the rest of the kick fit it; the family then
+        sets the unit exactly). ValueError when a unit is out of its range or given beside its own dial."""
+        from .descriptors import UNIT_CONTROLS, to_unit
+
+        out = {k: v for k, v in controls.items() if k not in UNIT_CONTROLS}
+        for unit in self.unit_controls:
+            if unit not in controls:
+                continue
+            dial, lo, hi = UNIT_CONTROLS[unit]
+            v = float(controls[unit])
+            if not lo <= v <= hi:
+                raise ValueError(f"control {unit} must be within {lo:g}..{hi:g}, got {v:g}")
+            if dial in controls:
+                raise ValueError(f"give {dial} (0..1) or {unit}, not both")
+            j = self.controls.index(dial)
+            out[dial] = float(to_unit(torch.tensor([[v]], dtype=torch.float64), [self.control_quantiles[j]])[0, 0])
+        return out
 
     def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:
         raise NotImplementedError

@@ -25,6 +25,7 @@ REGISTRY: dict[str, str] = {
     "waveform_diffusion": "kickmodel.families.waveform_diffusion",
     "mel_vae": "kickmodel.families.mel_vae",
     "latent_diffusion": "kickmodel.families.latent_diffusion",
+    "kick_synth": "kickmodel.families.kick_synth",
 }
 
 

@@ -1,0 +1,138 @@
+"""Family "kick_synth": a differentiable kick synthesiser (synth.py) whose few dozen numbers a prior generates.
+
+    kicktrain fit DATA --family kick-synth --preset small --run-dir runs/synth
+
+Training fits the synth to every clip (analysis by synthesis, fit.py: the clip's numbers), then a denoiser
+learns the distribution of those numbers given the controls (the project's diffusion and samplers over a
+vector, with latent diffusion's residual MLP). Serving samples numbers and plays them: the sweep, the
+attack from silence and the pitch exist by construction, and a control given in units (pitch_hz, decay_s,
+click_db) is set exactly. Sections: `model` (the prior's network), `diffusion`, `sampling`, `fit`.
+Artifact part: `denoiser` (the prior, with the numbers' normalisation); the synth has no weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from ...config import AugmentConfig, ConditioningConfig, Config, ConfigError, DataConfig, TrainConfig
+from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
+from .. import make_config
+from ..base import Family, FitContext
+from ..latent_diffusion.config import LatentNetConfig
+from .config import SynthFitConfig
+
+CONTROLS = ("decay", "pitch", "click")
+NO_AUGMENT = AugmentConfig(gain_p=0.0, pitch_p=0.0, stretch_p=0.0, offset_p=0.0, noise_p=0.0, reverb_p=0.0, eq_p=0.0)
+# the fitted numbers normalised to unit spread: v-prediction, no STFT term (numbers, not audio), x0 within +-5
+SYNTH_DIFFUSION = DiffusionConfig(prediction="v", stft_loss_weight=0.0, data_scale=1.0, clip_x0=5.0)
+SYNTH_SAMPLING = SamplingConfig(steps=10, time_power=0.35, image_reject_db=0.0)
+
+
+class KickSynthFamily(Family):
+    name = "kick_synth"
+    summary = "a differentiable kick synthesiser whose numbers a diffusion prior generates (fitted to each kick)"
+    sections = {"model": LatentNetConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
+                "fit": SynthFitConfig}
+    parts = ("denoiser",)
+
+    def presets(self) -> dict[str, Config]:
+        common = {"conditioning": ConditioningConfig(controls=CONTROLS), "diffusion": SYNTH_DIFFUSION,
+                  "augment": NO_AUGMENT}
+        tiny = make_config(self.name, "tiny", data=DataConfig(length=4096), model=LatentNetConfig(width=32, blocks=2,
+                                                                                                 emb_dim=32),
+                           sampling=SamplingConfig(steps=10, time_power=1.0, image_reject_db=0.0),
+                           fit=SynthFitConfig(iters=20, restart_iters=5, serve_iters=10),
+                           train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5,
+                                             val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9), **common)
+        small = make_config(self.name, "small", model=LatentNetConfig(width=256, blocks=4), sampling=SYNTH_SAMPLING,
+                            train=TrainConfig(batch_size=64, micro_batch=64, max_steps=3000, lr=5e-4, warmup_steps=100,
+                                              sample_every=0, val_every=250, ckpt_every=500, ema_decay=0.995),
+                            **common)
+        base = make_config(self.name, "base", model=LatentNetConfig(width=512, blocks=6), sampling=SYNTH_SAMPLING,
+                           fit=SynthFitConfig(iters=400, restart_iters=60),
+                           train=TrainConfig(batch_size=128, micro_batch=128, max_steps=20000, lr=3e-4,
+                                             sample_every=0), **common)
+        return {"tiny": tiny, "small": small, "base": base}
+
+    def check_config(self, cfg: Config) -> None:
+        m, f = cfg.model, cfg.fit
+        aug = cfg.augment
+        augmenting = [k for k in vars(aug) if k.endswith("_p") and getattr(aug, k) > 0]
+        checks = check_diffusion_config(cfg.diffusion, cfg.sampling) + [
+            (m.width >= 1 and m.blocks >= 1 and m.emb_dim >= 2 and m.emb_dim % 2 == 0,
+             "model: width and blocks >= 1, emb_dim even"),
+            (cfg.diffusion.stft_loss_weight == 0, "diffusion.stft_loss_weight must be 0: the prior makes numbers"),
+            (f.iters >= 1 and f.restart_iters >= 1 and f.serve_iters >= 1 and f.batch >= 1 and 0 < f.lr <= 1
+             and 0 <= f.jitter <= 2, "fit: iters, restart_iters, serve_iters and batch >= 1, lr within (0, 1], "
+                                     "jitter within 0..2"),
+            (not augmenting, f"augment: a kick-synth run fits each clip once, so it takes no augmentation (set "
+                             f"{', '.join('augment.' + k + '=0' for k in augmenting)})"),
+            (cfg.data.length >= 2048, "data.length must be at least 2048 samples"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ConfigError(msg)
+
+    def check_limits(self, cfg: Config) -> None:
+        m, f = cfg.model, cfg.fit
+        if m.width > 4096 or m.blocks > 32 or m.emb_dim > 1024 or f.serve_iters > 2000 or f.batch > 1024:
+            raise ConfigError("its model or fit section is larger than any kick model this kickserver serves")
+
+    def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
+        from .network import prior_net
+
+        cfg = configs["denoiser"]
+        return {"denoiser": prior_net(cfg.model, len(cfg.controls))}
+
+    def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list:
+        """The prior over the numbers, once per step (twice with guidance), then the synth over the clip; a
+        source file's fit (a variation, a morph's end) is serve_iters renders and their gradients."""
+        from ..render_cost import RenderPass, denoiser_evaluations
+        from .fit import Target, distance
+        from .synth import N_PARAMS, KickSynth
+
+        cfg, net = configs["denoiser"], modules["denoiser"]
+        n = len(cfg.controls)
+
+        def step() -> torch.Tensor:
+            cond = (torch.zeros(1, n), torch.ones(1, n)) if n else (None, None)
+            return net(torch.zeros(1, N_PARAMS), torch.zeros(1), *cond)
+
+        synth = KickSynth(cfg.data.sample_rate, cfg.data.length).to("meta")
+
+        def play() -> torch.Tensor:
+            return synth(torch.zeros(1, N_PARAMS))
+
+        def fit_step() -> torch.Tensor:  # forward only: the backward costs about twice as much again
+            return distance(synth(torch.zeros(1, N_PARAMS)), Target(torch.zeros(1, cfg.data.length),
+                                                                     cfg.data.sample_rate))
+
+        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
+                           steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * cfg.fit.serve_iters)]
+
+    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
+        if ctx.init is None:
+            return cfg
+        art = ctx.init
+        ctx.log(f"fine-tuning: taking the prior's network, diffusion and fit settings of {art.path.name}")
+        cfg = cfg.with_section("model", art.config.model).with_section("diffusion", art.config.diffusion)
+        cfg = cfg.with_section("conditioning", art.config.conditioning)
+        return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)
+
+    def objective(self, cfg: Config, ctx: FitContext):
+        from .network import prior_net
+        from .objective import FITS_FILE, FitCache, SynthObjective
+
+        net = prior_net(cfg.model, len(cfg.controls)).to(ctx.device)
+        cache = FitCache(ctx.run_dir / FITS_FILE if ctx.run_dir is not None else None, ctx.log)
+        return SynthObjective(cfg, net, ctx.device, cache)
+
+    def load_generator(self, art, device: torch.device):
+        from .generator import KickSynthGenerator
+
+        return KickSynthGenerator(art, device)
+
+
+FAMILY = KickSynthFamily()

@@ -1,0 +1,248 @@
+"""Analysis by synthesis: the synth's numbers for a kick, by gradient descent on how far its sound is from it.
+
+The loss is what a listener compares: multi-resolution STFT magnitudes (log and linear, as DDSP's
+spectral loss), the loudness envelope in dB, and the first milliseconds of the waveform (the attack and
+the click). Frequency gradients alone have many local minima (a sweep fitted an octave off is a valley
+of its own), so the body's pitch starts from measurements: its settled frequency from the project's
+pitch descriptor, its early frequency from a short window after the onset; and each kick is fitted
+from a few sweep shapes at once (RESTARTS), the best kept after the first stage.
+
+Deterministic: the same clips give the same numbers (fixed starts, Adam, no noise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from ... import descriptors
+from .synth import INDEX, N_PARAMS, PARAMS, U_LIMIT, KickSynth, from_params, to_params
+
+FFT_SIZES = (4096, 1024, 256)
+ENV_MS = 5.0
+ENV_FLOOR_DB = -70.0
+ONSET_MS = 25.0
+ONSET_WEIGHT = 0.4  # the waveform itself over the first ONSET_MS (relative L1): the attack and the click
+# starting sweep shapes (sweep, sweep_tau s) tried for every kick; the best after stage one goes on
+CROP_DB = -60.0
+MIN_FIT_S = 0.3
+FIT_RATE_DIVISOR = 2
+RESTARTS = ((1.0, 0.01), (3.0, 0.02), (6.0, 0.008), (0.4, 0.05))
+
+
+def _stft_mag(x: torch.Tensor, n: int) -> torch.Tensor:
+    win = torch.hann_window(n, device=x.device, dtype=x.dtype)
+    s = torch.view_as_real(torch.stft(x, n, hop_length=n // 4, window=win, return_complex=True, center=True))
+    return s.pow(2).sum(-1).add(1e-12).sqrt()  # |.| with a finite gradient at 0
+
+
+def _envelope_db(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    w = max(1, int(sample_rate * ENV_MS / 1000))
+    power = torch.nn.functional.avg_pool1d((x * x)[:, None], w, w)[:, 0]
+    return 10 * torch.log10(power + 1e-10)
+
+
+class Target:
+    """What distance() compares against, computed once per fit: a target's spectrograms, envelope, first ms."""
+
+    def __init__(self, x: torch.Tensor, sample_rate: int) -> None:
+        self.sample_rate = sample_rate
+        longest = 1 << max(4, int(math.log2(max(x.shape[1] // 2, 16))))  # torch.stft's padding needs n < 2 L
+        self.sizes = sorted({min(n, longest) for n in FFT_SIZES}, reverse=True)
+        self.mags = [_stft_mag(x, n) for n in self.sizes]
+        self.logs = [torch.log(m + 1e-5) for m in self.mags]
+        self.sums = [m.sum(dim=(1, 2)).clamp(min=1e-8) for m in self.mags]
+        env = _envelope_db(x, sample_rate)
+        self.floor = env.amax(dim=1, keepdim=True) + ENV_FLOOR_DB
+        self.env = env.maximum(self.floor)
+        self.k = int(sample_rate * ONSET_MS / 1000)
+        self.early = x[:, :self.k]
+        self.early_scale = self.early.abs().mean(dim=1).clamp(min=1e-4)
+
+    def repeat(self, r: int) -> Target:
+        """The same targets, each r times in a row (a kick's restarts)."""
+        out = Target.__new__(Target)
+        out.__dict__ = {k: ([v.repeat_interleave(r, 0) for v in val] if k in ("mags", "logs", "sums")
+                            else val.repeat_interleave(r, 0) if isinstance(val, torch.Tensor) else val)
+                        for k, val in self.__dict__.items()}
+        return out
+
+
+def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
+    """Per kick [n]: how far synthesised y [n, L] is from its target."""
+    total = torch.zeros(y.shape[0], device=y.device)
+    for n, log_x, mag_x, sum_x in zip(target.sizes, target.logs, target.mags, target.sums):
+        sy = _stft_mag(y, n)
+        log_term = (torch.log(sy + 1e-5) - log_x).abs().mean(dim=(1, 2))
+        total = total + log_term + (sy - mag_x).abs().sum(dim=(1, 2)) / sum_x
+    ey = _envelope_db(y, target.sample_rate).maximum(target.floor)
+    total = total + 0.05 * (ey - target.env).abs().mean(dim=1)
+    early = (y[:, :target.k] - target.early).abs().mean(dim=1) / target.early_scale
+    return total + ONSET_WEIGHT * early
+
+
+def _early_pitch(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """The strongest frequency under 600 Hz in 3..23 ms after the start (zero-padded FFT): where the sweep is."""
+    a, n = int(0.003 * sample_rate), int(0.020 * sample_rate)
+    seg = x[:, a:a + n] * torch.hann_window(n, periodic=False, dtype=x.dtype)
+    nfft = 1 << 15
+    mag = torch.fft.rfft(seg, n=nfft).abs()
+    lo, hi = int(30 * nfft / sample_rate), int(600 * nfft / sample_rate)
+    k = mag[:, lo:hi].argmax(dim=1) + lo
+    return k.to(x.dtype) * sample_rate / nfft
+
+
+def initial_params(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """Starting numbers [n * len(RESTARTS), N_PARAMS] (unconstrained) for clips x [n, L] from measurements."""
+    raw = descriptors.measure(x, sample_rate)  # decay s, pitch Hz, click dB
+    decay, pitch = raw[:, 0].clamp(0.03, 2.5), raw[:, 1]
+    early = _early_pitch(x, sample_rate)
+    starts = []
+    for sweep, tau in RESTARTS:
+        p = torch.zeros(x.shape[0], N_PARAMS)
+        for q in PARAMS:  # the middle of each range (geometric for log ranges)
+            p[:, INDEX[q.name]] = math.sqrt(q.lo * q.hi) if q.log else 0.5 * (q.lo + q.hi)
+        p[:, INDEX["f_end"]] = pitch * 0.97
+        measured_sweep = (early / pitch - 1).clamp(0.05, 20.0)
+        p[:, INDEX["sweep"]] = torch.where(torch.tensor(sweep == RESTARTS[0][0]), measured_sweep * 1.5,
+                                           torch.full_like(pitch, sweep))
+        p[:, INDEX["sweep_tau"]] = tau
+        p[:, INDEX["sweep_curve"]] = 1.0
+        p[:, INDEX["attack"]] = 0.0005
+        p[:, INDEX["decay"]] = decay / 3.0
+        p[:, INDEX["decay_curve"]] = 1.0
+        p[:, INDEX["body2_db"]] = -40.0
+        p[:, INDEX["click_db"]] = -20.0
+        p[:, INDEX["click_tau"]] = 0.003
+        p[:, INDEX["click_hz"]] = 3000.0
+        p[:, INDEX["click_bw"]] = 2.0
+        p[:, INDEX["drive"]] = 0.5
+        p[:, INDEX["level_db"]] = -1.0
+        p[:, INDEX["residual_db"]] = -50.0
+        p[:, INDEX["residual_tau"]] = 0.05
+        for i in range(16):
+            p[:, INDEX[f"residual_band{i}"]] = -20.0
+        starts.append(from_params(p))
+    return torch.stack(starts, dim=1).reshape(-1, N_PARAMS)  # clip-major: clip i's restarts are rows i*R..
+
+
+def _descend(synth: KickSynth, u: torch.Tensor, target: Target, iters: int, lr: float,
+             progress: Callable[[int], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    u = u.clone().requires_grad_(True)
+    opt = torch.optim.Adam([u], lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters, eta_min=lr * 0.05)
+    for i in range(iters):
+        opt.zero_grad(set_to_none=True)
+        d = distance(synth(u), target)
+        d.sum().backward()
+        opt.step()
+        sched.step()
+        with torch.no_grad():
+            u.clamp_(-U_LIMIT, U_LIMIT)
+        if progress is not None:
+            progress(i)
+    with torch.no_grad():
+        final = distance(synth(u), target)
+    return u.detach(), final
+
+
+ADJUST_PASSES = 4
+_NEPERS_40DB = 40.0 / 20.0 * math.log(10.0)  # the decay measure's 40 dB in nepers
+
+
+def adjust(synth: KickSynth, u: torch.Tensor, targets: torch.Tensor, finish: Callable[[torch.Tensor], torch.Tensor],
+           passes: int = ADJUST_PASSES, check: Callable[[], None] | None = None) -> torch.Tensor:
+    """Numbers u [n, N_PARAMS] moved until each kick measures as targets [n, 3] says (decay s, pitch Hz, click dB, as
+    kickmodel.descriptors.measure gives them; NaN: leave it). Measured on finish(synth(u)) (the file a listener gets),
+    then the number that moves each measure is corrected, `passes` times:
+    - pitch: the whole frequency track scaled (f_end; where f_end is at its range's end, the sweep made shorter,
+      which takes its share of the 40..250 ms window the pitch is measured in);
+    - decay: the decay time and the residual's (where the decay time is at its range's end, its curve);
+    - click: the click's level in dB."""
+    u = u.clone()
+    decay = targets[:, 0]
+    if not bool(decay.isnan().all()):  # first, where exp(-(t / tau) ** c) is 40 dB down, without measuring
+        p = to_params(u)
+        c = p[:, INDEX["decay_curve"]]
+        tau = decay / torch.exp(math.log(_NEPERS_40DB) / c)
+        ratio = torch.where(decay.isnan(), torch.ones_like(decay), tau / p[:, INDEX["decay"]])
+        p[:, INDEX["decay"]] *= ratio
+        p[:, INDEX["residual_tau"]] *= ratio
+        u = from_params(p)
+    for _ in range(passes):
+        if check is not None:
+            check()
+        got = descriptors.measure(finish(synth(u)), synth.sample_rate)
+        p = to_params(u)
+        lo, hi = (torch.tensor([q.lo for q in PARAMS]), torch.tensor([q.hi for q in PARAMS]))
+        pitch, decay, click = targets[:, 1], targets[:, 0], targets[:, 2]
+        r = torch.where(pitch.isnan(), torch.ones_like(pitch), pitch / got[:, 1].clamp(min=1e-3))
+        f_end = p[:, INDEX["f_end"]] * r
+        left = f_end / f_end.clamp(lo[INDEX["f_end"]], hi[INDEX["f_end"]])  # the part f_end cannot take
+        p[:, INDEX["f_end"]] = f_end
+        p[:, INDEX["sweep_tau"]] *= torch.where(left < 1, left.pow(2), torch.ones_like(left))
+        d = torch.where(decay.isnan(), torch.ones_like(decay), decay / got[:, 0].clamp(min=1e-3))
+        tau = p[:, INDEX["decay"]] * d
+        lo_tau = lo[INDEX["decay"]] * 1.01
+        stuck = tau < lo_tau  # the shortest decay time with this curve is still too long: steepen the curve
+        want = torch.where(decay.isnan(), torch.ones_like(decay), decay)
+        steeper = math.log(_NEPERS_40DB) / (want / lo_tau).clamp(min=1.05).log()  # tau_lo * 4.6 ** (1 / c) = want
+        p[:, INDEX["decay_curve"]] = torch.where(stuck, steeper, p[:, INDEX["decay_curve"]])
+        p[:, INDEX["decay"]] = tau
+        p[:, INDEX["residual_tau"]] *= d
+        p[:, INDEX["click_db"]] += torch.where(click.isnan(), torch.zeros_like(click), click - got[:, 2])
+        u = from_params(p)
+    return u
+
+
+def fit_length(x: torch.Tensor, sample_rate: int) -> int:
+    """Samples worth fitting for clips x [n, L]: until the last of them has fallen CROP_DB under its peak, plus
+    50 ms, at least MIN_FIT_S (the numbers hold for the whole clip: the synth has no end)."""
+    env = _envelope_db(x, sample_rate)
+    above = env >= env.amax(dim=1, keepdim=True) + CROP_DB
+    last = int((above.float() * torch.arange(env.shape[1])).amax()) + 1
+    n = (last * int(sample_rate * ENV_MS / 1000)) + int(0.05 * sample_rate)
+    return min(x.shape[1], max(n, int(MIN_FIT_S * sample_rate)))
+
+
+def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
+        batch: int = 32, log: Callable[[str], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(numbers [n, N_PARAMS] unconstrained, distance [n]) fitted to clips [n, L] (prepared, on the CPU).
+
+    The descent runs at half the rate (FIT_RATE_DIVISOR: a kick's body, sweep and most of its click lie under a
+    quarter of the rate, and it halves the cost) over the part of the clips that sounds (fit_length); the numbers
+    mean the same at any rate. Then `adjust` at the clips' own rate makes each fit measure as its clip does
+    (decay, pitch, click): what the descent leaves a few per cent off, the controls are read from."""
+    import torchaudio.functional as AF
+
+    x_all = clips.detach().float().cpu()
+    n = x_all.shape[0]
+    rate = sample_rate // FIT_RATE_DIVISOR if sample_rate >= 32000 else sample_rate
+    out_u, out_d = torch.zeros(n, N_PARAMS), torch.zeros(n)
+    r = len(RESTARTS)
+    with torch.enable_grad():
+        for a in range(0, n, batch):
+            x = x_all[a:a + batch]
+            x = x[:, :fit_length(x, sample_rate)]
+            xf = AF.resample(x, sample_rate, rate) if rate != sample_rate else x
+            synth = KickSynth(rate, xf.shape[1])
+            starts = initial_params(x, sample_rate)
+            target = Target(xf, rate)
+            u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr)
+            best = d.reshape(-1, r).argmin(dim=1)
+            u = u.reshape(-1, r, N_PARAMS)[torch.arange(len(x)), best]
+            u, d = _descend(synth, u, target, iters, lr)
+            with torch.no_grad():
+                full = x_all[a:a + batch]
+                u = adjust(KickSynth(sample_rate, full.shape[1]), u, descriptors.measure(full, sample_rate),
+                           finish=_level_like_a_clip)
+            out_u[a:a + len(x)], out_d[a:a + len(x)] = u, d
+            if log is not None:
+                log(f"fitted the synth to clips {a + 1}..{a + len(x)} of {n} (distance median {d.median():.3f})")
+    return out_u, out_d
+
+
+def _level_like_a_clip(y: torch.Tensor) -> torch.Tensor:
+    return y / y.abs().amax(dim=1, keepdim=True).clamp(min=1e-9)

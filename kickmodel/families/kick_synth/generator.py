@@ -1,0 +1,119 @@
+"""Serving the kick-synth family: the prior samples the synth's numbers (the project's samplers, guided by the
+controls), the synth plays them. A control given in units is then set exactly: the kick is measured as the
+descriptors measure it (pitch, decay, click) and the one number that moves it is corrected, a few times over.
+
+Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from ...artifact import Artifact
+from ...diffusion import Denoiser
+from ...generator import ENCODE, UNITS, Item, by_row, finish_kick
+from ..diffusion_common import DiffusionGenerator
+from .fit import adjust, fit
+from .network import prior_net
+from .synth import N_PARAMS, KickSynth
+
+
+class _RowByRow(torch.nn.Module):
+    """The synth played kick by kick (a kick never depends on its batch)."""
+
+    def __init__(self, synth: KickSynth) -> None:
+        super().__init__()
+        self.synth, self.sample_rate = synth, synth.sample_rate
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        return by_row(self.synth, u)
+
+
+class KickSynthGenerator(DiffusionGenerator):
+    family = "kick_synth"
+    capabilities = DiffusionGenerator.capabilities | {ENCODE, UNITS}  # the fitted numbers are the map's space
+    row_by_row = True  # the prior and the synth run kick by kick: a kick never depends on its batch (by_row)
+
+    def __init__(self, artifact: Artifact, device: torch.device) -> None:
+        cfg = artifact.config_of("denoiser")
+        net = prior_net(cfg.model, len(cfg.controls))
+        artifact.load_part(net, "denoiser")
+        super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
+        self.net = self.denoiser.net
+        self.synth = KickSynth(self.sample_rate, self.length).to(device)
+        self.latent_shape = (N_PARAMS,)
+        self.latent_dim = N_PARAMS
+        self.fit_cfg = cfg.fit
+        self._items: Sequence[Item] | None = None
+
+    # the numbers <-> the denoiser's space
+    def numbers(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net.denormalise(z / self.denoiser.data_scale)
+
+    def fit_numbers(self, audio: torch.Tensor) -> torch.Tensor:
+        f = self.fit_cfg
+        with torch.inference_mode(False), torch.enable_grad():  # a fit descends gradients, even when serving
+            x = audio.detach().float().cpu().clone()
+            u, _ = fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=max(1, f.restart_iters // 2),
+                       lr=f.lr, batch=f.batch)
+        return u.to(self.device)
+
+    def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
+        return self.net.normalise(self.fit_numbers(audio[:1]).expand(audio.shape[0], -1)) * self.denoiser.data_scale
+
+    def from_latent(self, z: torch.Tensor) -> np.ndarray:
+        self.check_cancel()
+        u = self.numbers(z)
+        if self._items is not None:
+            u = self.set_units(u, self._items)
+        return by_row(self.synth, u).float().cpu().numpy()
+
+    def set_units(self, u: torch.Tensor, items: Sequence[Item]) -> torch.Tensor:
+        """Kicks whose item gives a control in units get the numbers that move it corrected until they measure so
+        (fit.adjust, on the finished kick); the others are left as the prior made them."""
+        if len(items) != u.shape[0]:
+            raise ValueError(f"{len(items)} items for {u.shape[0]} kicks")
+        names = ("decay_s", "pitch_hz", "click_db")  # descriptors.measure's order
+        targets = torch.tensor([[float(it.controls.get(k, float("nan"))) for k in names] for it in items])
+        rows = [i for i in range(len(items)) if not bool(targets[i].isnan().all())]
+        if not rows:
+            return u
+        u = u.clone()
+
+        def finish(y: torch.Tensor) -> torch.Tensor:
+            return torch.from_numpy(finish_kick(y.float().cpu().numpy(), self.sample_rate))
+
+        u[rows] = adjust(_RowByRow(self.synth), u[rows], targets[rows], finish, check=self.check_cancel)
+        return u
+
+    def _with_items(self, items: Sequence[Item], run):
+        self._items = items
+        try:
+            return run()
+        finally:
+            self._items = None
+
+    @torch.inference_mode()
+    def sample(self, items, steps=None, sampler=None) -> np.ndarray:
+        return self._with_items(items, lambda: super(KickSynthGenerator, self).sample(items, steps, sampler))
+
+    @torch.inference_mode()
+    def vary(self, source, strength, items, steps=None, sampler=None) -> np.ndarray:
+        return self._with_items(items, lambda: super(KickSynthGenerator, self).vary(source, strength, items, steps,
+                                                                                   sampler))
+
+    @torch.inference_mode()
+    def interpolate(self, a, b, ts, items, steps=None, sampler=None) -> np.ndarray:
+        return self._with_items(items, lambda: super(KickSynthGenerator, self).interpolate(a, b, ts, items, steps,
+                                                                                          sampler))
+
+    @torch.inference_mode()
+    def encode(self, clips: np.ndarray) -> np.ndarray:
+        """Prepared clips [n, length] -> their fitted numbers, normalised (the map's space)."""
+        u = self.fit_numbers(torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length))
+        return self.net.normalise(u).float().cpu().numpy()
+
+    def describe(self) -> dict:
+        return super().describe() | {"synth_numbers": N_PARAMS, "unit_controls": list(self.unit_controls)}

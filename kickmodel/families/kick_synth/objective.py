@@ -1,0 +1,151 @@
+"""Training the kick-synth family: every clip is fitted once (analysis by synthesis, fit.py), and a denoiser learns
+the distribution of the fitted numbers (the project's diffusion over a vector, as latent diffusion does over a
+VAE's latents).
+
+The fits are kept by the clip's content hash in memory and in the run folder (FITS_FILE, safetensors: tensors
+only, nothing unpickled), so a resumed run, a second run over the same folder and validation fit a clip once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import torch
+
+from ...artifact import Artifact
+from ...config import Config
+from ..diffusion_common import DiffusionObjective, prefixed, unprefixed
+from .fit import fit
+from .synth import N_PARAMS
+
+FITS_FILE = "synth_fits.safetensors"
+MAX_FITS_BYTES = 256 << 20
+KEY_SAMPLES = 4096
+MATCH_TOLERANCE = 1e-4  # largest sample difference (at peak 1) of the same clip faded and levelled again
+
+
+def clip_key(clip: torch.Tensor) -> str:
+    return hashlib.blake2b(clip.detach().float().cpu().contiguous().numpy().tobytes(), digest_size=16).hexdigest()
+
+
+def fingerprint(clips: torch.Tensor) -> torch.Tensor:
+    """[n, KEY_SAMPLES]: each clip's first samples at peak 1. The trainer's batches are the clips faded at the end and
+    set to peak_db again (trainer.augment, with nothing drawn): the same kick to within float rounding, which must
+    find its fit; another kick differs by far more than MATCH_TOLERANCE somewhere."""
+    x = clips.detach().float().cpu().reshape(clips.shape[0], -1)
+    head = x[:, :min(KEY_SAMPLES, x.shape[1] // 2)]
+    return head / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-9)
+
+
+class FitCache:
+    """Fitted numbers by clip key; written to path (atomically) after each fit, read back when a run starts."""
+
+    def __init__(self, path: Path | None, log: Callable[[str], None]) -> None:
+        self.path, self.log = path, log
+        self.fits: dict[str, torch.Tensor] = {}
+        self.prints: dict[str, torch.Tensor] = {}
+        self.distances: dict[str, float] = {}
+        if path is not None and path.is_file():
+            self._read(path)
+
+    def _read(self, path: Path) -> None:
+        from safetensors import SafetensorError
+        from safetensors.torch import load
+
+        try:
+            if path.stat().st_size > MAX_FITS_BYTES:
+                raise ValueError(f"larger than {MAX_FITS_BYTES >> 20} MB")
+            tensors = load(path.read_bytes())
+            keys = [k for k in tensors if k.startswith("u.")]
+            for k in keys:
+                u = tensors[k]
+                f = tensors.get("f." + k[2:])
+                if (u.shape == (N_PARAMS,) and u.dtype == torch.float32 and bool(torch.isfinite(u).all())
+                        and f is not None and f.dtype == torch.float32 and f.ndim == 1 and f.numel() <= KEY_SAMPLES):
+                    self.fits[k[2:]], self.prints[k[2:]] = u, f
+                    d = tensors.get("d." + k[2:])
+                    self.distances[k[2:]] = float(d) if d is not None and d.numel() == 1 else float("nan")
+            self.log(f"synth fits: {len(self.fits)} kept in {path.name}")
+        except (OSError, ValueError, SafetensorError) as e:  # a damaged cache is refitted, never trusted
+            self.fits.clear()
+            self.prints.clear()
+            self.log(f"synth fits: {path.name} unreadable ({e}); fitting again")
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        from safetensors.torch import save
+
+        from ...fsutil import atomic_write_bytes
+
+        tensors = {f"u.{k}": v.contiguous() for k, v in self.fits.items()}
+        tensors |= {f"d.{k}": torch.tensor(self.distances.get(k, float("nan"))) for k in self.fits}
+        tensors |= {f"f.{k}": self.prints[k].contiguous() for k in self.fits}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(self.path, save(tensors))
+
+    def _find(self, clips: torch.Tensor) -> list[str | None]:
+        """The key of each clip's fit: the clip itself, or one whose fingerprint it matches; None when unfitted."""
+        keys: list[str | None] = [clip_key(c) for c in clips]
+        missing = [i for i, k in enumerate(keys) if k not in self.fits]
+        if missing and self.prints:
+            names = list(self.prints)
+            prints = fingerprint(clips[missing])
+            for i, fp in zip(missing, prints):
+                for name in names:
+                    ref = self.prints[name]
+                    if ref.shape == fp.shape and float((ref - fp).abs().max()) <= MATCH_TOLERANCE:
+                        keys[i] = name
+                        break
+        return [k if k in self.fits else None for k in keys]
+
+    def numbers(self, clips: torch.Tensor, cfg: Config) -> torch.Tensor:
+        """[n, N_PARAMS] fitted numbers of clips [n, L], fitting (and keeping) those not fitted yet."""
+        found = self._find(clips)
+        first: dict[str, int] = {}
+        for i, k in enumerate(found):
+            if k is None:
+                first.setdefault(clip_key(clips[i]), i)
+        todo = sorted(first.values())
+        if todo:
+            f = cfg.fit
+            u, d = fit(clips[todo].detach().float().cpu(), cfg.data.sample_rate, iters=f.iters,
+                       restart_iters=f.restart_iters, lr=f.lr, batch=f.batch,
+                       log=self.log if len(todo) > 1 else None)
+            prints = fingerprint(clips[todo])
+            for i, row, dist, fp in zip(todo, u, d.tolist(), prints):
+                k = clip_key(clips[i])
+                self.fits[k], self.distances[k], self.prints[k] = row.clone(), dist, fp.clone()
+            self._write()
+            found = self._find(clips)
+        return torch.stack([self.fits[k] for k in found])
+
+
+class SynthObjective(DiffusionObjective):
+    def __init__(self, cfg: Config, net: torch.nn.Module, device: torch.device, cache: FitCache) -> None:
+        super().__init__(cfg, net, parts=("denoiser",))
+        self.device = device
+        self.cache = cache
+
+    def to_latent(self, x: torch.Tensor) -> torch.Tensor:
+        return self.module.normalise(self.cache.numbers(x.detach().cpu(), self.cfg).to(self.device))
+
+    def loss(self, module, x, cond, mask, g, step):
+        jitter = self.cfg.fit.jitter
+        if jitter > 0:  # drawn first from this step's generator: a resumed run draws the same
+            x = x + jitter * torch.randn(x.shape, generator=g).to(x.device)
+        return super().loss(module, x, cond, mask, g, step)
+
+    def fit_data(self, clips: torch.Tensor) -> None:
+        """Fit every training clip now (not step by step) and take the numbers' mean and spread."""
+        u = self.cache.numbers(clips, self.cfg)
+        self.module.latent_mean.copy_(u.mean(0))
+        self.module.latent_std.copy_(u.std(0).clamp(min=1e-2) if len(u) > 1 else torch.ones_like(u[0]))
+
+    def artifact_tensors(self, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return prefixed("denoiser", state_dict)
+
+    def load_init(self, art: Artifact) -> None:
+        self.module.load_state_dict(unprefixed("denoiser", art.tensors), strict=True)

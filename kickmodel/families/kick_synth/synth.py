@@ -1,0 +1,159 @@
+"""The kick synthesiser: a differentiable patch of a few dozen bounded numbers -> a kick.
+
+    body      a sine whose frequency falls from f_end * (1 + sweep) to f_end, exp(-(t / sweep_tau) ** sweep_curve),
+              phase-accumulated from 0; a second partial at body2_ratio times it, with its own level and decay
+    amplitude (1 - exp(-t / attack)) * exp(-(t / decay) ** decay_curve): 0 at t = 0, rising in the attack
+    click     noise through a band (centre click_hz, click_bw octaves wide), under its own short envelope
+    drive     tanh(drive * x) / tanh(drive) over body and click
+    residual  what the patch cannot make (room, beater texture, inharmonic modes): noise shaped by RESIDUAL_BANDS
+              gains, under the body's attack and its own decay, at most RESIDUAL_MAX_DB under the body
+
+Every parameter is a squashing of one unconstrained number (PARAMS: a sigmoid onto its range, in log
+where the range spans octaves), so no value the prior or a fit produces is unphysical, and the kick's
+first sample is exactly 0 whatever the numbers are: every part starts under an envelope that is 0 at
+t = 0. The noise is one fixed draw (NOISE_SEED) filtered per kick: a kick is a function of its numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+NOISE_SEED = 20261204
+RESIDUAL_BANDS = 16
+RESIDUAL_MAX_DB = -12.0
+RESIDUAL_LO_HZ, RESIDUAL_HI_HZ = 40.0, 16000.0
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    lo: float
+    hi: float
+    log: bool = False
+    unit: str = ""
+
+
+PARAMS: tuple[Param, ...] = (
+    Param("f_end", 25.0, 250.0, True, "Hz"),
+    Param("sweep", 0.02, 24.0, True),  # f_start / f_end - 1
+    Param("sweep_tau", 0.0005, 0.25, True, "s"),
+    Param("sweep_curve", 0.5, 2.0, True),
+    Param("attack", 0.00005, 0.02, True, "s"),
+    Param("decay", 0.01, 3.0, True, "s"),
+    Param("decay_curve", 0.4, 3.0, True),
+    Param("body2_ratio", 1.2, 4.5, True),
+    Param("body2_db", -70.0, 0.0, False, "dB"),
+    Param("body2_decay", 0.05, 1.0, True),  # of the body's decay
+    Param("click_db", -70.0, 6.0, False, "dB"),
+    Param("click_tau", 0.0002, 0.04, True, "s"),
+    Param("click_hz", 200.0, 16000.0, True, "Hz"),
+    Param("click_bw", 0.3, 7.0, True, "oct"),
+    Param("drive", 0.05, 8.0, True),
+    Param("level_db", -30.0, 12.0, False, "dB"),
+    Param("residual_db", -80.0, RESIDUAL_MAX_DB, False, "dB"),
+    Param("residual_tau", 0.003, 2.0, True, "s"),
+    *(Param(f"residual_band{i}", -40.0, 0.0, False, "dB") for i in range(RESIDUAL_BANDS)),
+)
+N_PARAMS = len(PARAMS)
+INDEX = {p.name: i for i, p in enumerate(PARAMS)}
+U_LIMIT = 8.0  # unconstrained values are kept within +-U_LIMIT (sigmoid(8) = 0.9997: the ranges' ends)
+
+
+def _bounds(device=None, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    lo = torch.tensor([math.log(p.lo) if p.log else p.lo for p in PARAMS], dtype=dtype, device=device)
+    hi = torch.tensor([math.log(p.hi) if p.log else p.hi for p in PARAMS], dtype=dtype, device=device)
+    is_log = torch.tensor([p.log for p in PARAMS], device=device)
+    return lo, hi, is_log
+
+
+def to_params(u: torch.Tensor) -> torch.Tensor:
+    """Unconstrained [..., N_PARAMS] -> parameter values in their units, each within its range."""
+    lo, hi, is_log = _bounds(u.device, u.dtype)
+    v = lo + (hi - lo) * torch.sigmoid(u)
+    return torch.where(is_log, v.exp(), v)
+
+
+def from_params(p: torch.Tensor) -> torch.Tensor:
+    """Inverse of to_params (values clamped just inside their ranges)."""
+    lo, hi, is_log = _bounds(p.device, p.dtype)
+    v = torch.where(is_log, p.clamp(min=1e-12).log(), p)
+    s = ((v - lo) / (hi - lo)).clamp(1e-6, 1 - 1e-6)
+    return torch.logit(s).clamp(-U_LIMIT, U_LIMIT)
+
+
+class KickSynth(torch.nn.Module):
+    """params_u [n, N_PARAMS] (unconstrained) -> audio [n, length] at sample_rate. No weights: the fixed noise's
+    spectrum is a buffer made at construction (not saved), the rest is arithmetic."""
+
+    def __init__(self, sample_rate: int, length: int) -> None:
+        super().__init__()
+        self.sample_rate, self.length = int(sample_rate), int(length)
+        g = torch.Generator().manual_seed(NOISE_SEED)
+        noise = torch.randn(2, self.length, generator=g)
+        self.register_buffer("noise_spec", torch.fft.rfft(noise), persistent=False)  # click, residual
+        freqs = torch.fft.rfftfreq(self.length, 1.0 / self.sample_rate)
+        self.register_buffer("log2f", torch.log2(freqs.clamp(min=1.0)), persistent=False)
+        # residual bands: gains at RESIDUAL_BANDS centres, linear in log frequency between them
+        centres = torch.linspace(math.log2(RESIDUAL_LO_HZ), math.log2(RESIDUAL_HI_HZ), RESIDUAL_BANDS)
+        pos = ((self.log2f - centres[0]) / (centres[1] - centres[0])).clamp(0, RESIDUAL_BANDS - 1)
+        lo_i = pos.floor().long().clamp(max=RESIDUAL_BANDS - 2)
+        frac = pos - lo_i
+        interp = torch.zeros(RESIDUAL_BANDS, freqs.numel())
+        cols = torch.arange(freqs.numel())
+        interp[lo_i, cols] = 1 - frac
+        interp[lo_i + 1, cols] += frac
+        interp[:, freqs < 20.0] = 0.0
+        self.register_buffer("band_interp", interp, persistent=False)
+        self.register_buffer("t", torch.arange(self.length, dtype=torch.float32) / self.sample_rate, persistent=False)
+        # log time for the shaped curves (t / tau) ** c = exp(c (log t - log tau)), half a sample late at t = 0 so the
+        # logarithm and its gradient stay finite (the curves are 1 there to within 1e-3 either way)
+        self.register_buffer("log_t", torch.log(self.t + 0.5 / self.sample_rate), persistent=False)
+
+    def _shaped_noise(self, which: int, mag: torch.Tensor) -> torch.Tensor:
+        """The fixed noise `which` through the magnitude response mag [n, bins], at unit RMS."""
+        spec = self.noise_spec[which][None] * mag
+        x = torch.fft.irfft(spec, n=self.length)
+        return x / x.pow(2).mean(dim=1, keepdim=True).add(1e-12).sqrt()
+
+    def forward(self, u: torch.Tensor) -> torch.Tensor:
+        p = to_params(u.float())
+        P = {name: p[:, i:i + 1] for name, i in INDEX.items()}
+        t = self.t[None]
+        sr = self.sample_rate
+        f_end = P["f_end"]
+        log_t = self.log_t[None]
+        freq = f_end * (1 + P["sweep"] * torch.exp(-curve(log_t, P["sweep_tau"], P["sweep_curve"])))
+        phase = 2 * math.pi * torch.cumsum(freq.double(), dim=1).float() / sr
+        phase = phase - phase[:, :1]  # sin starts at 0
+        rise = 1 - torch.exp(-t / P["attack"])
+        amp = rise * torch.exp(-curve(log_t, P["decay"], P["decay_curve"]))
+        body2_amp = rise * torch.exp(-curve(log_t, P["decay"] * P["body2_decay"], P["decay_curve"]))
+        body = amp * torch.sin(phase) + db(P["body2_db"]) * body2_amp * torch.sin(P["body2_ratio"] * phase)
+        click_mag = torch.exp(-0.5 * ((self.log2f[None] - torch.log2(P["click_hz"])) / (P["click_bw"] / 2.355)) ** 2)
+        click_env = (1 - torch.exp(-t / P["attack"].clamp(max=0.002))) * torch.exp(-t / P["click_tau"])
+        click = db(P["click_db"]) * click_env * self._shaped_noise(0, click_mag)
+        drive = P["drive"]
+        mix = torch.tanh(drive * (body + click)) / torch.tanh(drive)
+        bands = p[:, INDEX["residual_band0"]:INDEX["residual_band0"] + RESIDUAL_BANDS]
+        res_mag = db(bands) @ self.band_interp
+        res_env = rise * torch.exp(-t / P["residual_tau"])
+        residual = db(P["residual_db"]) * res_env * self._shaped_noise(1, res_mag)
+        return db(P["level_db"]) * (mix + residual)
+
+
+def curve(log_t: torch.Tensor, tau: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """(t / tau) ** c from log t."""
+    return torch.exp(c * (log_t - torch.log(tau)))
+
+
+def db(x: torch.Tensor) -> torch.Tensor:
+    return torch.pow(10.0, x / 20.0)
+
+
+def describe(u: torch.Tensor) -> list[dict[str, float]]:
+    """Each kick's parameters by name, in their units (for logs, the map and a musician's eyes)."""
+    p = to_params(u.detach().float().reshape(-1, N_PARAMS)).tolist()
+    return [{q.name: round(v, 6) for q, v in zip(PARAMS, row)} for row in p]

@@ -1,0 +1,137 @@
+"""The kick-synth family: the synth's guarantees, analysis by synthesis, the fit cache, controls in units."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from conftest import make_tiny_artifact
+
+from kickmodel import descriptors
+from kickmodel.config import ConfigError
+from kickmodel.families import get_family, preset
+from kickmodel.families.kick_synth.fit import fit
+from kickmodel.families.kick_synth.objective import FitCache, clip_key
+from kickmodel.families.kick_synth.synth import INDEX, N_PARAMS, PARAMS, U_LIMIT, KickSynth, from_params, to_params
+from kickmodel.generator import Item, load_generator
+
+SR = 44100
+
+
+def test_every_number_is_within_its_range_and_the_kick_starts_at_zero():
+    g = torch.Generator().manual_seed(0)
+    u = torch.cat([torch.randn(64, N_PARAMS, generator=g) * 4, torch.full((1, N_PARAMS), U_LIMIT),
+                   torch.full((1, N_PARAMS), -U_LIMIT), torch.full((1, N_PARAMS), 1e3)])
+    p = to_params(u)
+    for q in PARAMS:
+        col = p[:, INDEX[q.name]]
+        tol = 1e-5 * (q.hi - q.lo)
+        assert bool(((col >= q.lo - tol) & (col <= q.hi + tol)).all()), q.name
+    x = KickSynth(SR, 8192)(u)
+    assert bool(torch.isfinite(x).all())
+    assert bool((x[:, 0] == 0).all()), "a kick starts from silence whatever its numbers"
+    assert torch.allclose(from_params(p[:64]), u[:64].clamp(-U_LIMIT, U_LIMIT), atol=1e-3)
+
+
+def test_a_kick_is_a_function_of_its_numbers():
+    u = torch.randn(3, N_PARAMS, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(KickSynth(SR, 8192)(u), KickSynth(SR, 8192)(u))
+
+
+def _known_kick(pitch: float, length: int = 16384) -> tuple[torch.Tensor, torch.Tensor]:
+    p = to_params(torch.zeros(1, N_PARAMS))
+    for name, v in (("f_end", pitch), ("sweep", 2.5), ("sweep_tau", 0.015), ("sweep_curve", 1.0),
+                    ("attack", 0.0004), ("decay", 0.12), ("decay_curve", 1.0), ("body2_db", -60.0),
+                    ("click_db", -25.0), ("residual_db", -70.0), ("level_db", 0.0), ("drive", 0.5)):
+        p[0, INDEX[name]] = v
+    u = from_params(p)
+    x = KickSynth(SR, length)(u).detach()
+    return x / x.abs().max() * 10 ** (-1 / 20), u
+
+
+def test_a_fit_finds_a_synthesised_kicks_pitch_and_decay():
+    """Analysis by synthesis on a kick the synth made: its refit measures as the kick does (pitch to a quarter
+    tone, decay to 20 %, click to 3 dB), from starts that are not the answer."""
+    x, _ = _known_kick(52.0)
+    u, d = fit(x, SR, iters=60, restart_iters=15)
+    y = KickSynth(SR, x.shape[1])(u).detach()
+    want, got = descriptors.measure(x, SR)[0], descriptors.measure(y, SR)[0]
+    assert abs(1200 * np.log2(float(got[1]) / float(want[1]))) < 50, (got, want)
+    assert abs(float(got[0]) / float(want[0]) - 1) < 0.2, (got, want)
+    assert abs(float(got[2]) - float(want[2])) < 3, (got, want)
+    assert bool(torch.isfinite(d).all())
+
+
+def test_the_fit_cache_keeps_fits_and_refits_a_damaged_file(tmp_path):
+    cfg = preset("tiny", "kick_synth")
+    x, _ = _known_kick(60.0, cfg.data.length)
+    path = tmp_path / "fits.safetensors"
+    lines: list[str] = []
+    first = FitCache(path, lines.append).numbers(x, cfg)
+    assert path.is_file() and not list(tmp_path.glob(".*.part"))
+    again = FitCache(path, lines.append)
+    assert clip_key(x[0]) in again.fits and torch.equal(again.numbers(x, cfg), first)
+    # the trainer's batch of the same clip: faded at the end and levelled again -- still found
+    faded = x.clone() * 0.7
+    faded[:, -100:] *= torch.linspace(1, 0, 100)
+    assert torch.equal(again.numbers(faded, cfg), first), "the trainer's copy of a clip finds its fit"
+    other, _ = _known_kick(61.0, cfg.data.length)
+    assert not again._find(other)[0], "another kick is not taken for it"
+    path.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+    lines.clear()
+    damaged = FitCache(path, lines.append)
+    assert not damaged.fits and any("unreadable" in ln for ln in lines), lines
+
+
+def test_augmentation_is_refused_with_the_settings_to_change():
+    cfg = preset("tiny", "kick_synth")
+    cfg = dataclasses.replace(cfg, augment=dataclasses.replace(cfg.augment, pitch_p=0.3))
+    with pytest.raises(ConfigError, match=r"augment\.pitch_p=0"):
+        get_family("kick_synth").check_config(cfg)
+
+
+@pytest.fixture(scope="module")
+def synth_model(tmp_path_factory):
+    cfg = preset("tiny", "kick_synth").replace("data", length=16384)  # long enough to measure a decay
+    return load_generator(make_tiny_artifact(tmp_path_factory.mktemp("ks") / "ks.safetensors", family="kick_synth",
+                                             cfg=cfg))
+
+
+@pytest.mark.parametrize("hz", [43.65, 61.7, 110.0])
+def test_pitch_in_hz_measures_as_asked(synth_model, hz):
+    kicks = synth_model.render([Item(seed=s, controls={"pitch_hz": hz}) for s in range(4)])
+    got = descriptors.measure(torch.from_numpy(kicks), synth_model.sample_rate)[:, 1].numpy()
+    cents = 1200 * np.log2(got / hz)
+    assert np.abs(cents).max() <= 25, cents
+
+
+def test_decay_and_click_in_units_move_the_kick(synth_model):
+    short = synth_model.render([Item(seed=s, controls={"decay_s": 0.05}) for s in range(3)])
+    long = synth_model.render([Item(seed=s, controls={"decay_s": 0.15}) for s in range(3)])
+    m_short = descriptors.measure(torch.from_numpy(short), SR)[:, 0]
+    m_long = descriptors.measure(torch.from_numpy(long), SR)[:, 0]
+    assert bool((m_long > m_short).all()), (m_short, m_long)
+    assert float((m_long / 0.15 - 1).abs().max()) < 0.1 and float((m_short / 0.05 - 1).abs().max()) < 0.15, (
+        m_short, m_long)
+    quiet = synth_model.render([Item(seed=s, controls={"click_db": -40.0}) for s in range(3)])
+    loud = synth_model.render([Item(seed=s, controls={"click_db": -15.0}) for s in range(3)])
+    c_quiet = descriptors.measure(torch.from_numpy(quiet), SR)[:, 2]
+    c_loud = descriptors.measure(torch.from_numpy(loud), SR)[:, 2]
+    assert bool((c_loud > c_quiet + 10).all()), (c_quiet, c_loud)
+
+
+def test_units_are_checked(synth_model):
+    assert synth_model.unit_controls == ("decay_s", "pitch_hz", "click_db")
+    with pytest.raises(ValueError, match=r"pitch_hz must be within 30\.\.250"):
+        synth_model.render([Item(seed=1, controls={"pitch_hz": 20.0})])
+    with pytest.raises(ValueError, match="give pitch .* or pitch_hz, not both"):
+        synth_model.render([Item(seed=1, controls={"pitch_hz": 50.0, "pitch": 0.5})])
+
+
+def test_other_families_take_no_units(tiny_artifact):
+    gen = load_generator(tiny_artifact)
+    assert gen.unit_controls == ()
+    with pytest.raises(ValueError, match="unknown control"):
+        gen.render([Item(seed=1, controls={"pitch_hz": 50.0})])
