@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--kicks", type=_existing, default=common.STARTER_KIT,
                     help="custom: the folder a user's subset is taken from (default: the starter kit)")
     ap.add_argument("--init", type=_existing, help="custom: the model to fine-tune (default: the first of --models)")
+    ap.add_argument("--family", help="custom: train a new model of this family (its small preset) from the user's "
+                    "kicks instead of fine-tuning --init (a kick-synth model needs no starting model)")
     ap.add_argument("--budget-min", type=float, help="custom: minutes of training before fit is stopped (default 45)")
     ap.add_argument("--guidance", type=_floats, default=[], metavar="W,W,...",
                     help="controls: also sweep these classifier-free guidance scales (diffusion families)")
@@ -124,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(e))
     opts = common.Options(quick=args.quick, device=args.device, models=list(args.models), out=args.out,
                           img=args.img, real=list(args.real), train=list(args.train), kicks=args.kicks,
-                          init=args.init, budget_s=args.budget_min * 60 if args.budget_min else None,
+                          init=args.init, family=args.family,
+                          budget_s=args.budget_min * 60 if args.budget_min else None,
                           guidance=args.guidance, seed=args.seed, threads=args.threads)
     common.set_threads(args.threads)
     failed = {}

@@ -41,6 +41,7 @@ class Options:
     kicks: Path = STARTER_KIT  # the custom benchmark's source of a user's folder
     init: Path | None = None  # the custom benchmark's model to fine-tune (default: models[0])
     budget_s: float | None = None  # the custom benchmark's training budget (default: custom.BUDGET_S)
+    family: str | None = None  # the custom benchmark: a new model of this family instead of fine-tuning init
     guidance: list[float] = field(default_factory=list)
     seed: int = 0
     threads: int = 0  # torch threads in this process and in the processes it starts (0: torch's default)
