@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from conftest import make_tiny_artifact
+from daemon_util import root_conftest
 
 from kickmodel import descriptors
 from kickmodel.config import ConfigError
@@ -95,8 +95,8 @@ def test_augmentation_is_refused_with_the_settings_to_change():
 @pytest.fixture(scope="module")
 def synth_model(tmp_path_factory):
     cfg = preset("tiny", "kick_synth").replace("data", length=16384)  # long enough to measure a decay
-    return load_generator(make_tiny_artifact(tmp_path_factory.mktemp("ks") / "ks.safetensors", family="kick_synth",
-                                             cfg=cfg))
+    path = tmp_path_factory.mktemp("ks") / "ks.safetensors"
+    return load_generator(root_conftest().make_tiny_artifact(path, family="kick_synth", cfg=cfg))
 
 
 @pytest.mark.parametrize("hz", [43.65, 61.7, 110.0])
