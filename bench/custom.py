@@ -37,6 +37,7 @@ POOL = 28
 HELDOUT = 8
 BUDGET_S = 45 * 60
 TARGET_S = {"cpu": 3600, "cuda": 600}
+NEW_MODEL_TARGET_S = 300  # --family: a new model from the user's kicks (issue 23: a kick-synth model in 5 minutes)
 EVAL_N = 32
 
 
@@ -146,6 +147,7 @@ def run(opts: common.Options) -> dict:
                              if hasattr(custom.config, "sampling") else [10], seed=opts.seed, device=opts.device,
                              splits=5 if opts.quick else 50, log=lambda m: None)
     kind = common.device_kind(report["device"])
+    target = NEW_MODEL_TARGET_S if opts.family else TARGET_S[kind]
     rows = [{k: r.get(k) for k in ("name", "kind", "steps", "kid", "kid_std", "fad", "haze_vs_real_db",
                                    "diversity_ratio", "latency_s")} for r in report["rows"]]
     tr = custom.training
@@ -153,7 +155,7 @@ def run(opts: common.Options) -> dict:
             "held_out_kicks": n_held,
             "budget_s": budget, "stopped_by_budget": stopped, "fit_s": fit_s, "train_seconds": tr.get("train_seconds"),
             "train_steps": custom.step, "samples_per_s": tr.get("samples_per_s"), "time_to_model_s": total_s,
-            "target_s": TARGET_S[kind], "met_target": bool(total_s <= TARGET_S[kind]), "eval_n": n,
+            "target_s": target, "met_target": bool(total_s <= target), "eval_n": n,
             "rows": rows}
 
 
