@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,3 +136,15 @@ def test_other_families_take_no_units(tiny_artifact):
     assert gen.unit_controls == ()
     with pytest.raises(ValueError, match="unknown control"):
         gen.render([Item(seed=1, controls={"pitch_hz": 50.0})])
+
+
+SHIPPED = Path(__file__).resolve().parents[2] / "kickserver" / "models" / "kick-synth.safetensors"
+
+
+def test_the_shipped_kick_synth_model_sets_pitch_in_hz_and_starts_from_silence():
+    """The model README.md serves: eight kicks asked at 43.65 Hz measure within 25 cents, each starts at 0."""
+    gen = load_generator(SHIPPED)
+    kicks = gen.render([Item(seed=s, controls={"pitch_hz": 43.65}) for s in range(8)])
+    got = descriptors.measure(torch.from_numpy(kicks), gen.sample_rate)[:, 1].numpy()
+    assert np.abs(1200 * np.log2(got / 43.65)).max() <= 25, got
+    assert np.abs(kicks[:, 0]).max() == 0.0
