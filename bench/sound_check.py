@@ -1,4 +1,4 @@
-"""A measured stand-in for a listening check: attack, pitch drop, hiss, end clicks, body noise, variety, notches.
+"""A measured stand-in for a listening check: start, attack, pitch drop, hiss, end clicks, body noise, variety, notches.
 
     python bench/sound_check.py                         # bundled model, held-out split of the starter kit
     python bench/sound_check.py --artifact mine.safetensors --real ~/Kicks --train ~/Kicks --steps 10 50
@@ -9,8 +9,14 @@ first, on the same sets `kicktrain eval` builds (real held-out kicks, n generate
 count, the procedural synth; generated and synth kicks finished like the daemon's files, real kicks as
 `kicktrain prepare` makes them, so their ends are zero padding and their end_jump_db is not comparable):
 
-- attack_ms: time from the onset (first sample at 10 % of the peak) to the peak. A kick has its
-  peak within a few milliseconds.
+- start_pct: |x[0]| / max|x| * 100, the level of the clip's first sample in % of its peak. A file that
+  starts above about 1 % starts with a step (a click, and an attack no model shaped); real kicks as
+  `kicktrain prepare` makes them start from silence (the starter kit's 101: median 0.0 %; the 18 % above
+  1 % are files cut at their own attack).
+- attack_ms: (index of max|x| - index of the first sample with |x| >= 10 % of max|x|) * 1000 / sample_rate:
+  the time from the onset to the peak of the absolute waveform. A kick has its peak within a few
+  milliseconds (the starter kit's real kicks: median 9 ms). A clip that starts above 10 % of its peak has
+  its onset at sample 0, so this then counts from the file's first sample.
 - pitch_start_hz / pitch_end_hz: the strongest frequency below 250 Hz in 10..50 ms and in
   80..160 ms after the onset (Hann window, zero-padded to 1 Hz bins). pitch_drop is the share of
   clips whose start is at least 5 % above their end: the sweep that makes a kick sound like one.
@@ -23,7 +29,8 @@ count, the procedural synth; generated and synth kicks finished like the daemon'
   figure" of the model card and of issue 11 (the bundled model of 2026-12-03: -43 dB against the real
   held-out kicks' -54 dB, 11 dB too much haze; the target is within 2 dB of the real kicks' median).
 
-Two columns describe a set as a whole:
+Three columns describe a set as a whole:
+- step_share: the share of the set's clips whose start_pct is above STEP_PCT (1 %): kicks that start with a step.
 - div/real: diversity against real, exactly as `kicktrain eval` measures it (trainer.evaluation.scoring.score):
   the mean pairwise distance of the set's clips in the "mfcc-stats" embedding standardised by the real
   held-out plus training clips, over the real held-out set's own mean pairwise distance.
@@ -39,8 +46,8 @@ Two columns describe a set as a whole:
   frequency; the target is |depth| <= 3 dB.
 
 Prints a table of medians (with the 25..75 % range), then the 95 % bootstrap intervals of the pitch_drop
-share and of the haze and attack medians (what another draw of as many clips could give: with 20 real and
-64 generated kicks they are several points and dB wide; --n 512 narrows the model's), and writes
+and step_share shares and of the haze and attack medians (what another draw of as many clips could give: with 20
+real and 64 generated kicks they are several points and dB wide; --n 512 narrows the model's), and writes
 bench/results/sound_check.json (or sound_check-TAG.json with --tag). --real-name labels the real row (e.g. "new kicks").
 """
 
@@ -68,6 +75,7 @@ GRID_CENTRE_HZ = 100.0
 GRID_SIDE_HZ = (300.0, 700.0)
 GRID_FLOOR_DB = 100.0
 WELCH_N = 2048
+STEP_PCT = 1.0  # a clip whose first sample is above this % of its peak starts with a step
 
 
 def _db(v: np.ndarray) -> np.ndarray:
@@ -105,6 +113,7 @@ def measure(clips: np.ndarray, sr: int) -> dict[str, np.ndarray]:
     tail = x[:, -int(0.05 * sr):]
     jump = np.abs(np.diff(tail, axis=1)).max(axis=1)
     return {
+        "start_pct": 100.0 * np.abs(x[:, 0]) / np.maximum(peak, 1e-12),
         "attack_ms": 1000.0 * (peak_at - on) / sr,
         "pitch_start_hz": f_start,
         "pitch_end_hz": f_end,
@@ -207,7 +216,7 @@ def bootstrap_interval(v: np.ndarray, stat, n_boot: int = BOOT_N, seed: int = BO
 
 def summarise(m: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
     """Per measure: the share (pitch_drop) or the median and quartiles, each with its 95 % bootstrap interval
-    (ci_lo, ci_hi)."""
+    (ci_lo, ci_hi); with start_pct, also step_share: the share of clips whose start_pct is above STEP_PCT."""
     out = {}
     for k, v in m.items():
         if k == "pitch_drop":
@@ -217,6 +226,10 @@ def summarise(m: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
             q = np.percentile(v, [25, 50, 75])
             lo, hi = bootstrap_interval(v, np.median)
             out[k] = {"median": float(q[1]), "q25": float(q[0]), "q75": float(q[2]), "ci_lo": lo, "ci_hi": hi}
+    if "start_pct" in m:
+        stepped = (np.asarray(m["start_pct"]) > STEP_PCT).astype(float)
+        lo, hi = bootstrap_interval(stepped, np.mean)
+        out["step_share"] = {"share": float(stepped.mean()), "ci_lo": lo, "ci_hi": hi}
     return out
 
 
@@ -258,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     div = diversity_ratios(groups, sets.real, sets.train, sr)
     grid = {name: worst_grid_depth(clips, sr) for name, clips in groups.items()}
 
-    cols = ["attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "tail_hiss_db", "end_jump_db", "body_hf_db"]
+    cols = ["start_pct", "step_share", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "tail_hiss_db",
+            "end_jump_db", "body_hf_db"]
     width = max(14, *(len(k) for k in groups))
     print(f"{'set':<{width}} {'n':>3}  " + "  ".join(f"{c:>18}" for c in cols)
           + f"  {'div/real':>8}  {'grid dB @ Hz':>16}")
@@ -272,11 +286,12 @@ def main(argv: list[str] | None = None) -> int:
         cells.append(f"{div[name]:>8.2f}")
         cells.append((f"{g['depth_db']:+.1f} @ {g['hz']:.0f}" if g["hz"] is not None else "-").rjust(16))
         print(f"{name:<{width}} {len(groups[name]):>3}  " + "  ".join(cells))
-    print("95 % bootstrap intervals (resampling each set's clips): pitch_drop share, body_hf_db and attack_ms medians")
+    print("95 % bootstrap intervals (resampling each set's clips): pitch_drop and step_share shares, body_hf_db and "
+          "attack_ms medians")
     for name, r in rows.items():
         print(f"{name:<{width}} {len(groups[name]):>3}  "
               + "  ".join(f"{c} {r[c]['ci_lo']:.{d}f}..{r[c]['ci_hi']:.{d}f}"
-                          for c, d in (("pitch_drop", 2), ("body_hf_db", 1), ("attack_ms", 1))))
+                          for c, d in (("pitch_drop", 2), ("step_share", 2), ("body_hf_db", 1), ("attack_ms", 1))))
 
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -126,3 +126,59 @@ def test_bootstrap_interval_holds_the_figure_and_narrows_with_more_clips():
     assert lo_m < 0.7 < hi_m
     med = SC.summarise({"body_hf_db": rng.normal(-45.0, 6.0, 500), "pitch_drop": many})
     assert med["body_hf_db"]["ci_lo"] < -45.0 < med["body_hf_db"]["ci_hi"] and med["pitch_drop"]["ci_lo"] < 0.7
+
+
+def test_start_pct_is_the_first_samples_level_in_percent_of_the_peak_and_attack_ms_runs_onset_to_peak():
+    """start_pct = |x[0]| / max|x| * 100; attack_ms = (index of max|x| - first index with |x| >= 10 % of it) / sr."""
+    x = np.zeros((4, N))
+    x[0, :6] = [-0.3, 0.1, 0.05, 0.8, -0.5, 0.2]  # starts at 37.5 % of its peak (the sign does not count)
+    x[1, 10:15] = [0.02, 0.05, 0.3, 0.5, 0.1]  # silent start; onset (>= 0.05) at 11, peak at 13
+    x[2, 0], x[2, 441] = 0.005, 0.5  # exactly 1 % of its peak: at the line, not a step
+    x[3, 0], x[3, 441] = -0.0051, 0.5  # 1.02 %: a step
+    m = SC.measure(x, SR)
+    assert m["start_pct"] == pytest.approx([37.5, 0.0, 1.0, 1.02])
+    assert SC.summarise(m)["step_share"]["share"] == 0.5  # clips 0 and 3
+    # a start above 10 % is the onset itself (clip 0: peak 3 samples on); 1 % is below it (clips 2, 3: onset = peak)
+    assert m["attack_ms"] == pytest.approx([1000 * 3 / SR, 1000 * 2 / SR, 0.0, 0.0])
+
+
+def test_step_share_is_the_share_of_kicks_starting_above_1_percent_with_its_bootstrap_interval():
+    t = T[None, :]
+    phase = np.array([0.0, 0.0, 0.0, 0.2, 0.6, 1.2, 0.0, 0.3])[:, None]  # sin(phase): the level at sample 0
+    clips = np.sin(2 * np.pi * 55 * t + phase) * np.exp(-t / 0.1)
+    m = SC.measure(clips, SR)
+    stepped = (m["start_pct"] > 1.0).astype(float)
+    assert stepped.tolist() == [0, 0, 0, 1, 1, 1, 0, 1]
+    s = SC.summarise(m)
+    assert s["step_share"]["share"] == pytest.approx(0.5)
+    assert (s["step_share"]["ci_lo"], s["step_share"]["ci_hi"]) == SC.bootstrap_interval(stepped, np.mean)
+    assert s["step_share"]["ci_lo"] < 0.5 < s["step_share"]["ci_hi"]
+    assert s["start_pct"]["median"] == pytest.approx(np.median(m["start_pct"]))
+    assert {k for k in s if "share" in s[k]} == {"pitch_drop", "step_share"}
+
+
+def test_the_table_the_intervals_and_the_json_carry_the_start(monkeypatch, tmp_path, capsys):
+    import json
+    from types import SimpleNamespace
+
+    real = synth_batch(6, seed=1)
+    real[:, 0] = 0.0  # real kicks start from silence
+    stepped = synth_batch(6, seed=2)
+    stepped[:, 0] = 0.4 * np.abs(stepped).max(axis=1)  # every one starts with a step of 40 % of its peak
+    sets = EvalSets(sample_rate=SR, real=real, train=None, synth=real, real_sources=["a.wav"],
+                    models=[ModelRow(label="m @ 10", artifact="a", name="m", family="waveform_diffusion", steps=10,
+                                     clips=stepped, seconds_per_kick=0.0, latency_s=0.0)])
+    gens = [SimpleNamespace(name="m", artifact=SimpleNamespace(step=1))]
+    monkeypatch.setattr(SC, "collect", lambda *a, **kw: (gens, sets))
+    assert SC.main(["--out", str(tmp_path), "--n", "6"]) == 0
+    out = capsys.readouterr().out
+    header, *lines = out.splitlines()
+    assert "start_pct" in header and "step_share" in header
+    row = next(line for line in lines if line.startswith("m @ 10"))
+    assert "1.00" in row.split()  # step_share of the stepped set
+    ci = [line for line in lines if line.startswith("m @ 10") and "step_share 1.00..1.00" in line]
+    assert ci, out
+    report = json.loads((tmp_path / "sound_check.json").read_text())
+    assert report["sets"]["m @ 10"]["step_share"] == {"share": 1.0, "ci_lo": 1.0, "ci_hi": 1.0}
+    assert report["sets"]["real held-out"]["step_share"]["share"] == 0.0
+    assert report["sets"]["m @ 10"]["start_pct"]["median"] == pytest.approx(40.0, rel=1e-5)
