@@ -186,19 +186,30 @@ def resolve_device(spec: str = "auto") -> torch.device:
 
 
 def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = OUTPUT_PEAK_DB, fade_ms: float = 20.0,
-                highpass_hz: float = HIGHPASS_HZ) -> np.ndarray:
-    """Make a generated clip ready to drop into a DAW: finite, DC removed, a 2nd-order subsonic
-    high-pass at highpass_hz (0: off), a short raised-cosine fade at the end (so the last sample is
-    0, no click), peak at peak_db. Works on [L] or [n, L].
+                highpass_hz: float = HIGHPASS_HZ, fade_in_ms: float = 0.5) -> np.ndarray:
+    """Make a generated clip ready to drop into a DAW: finite, a fade_in_ms raised-cosine rise at the start (so the
+    first sample is 0, no step), a 2nd-order subsonic high-pass at highpass_hz (0: off; it also takes out DC), a
+    short raised-cosine fade at the end (so the last sample is 0, no click), peak at peak_db. Works on [L] or [n, L].
 
     The high-pass is what a sample-pack editor does by hand: the bundled model's raw output carries a
     slow drift below 20 Hz that sits as a floor about 65 dB under the peak through the whole tail (a
     real kick's file decays to silence), and stacks into rumble when the kick repeats. The filter
-    takes that floor under -100 dB and leaves the body (-0.3 dB at 40 Hz)."""
+    takes that floor under -100 dB and leaves the body (-0.3 dB at 40 Hz).
+
+    The start (issue 23): no mean is subtracted. The filter has no gain at 0 Hz, so DC goes without it; with the
+    filter off (a variation at strength 0: a prepared clip, which starts from silence) subtracting it put -mean at
+    sample 0, a step of up to 11 % of the peak for the starter kit's files at 4096 samples, and a -mean floor under
+    the whole tail. The rise is the 0.5 ms one every training clip has before its onset (kickmodel.clips
+    PRE_ONSET_MS), 1/18 of a real kick's median attack (onset to peak: 9 ms): where a model's kick starts from
+    silence it changes nothing above 1 % of the peak; where one starts with a step (an untrained network's noise, a
+    waveform model's kick caught 0.5 ms into its rise, a source cut at its attack) it is what keeps that step out of
+    the file. A mel model's kick must not lean on it: Griffin-Lim builds the rise itself (mel_vae.inverter)."""
     x = np.nan_to_num(np.asarray(audio, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
     squeeze = x.ndim == 1
     x = np.atleast_2d(x)
-    x = x - x.mean(axis=1, keepdims=True)
+    n_in = min(int(round(sample_rate * fade_in_ms / 1000)), x.shape[1])
+    if n_in > 0:  # before the filter: it then never sees a step, and makes none (its state starts at 0)
+        x[:, :n_in] *= 0.5 * (1 - np.cos(np.linspace(0, math.pi, n_in)))
     if highpass_hz > 0 and x.shape[1] > 1:
         import torchaudio.functional as AF
 

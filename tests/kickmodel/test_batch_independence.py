@@ -11,29 +11,15 @@ bit, in any batch. The waveform U-Net has no such inverter: its kicks stay batch
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from kickmodel.families import family_names
-from kickmodel.generator import Endpoint, Interpolation, Item, Variation, load_generator
+from kickmodel.generator import Endpoint, Interpolation, Item, Variation
 
-ROOT = Path(__file__).resolve().parents[2]
-BUNDLED = ROOT / "kickserver" / "models" / "default.safetensors"
 LSB = 2.0 ** -23  # one step of a 24-bit file
 WAVEFORM_LSB = 8  # the waveform family's bound (2 measured)
 CASES = [*family_names(), "bundled"]
-
-
-@pytest.fixture(scope="module")
-def generators(tmp_path_factory):
-    from daemon_util import make_artifact
-
-    d = tmp_path_factory.mktemp("gens")
-    gens = {f: load_generator(make_artifact(d / f"{f}.safetensors", family=f), "cpu") for f in family_names()}
-    gens["bundled"] = load_generator(BUNDLED, "cpu")
-    return gens
 
 
 def assert_same(gen, got: np.ndarray, want: np.ndarray) -> None:

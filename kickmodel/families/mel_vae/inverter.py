@@ -7,17 +7,20 @@
   et al., ICASSP 2021, that put notches at sample_rate/16 into the waveform family's kicks). Trained
   with the VAE on the mel of real, augmented kicks: multi-resolution STFT loss + log-mel L1.
 - `GriffinLimInverter` (training-free baseline): the mel filterbank's pseudo-inverse (clamped at 0)
-  for the linear magnitude, then torchaudio's Griffin-Lim (zero initial phase, so it is
-  deterministic).
+  for the linear magnitude, then Griffin-Lim (torchaudio's iteration, zero initial phase, so it is
+  deterministic) with the kick's start as its training clips have it: silence before sample 0 and a
+  0.5 ms rise into it (GriffinLimInverter.griffin_lim).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
-import torchaudio.functional as AF
 from torch import nn
 
+from ...clips import PRE_ONSET_MS
 from ...diffusion import multires_stft_loss
 from .config import InverterConfig
 from .mel import MelFrontEnd
@@ -86,9 +89,44 @@ class GriffinLimInverter(nn.Module):
         floor = 10.0 ** ((self.front.cfg.floor_db + self.SILENCE_MARGIN_DB) / 20.0) * self.front.gain
         mel = torch.where(mel < floor, torch.zeros_like(mel), mel)
         lin = self.linear(mel)  # [B, n_fft/2 + 1, frames + 1]
+        return self.griffin_lim(lin)
+
+    MOMENTUM = 0.99  # torchaudio's fast Griffin-Lim (Perraudin et al. 2013), as AF.griffinlim(..., momentum=0.99)
+
+    def griffin_lim(self, lin: torch.Tensor) -> torch.Tensor:
+        """STFT magnitudes [B, n_fft/2 + 1, frames + 1] (frame k centred on sample k * hop) -> audio [B, length].
+
+        torchaudio's Griffin-Lim iteration (its momentum, zero initial phase) on a kick that is silent before
+        sample 0 and rises into it over the 0.5 ms every training clip has before its onset
+        (kickmodel.clips.PRE_ONSET_MS): silent frames go before the first, the signal is rendered from n_fft/2
+        before sample 0, and each pass zeroes what lies before sample 0 and ramps the first 0.5 ms, so the
+        phases the next pass finds build the attack after that. Without it the first frame, centred on sample
+        0, put its energy on sample 0: the bundled model's kicks started at a median 40 % of their peak, 99 %
+        of them above 1 % (a real kick's own mel: 29 %; the real kick: 0 %), and reached it late (onset to peak
+        12.8 ms [11.6..15.0], real kicks 9.3 [7.8..10.8]); with it they start at 0 and peak after 7.8 ms
+        [7.2..8.1], their mel as close to the decoder's (mean error 1.16 dB, was 1.13; 512 kicks; issue 23)."""
         c = self.front.cfg
-        return AF.griffinlim(lin, self.window, c.n_fft, c.hop, c.n_fft, 1.0, self.iters, 0.99, self.front.length,
-                             False)
+        pre = -(-(c.n_fft // 2) // c.hop)  # silent frames: the signal starts half a window or more before 0
+        start = pre * c.hop
+        length = self.front.length + start
+        n_rise = min(int(round(self.front.sample_rate * PRE_ONSET_MS / 1000.0)), self.front.length)
+        support = torch.ones(length, dtype=lin.dtype, device=lin.device)
+        support[:start] = 0.0
+        support[start:start + n_rise] = 0.5 * (1.0 - torch.cos(torch.linspace(0.0, math.pi, n_rise, dtype=lin.dtype,
+                                                                                device=lin.device)))
+        spec = F.pad(lin, (pre, 0))  # silence before the kick
+        momentum = self.MOMENTUM / (1.0 + self.MOMENTUM)
+        angles = torch.ones_like(spec, dtype=torch.complex64 if spec.dtype != torch.float64 else torch.complex128)
+        prev: torch.Tensor | float = 0.0
+        for _ in range(self.iters):
+            audio = torch.istft(spec * angles, c.n_fft, c.hop, c.n_fft, self.window, length=length) * support
+            rebuilt = torch.stft(audio, c.n_fft, c.hop, c.n_fft, self.window, center=True, pad_mode="reflect",
+                                 return_complex=True)
+            angles = rebuilt - momentum * prev
+            angles = angles / (angles.abs() + 1e-16)
+            prev = rebuilt
+        audio = torch.istft(spec * angles, c.n_fft, c.hop, c.n_fft, self.window, length=length) * support
+        return audio[..., start:]
 
     def linear(self, mel: torch.Tensor) -> torch.Tensor:
         """Linear mel magnitudes [B, n_mels, T] -> non-negative STFT magnitudes [B, n_fft/2 + 1, T] whose mel
