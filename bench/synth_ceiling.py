@@ -41,7 +41,7 @@ def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log) -> np.ndarra
     from kickmodel.families.kick_synth.synth import KickSynth
 
     cfg = preset("small", "kick_synth").replace("data", sample_rate=sr, length=clips.shape[1])
-    u = FitCache(fits, log).numbers(torch.from_numpy(clips), cfg)
+    u = FitCache(fits, log, read_only=True).numbers(torch.from_numpy(clips), cfg)  # a run's file is left as it is
     synth = KickSynth(sr, clips.shape[1])
     with torch.inference_mode():
         return torch.cat([synth(u[i:i + 1]) for i in range(len(u))]).numpy()

@@ -21,10 +21,12 @@ import torchaudio.functional as AF
 CONTROL_NAMES = ("decay", "pitch", "click")
 # The same controls in their units, as a request may give them to a model that sets them exactly (a kick-synth
 # model: kickmodel.generator.UNITS): name -> (the dial it stands for, lowest, highest value taken)
+# (the ends are what the kick-synth family reaches in every kick: its decay under 0.05 s and its click over -15 dB
+# measured off target; a model's own range is narrower where its clip is short: GeneratorBase.unit_range)
 UNIT_CONTROLS: dict[str, tuple[str, float, float]] = {
-    "decay_s": ("decay", 0.02, 2.5),
+    "decay_s": ("decay", 0.05, 2.5),
     "pitch_hz": ("pitch", 30.0, 250.0),
-    "click_db": ("click", -60.0, 0.0),
+    "click_db": ("click", -60.0, -15.0),
 }
 
 ONSET_DB = -30.0

@@ -343,6 +343,16 @@ class GeneratorBase:
                     vals[i, j], mask[i, j] = v, 1.0
         return vals.to(self.device), mask.to(self.device)
 
+    def unit_range(self, unit: str) -> tuple[str, float, float]:
+        """(the dial it stands for, lowest, highest) of a control in units for this model: descriptors.UNIT_CONTROLS,
+        with decay_s at most 90 % of the clip (a decay is measured within the clip: a longer one cannot be)."""
+        from .descriptors import UNIT_CONTROLS
+
+        dial, lo, hi = UNIT_CONTROLS[unit]
+        if unit == "decay_s":
+            hi = min(hi, round(0.9 * self.length / self.sample_rate, 2))
+        return dial, lo, hi
+
     def dials(self, controls: dict[str, float]) -> dict[str, float]:
         """An item's controls as 0..1 dials: a control given in units (decay_s, pitch_hz, click_db) becomes the dial
         of the training kicks' quantile it falls on (the prior makes the rest of the kick fit it; the family then
@@ -353,7 +363,7 @@ class GeneratorBase:
         for unit in self.unit_controls:
             if unit not in controls:
                 continue
-            dial, lo, hi = UNIT_CONTROLS[unit]
+            dial, lo, hi = self.unit_range(unit)
             v = float(controls[unit])
             if not lo <= v <= hi:
                 raise ValueError(f"control {unit} must be within {lo:g}..{hi:g}, got {v:g}")

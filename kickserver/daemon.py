@@ -535,7 +535,7 @@ class Server:
         samplers = tuple(gen.samplers) or None
         max_steps = min(self.cfg.max_steps, gen.max_steps) if gen.samplers else self.cfg.max_steps
         # controls in units (pitch_hz ...) that this model takes, with their ranges; the others are refused by name
-        units = tuple(osc_api.UnitControl(u, *UNIT_CONTROLS[u]) for u in gen.unit_controls)
+        units = tuple(osc_api.UnitControl(u, *gen.unit_range(u)) for u in gen.unit_controls)  # this model's ranges
         return osc_api.Limits(controls=tuple(gen.controls), samplers=samplers, max_steps=max_steps, units=units,
                               other_units=tuple(u for u in UNIT_CONTROLS if u not in gen.unit_controls))
 

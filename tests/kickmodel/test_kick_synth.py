@@ -80,6 +80,18 @@ def test_the_fit_cache_keeps_fits_and_refits_a_damaged_file(tmp_path):
     assert torch.equal(again.numbers(faded, cfg), first), "the trainer's copy of a clip finds its fit"
     other, _ = _known_kick(61.0, cfg.data.length)
     assert not again._find(other)[0], "another kick is not taken for it"
+    # fits made with other fit settings are not mixed in: dropped, and the clip fitted again
+    lines.clear()
+    other_cfg = cfg.replace("fit", iters=cfg.fit.iters + 1)
+    FitCache(path, lines.append).numbers(x, other_cfg)
+    assert any("other settings" in ln for ln in lines), lines
+    # a well-formed file whose numbers are of the wrong shape, not finite, or without a fingerprint: not trusted
+    from safetensors.torch import save
+
+    bad = {"u.a": torch.zeros(N_PARAMS + 1), "f.a": torch.zeros(8), "u.b": torch.full((N_PARAMS,), float("nan")),
+           "f.b": torch.zeros(8), "u.c": torch.zeros(N_PARAMS)}
+    path.write_bytes(save(bad, metadata={"stamp": "x"}))
+    assert not FitCache(path, lines.append).fits
     path.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
     lines.clear()
     damaged = FitCache(path, lines.append)

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
-from daemon_util import make_artifact, models_folder, start_daemon
+from daemon_util import make_artifact, models_folder, root_conftest, start_daemon
 
 from kickmodel.descriptors import UNIT_CONTROLS, measure
+from kickmodel.families import preset
 from kickserver.osc_api import Generate, Interpolate, Limits, RequestError, UnitControl, Variation, parse
 
 CENTS = 25.0
@@ -40,7 +41,7 @@ def measured(path) -> tuple[float, float, float]:
 def test_units_parse_beside_the_dials_in_every_request_that_takes_controls():
     assert parse("/kick/generate", ["pitch_hz", 43.65, "decay", 0.2, "id", 3], SYNTH) == Generate(
         id=3, controls={"pitch_hz": pytest.approx(43.65), "decay": 0.2})
-    assert parse("/kick/generate", [2, "click_db", -12], SYNTH).controls == {"click_db": -12.0}  # an int is a number
+    assert parse("/kick/generate", [2, "click_db", -20], SYNTH).controls == {"click_db": -20.0}  # an int is a number
     r = parse("/kick/variation", ["k.wav", "decay_s", 0.4, "strength", 0.3], SYNTH)
     assert r == Variation(source="k.wav", strength=pytest.approx(0.3), controls={"decay_s": pytest.approx(0.4)})
     r = parse("/kick/interpolate", ["a", 1, "b", 2, "t", 0.5, "pitch_hz", 250], SYNTH)
@@ -55,12 +56,12 @@ def test_units_parse_beside_the_dials_in_every_request_that_takes_controls():
 @pytest.mark.parametrize("args,limits,reason", [
     (["pitch_hz", 300.0], SYNTH, "pitch_hz must be within 30..250, got 300: send pitch_hz 30..250, or the dial pitch "
                                  "0..1"),
-    (["decay_s", 0.001], SYNTH, "decay_s must be within 0.02..2.5, got 0.001: send decay_s 0.02..2.5, or the dial "
+    (["decay_s", 0.001], SYNTH, "decay_s must be within 0.05..2.5, got 0.001: send decay_s 0.05..2.5, or the dial "
                                 "decay 0..1"),
     (["click_db", float("inf")], SYNTH, "click_db must be a finite number, got inf"),
     (["pitch_hz", "low"], SYNTH, "pitch_hz must be a number, got string 'low'"),
     (["pitch", 0.5, "pitch_hz", 60.0], SYNTH, "give pitch (a 0..1 dial) or pitch_hz (30..250), not both"),
-    (["decay_s", 0.3, "decay", 0.5], SYNTH, "give decay (a 0..1 dial) or decay_s (0.02..2.5), not both"),
+    (["decay_s", 0.3, "decay", 0.5], SYNTH, "give decay (a 0..1 dial) or decay_s (0.05..2.5), not both"),
     (["pitch_hz", 60.0], DIALS_ONLY, "pitch_hz: the serving model takes no controls in units; it takes decay, pitch, "
                                      "click (dials 0..1)"),
     (["decay_s", 0.3], Limits(other_units=UNITS), "decay_s: the serving model takes no controls"),
@@ -89,7 +90,9 @@ def test_unknown_keys_list_the_units_a_model_takes():
 def models_dir(tmp_path_factory) -> Path:
     """A tiny kick-synth model (served; it takes the units) and a tiny latent-diffusion model (dials only)."""
     folder = models_folder(tmp_path_factory.mktemp("unit-models"))
-    make_artifact(folder / "synth.safetensors", family="kick_synth")
+    # 0.37 s, not the tiny preset's 93 ms: the pitch a unit sets is measured 40..250 ms after the onset
+    cfg = preset("tiny", "kick_synth").replace("data", length=16384)
+    root_conftest().make_tiny_artifact(folder / "synth.safetensors", family="kick_synth", cfg=cfg)
     make_artifact(folder / "latent.safetensors", family="latent_diffusion")
     return folder
 

@@ -28,6 +28,7 @@ NO_AUGMENT = AugmentConfig(gain_p=0.0, pitch_p=0.0, stretch_p=0.0, offset_p=0.0,
 # the fitted numbers normalised to unit spread: v-prediction, no STFT term (numbers, not audio), x0 within +-5
 SYNTH_DIFFUSION = DiffusionConfig(prediction="v", stft_loss_weight=0.0, data_scale=1.0, clip_x0=5.0)
 SYNTH_SAMPLING = SamplingConfig(steps=10, time_power=0.35, image_reject_db=0.0)
+MAX_FIT_ITERS = 2000  # a fit's steps, each bounded here: a served model runs them when asked for a file's variation
 
 
 class KickSynthFamily(Family):
@@ -77,7 +78,8 @@ class KickSynthFamily(Family):
 
     def check_limits(self, cfg: Config) -> None:
         m, f = cfg.model, cfg.fit
-        if m.width > 4096 or m.blocks > 32 or m.emb_dim > 1024 or f.serve_iters > 2000 or f.batch > 1024:
+        if (m.width > 4096 or m.blocks > 32 or m.emb_dim > 1024 or f.serve_iters > MAX_FIT_ITERS
+                or f.restart_iters > MAX_FIT_ITERS or f.iters > MAX_FIT_ITERS or f.batch > 1024):
             raise ConfigError("its model or fit section is larger than any kick model this kickserver serves")
 
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
@@ -109,14 +111,17 @@ class KickSynthFamily(Family):
             return distance(synth(torch.zeros(1, N_PARAMS)), Target(torch.zeros(1, cfg.data.length),
                                                                      cfg.data.sample_rate))
 
+        from .fit import RESTARTS, serve_restart_iters
+
+        fit_rows = cfg.fit.serve_iters + len(RESTARTS) * serve_restart_iters(cfg.fit)  # one-kick passes of a fit
         return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
-                           steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * cfg.fit.serve_iters)]
+                           steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * fit_rows)]
 
     def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
         if ctx.init is None:
             return cfg
         art = ctx.init
-        ctx.log(f"fine-tuning: taking the prior's network, diffusion and fit settings of {art.path.name}")
+        ctx.log(f"fine-tuning: taking the prior's network and diffusion settings of {art.path.name}")
         cfg = cfg.with_section("model", art.config.model).with_section("diffusion", art.config.diffusion)
         cfg = cfg.with_section("conditioning", art.config.conditioning)
         return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)

@@ -172,7 +172,7 @@ def _descend(synth: KickSynth, u: torch.Tensor, target: Target, iters: int, lr: 
     return u.detach(), final
 
 
-ADJUST_PASSES = 4
+ADJUST_PASSES = 6
 _NEPERS_40DB = 40.0 / 20.0 * math.log(10.0)  # the decay measure's 40 dB in nepers
 
 
@@ -185,7 +185,8 @@ def adjust(synth: KickSynth, u: torch.Tensor, targets: torch.Tensor, finish: Cal
       which takes its share of the 40..250 ms window the pitch is measured in);
     - decay: the decay time and the residual's (where the decay time is at its range's end, its curve);
     - click: the click's level in dB."""
-    u = u.clone()
+    device = u.device
+    u, targets = u.detach().cpu().clone(), targets.detach().cpu()  # measured on the CPU: corrected there too
     decay = targets[:, 0]
     if not bool(decay.isnan().all()):  # first, where exp(-(t / tau) ** c) is 40 dB down, without measuring
         p = to_params(u)
@@ -198,7 +199,9 @@ def adjust(synth: KickSynth, u: torch.Tensor, targets: torch.Tensor, finish: Cal
     for _ in range(passes):
         if check is not None:
             check()
-        got = descriptors.measure(finish(synth(u)), synth.sample_rate)
+        kicks = finish(torch.cat([synth(u[i:i + 1].to(device)) for i in range(len(u))]).cpu())
+        # one kick at a time: measured in a batch, a kick's figures (and so its correction) move with its neighbours
+        got = torch.cat([descriptors.measure(kicks[i:i + 1], synth.sample_rate) for i in range(len(kicks))])
         p = to_params(u)
         lo, hi = (torch.tensor([q.lo for q in PARAMS]), torch.tensor([q.hi for q in PARAMS]))
         pitch, decay, click = targets[:, 1], targets[:, 0], targets[:, 2]
@@ -218,7 +221,12 @@ def adjust(synth: KickSynth, u: torch.Tensor, targets: torch.Tensor, finish: Cal
         p[:, INDEX["residual_tau"]] *= d
         p[:, INDEX["click_db"]] += torch.where(click.isnan(), torch.zeros_like(click), click - got[:, 2])
         u = from_params(p)
-    return u
+    return u.to(device)
+
+
+def serve_restart_iters(f) -> int:
+    """The steps from each start when a served model fits a source file (half of training's)."""
+    return max(1, f.restart_iters // 2)
 
 
 def fit_length(x: torch.Tensor, sample_rate: int) -> int:
@@ -232,7 +240,8 @@ def fit_length(x: torch.Tensor, sample_rate: int) -> int:
 
 
 def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
-        batch: int = 32, log: Callable[[str], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        batch: int = 32, log: Callable[[str], None] | None = None,
+        check: Callable[[], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(numbers [n, N_PARAMS] unconstrained, distance [n]) fitted to clips [n, L] (prepared, on the CPU).
 
     The descent runs at half the rate (FIT_RATE_DIVISOR: a kick's body, sweep and most of its click lie under a
@@ -254,14 +263,15 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             synth = KickSynth(rate, xf.shape[1])
             starts = initial_params(x, sample_rate)
             target = Target(xf, rate)
-            u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr)
+            progress = (lambda i: check()) if check is not None else None  # a cancel between two steps
+            u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr, progress)
             best = d.reshape(-1, r).argmin(dim=1)
             u = u.reshape(-1, r, N_PARAMS)[torch.arange(len(x)), best]
-            u, d = _descend(synth, u, target, iters, lr)
+            u, d = _descend(synth, u, target, iters, lr, progress)
             with torch.no_grad():
                 full = x_all[a:a + batch]
                 u = adjust(KickSynth(sample_rate, full.shape[1]), u, descriptors.measure(full, sample_rate),
-                           finish=_level_like_a_clip)
+                           finish=_level_like_a_clip, check=check)
             out_u[a:a + len(x)], out_d[a:a + len(x)] = u, d
             if log is not None:
                 log(f"fitted the synth to clips {a + 1}..{a + len(x)} of {n} (distance median {d.median():.3f})")

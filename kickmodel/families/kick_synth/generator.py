@@ -15,7 +15,7 @@ from ...artifact import Artifact
 from ...diffusion import Denoiser
 from ...generator import ENCODE, UNITS, Item, by_row, finish_kick
 from ..diffusion_common import DiffusionGenerator
-from .fit import adjust, fit
+from .fit import adjust, fit, serve_restart_iters
 from .network import prior_net
 from .synth import N_PARAMS, KickSynth
 
@@ -56,8 +56,8 @@ class KickSynthGenerator(DiffusionGenerator):
         f = self.fit_cfg
         with torch.inference_mode(False), torch.enable_grad():  # a fit descends gradients, even when serving
             x = audio.detach().float().cpu().clone()
-            u, _ = fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=max(1, f.restart_iters // 2),
-                       lr=f.lr, batch=f.batch)
+            u, _ = fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
+                       batch=f.batch, check=self.check_cancel)
         return u.to(self.device)
 
     def to_latent(self, audio: torch.Tensor) -> torch.Tensor:

@@ -39,11 +39,22 @@ def fingerprint(clips: torch.Tensor) -> torch.Tensor:
     return head / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-9)
 
 
+FIT_VERSION = 2  # the fit's code: 2 added the log-mel term (c7c67ec); fits of another version are made again
+
+
+def fit_stamp(cfg: Config) -> str:
+    """What a fit depends on besides its clip: the synth, the fit's code and settings, the clips' rate."""
+    f = cfg.fit
+    return (f"v{FIT_VERSION} numbers={N_PARAMS} rate={cfg.data.sample_rate} iters={f.iters} "
+            f"restart_iters={f.restart_iters} lr={f.lr}")
+
+
 class FitCache:
     """Fitted numbers by clip key; written to path (atomically) after each fit, read back when a run starts."""
 
-    def __init__(self, path: Path | None, log: Callable[[str], None]) -> None:
-        self.path, self.log = path, log
+    def __init__(self, path: Path | None, log: Callable[[str], None], read_only: bool = False) -> None:
+        self.path, self.log, self.read_only = path, log, read_only
+        self.stamp: str | None = None  # the settings the fits in it were made with (fit_stamp)
         self.fits: dict[str, torch.Tensor] = {}
         self.prints: dict[str, torch.Tensor] = {}
         self.distances: dict[str, float] = {}
@@ -51,12 +62,14 @@ class FitCache:
             self._read(path)
 
     def _read(self, path: Path) -> None:
-        from safetensors import SafetensorError
+        from safetensors import SafetensorError, safe_open
         from safetensors.torch import load
 
         try:
             if path.stat().st_size > MAX_FITS_BYTES:
                 raise ValueError(f"larger than {MAX_FITS_BYTES >> 20} MB")
+            with safe_open(str(path), "pt") as f:
+                self.stamp = (f.metadata() or {}).get("stamp")
             tensors = load(path.read_bytes())
             keys = [k for k in tensors if k.startswith("u.")]
             for k in keys:
@@ -74,7 +87,7 @@ class FitCache:
             self.log(f"synth fits: {path.name} unreadable ({e}); fitting again")
 
     def _write(self) -> None:
-        if self.path is None:
+        if self.path is None or self.read_only:
             return
         from safetensors.torch import save
 
@@ -84,7 +97,7 @@ class FitCache:
         tensors |= {f"d.{k}": torch.tensor(self.distances.get(k, float("nan"))) for k in self.fits}
         tensors |= {f"f.{k}": self.prints[k].contiguous() for k in self.fits}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.path, save(tensors))
+        atomic_write_bytes(self.path, save(tensors, metadata={"stamp": self.stamp or ""}))
 
     def _find(self, clips: torch.Tensor) -> list[str | None]:
         """The key of each clip's fit: the clip itself, or one whose fingerprint it matches; None when unfitted."""
@@ -102,7 +115,17 @@ class FitCache:
         return [k if k in self.fits else None for k in keys]
 
     def numbers(self, clips: torch.Tensor, cfg: Config) -> torch.Tensor:
-        """[n, N_PARAMS] fitted numbers of clips [n, L], fitting (and keeping) those not fitted yet."""
+        """[n, N_PARAMS] fitted numbers of clips [n, L], fitting (and keeping) those not fitted yet. Fits made under
+        other settings (another synth, rate or fit: fit_stamp) are dropped first, not mixed in."""
+        stamp = fit_stamp(cfg)
+        if self.stamp != stamp:
+            if self.fits:
+                self.log(f"synth fits: {len(self.fits)} were made with other settings ({self.stamp or 'unknown'}); "
+                         "fitting again")
+            self.fits.clear()
+            self.prints.clear()
+            self.distances.clear()
+            self.stamp = stamp
         found = self._find(clips)
         first: dict[str, int] = {}
         for i, k in enumerate(found):
