@@ -200,6 +200,8 @@ def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None
         raise ValueError(f"--trace-steps {trace_steps}: must be at least 1")
     trace_steps = min(trace_steps, active)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out}: is a file, not a folder; name a folder for the trace and summary")
     out.mkdir(parents=True, exist_ok=True)
     scratch = out / ".run"
     shutil.rmtree(scratch, ignore_errors=True)

@@ -56,3 +56,14 @@ def test_phase_picture_stacks_the_phases_of_a_step():
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels[0].startswith("data") and labels[-1].startswith("other")
     assert "ms" in ax.get_xlabel()
+
+
+def test_an_out_that_is_a_file_is_refused_in_one_line(tmp_path, capsys):
+    from trainer.cli import main
+
+    out = tmp_path / "summary"
+    out.write_text("mine")
+    assert main(["profile", str(tmp_path), "--out", str(out), "--preset", "tiny"]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a folder" in err and "Traceback" not in err
+    assert out.read_text() == "mine"
