@@ -76,10 +76,13 @@ def test_the_fit_cache_keeps_fits_and_refits_a_damaged_file(tmp_path):
     assert clip_key(x[0]) in again.fits and torch.equal(again.numbers(x, cfg), first)
     # the trainer's batch of the same clip: faded at the end and levelled again -- still found
     faded = x.clone() * 0.7
-    faded[:, -100:] *= torch.linspace(1, 0, 100)
+    faded[:, -1323:] *= torch.linspace(1, 0, 1323)  # trainer.augment's 30 ms
     assert torch.equal(again.numbers(faded, cfg), first), "the trainer's copy of a clip finds its fit"
     other, _ = _known_kick(61.0, cfg.data.length)
-    assert not again._find(other)[0], "another kick is not taken for it"
+    assert not again._find(other, SR)[0], "another kick is not taken for it"
+    other_tail = x.clone()
+    other_tail[:, x.shape[1] // 2:] *= 0.5  # the same start, another tail (another edit of the same hit)
+    assert not again._find(other_tail, SR)[0], "a kick with the same start and another tail is not taken for it"
     # fits made with other fit settings are not mixed in: dropped, and the clip fitted again
     lines.clear()
     other_cfg = cfg.replace("fit", iters=cfg.fit.iters + 1)

@@ -23,6 +23,9 @@ from .synth import N_PARAMS
 FITS_FILE = "synth_fits.safetensors"
 MAX_FITS_BYTES = 256 << 20
 KEY_SAMPLES = 4096
+PRINT_STRIDE = 8
+UNFADED_MS = 40.0  # the end a fingerprint leaves out: trainer.augment fades the last 30 ms of every batch
+MAX_PRINT = 1 << 16  # samples in a fingerprint (a 1.02 s clip: 9164)
 MATCH_TOLERANCE = 1e-4  # largest sample difference (at peak 1) of the same clip faded and levelled again
 
 
@@ -30,13 +33,15 @@ def clip_key(clip: torch.Tensor) -> str:
     return hashlib.blake2b(clip.detach().float().cpu().contiguous().numpy().tobytes(), digest_size=16).hexdigest()
 
 
-def fingerprint(clips: torch.Tensor) -> torch.Tensor:
-    """[n, KEY_SAMPLES]: each clip's first samples at peak 1. The trainer's batches are the clips faded at the end and
-    set to peak_db again (trainer.augment, with nothing drawn): the same kick to within float rounding, which must
-    find its fit; another kick differs by far more than MATCH_TOLERANCE somewhere."""
+def fingerprint(clips: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """[n, <= MAX_PRINT]: each clip at peak 1, its first KEY_SAMPLES samples and every PRINT_STRIDE-th sample of its
+    first 90 % (at most: never the last UNFADED_MS). The trainer's batches are the clips faded over their last 30 ms
+    (trainer.augment, with nothing drawn): the same kick to within float rounding before the fade, which must find its
+    fit; another kick, even one with the same first 93 ms and another tail, differs by far more than MATCH_TOLERANCE."""
     x = clips.detach().float().cpu().reshape(clips.shape[0], -1)
-    head = x[:, :min(KEY_SAMPLES, x.shape[1] // 2)]
-    return head / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-9)
+    x = x / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-9)
+    body = x[:, :max(1, min(int(0.9 * x.shape[1]), x.shape[1] - int(UNFADED_MS * sample_rate / 1000)))]
+    return torch.cat([x[:, :min(KEY_SAMPLES, x.shape[1] // 2)], body[:, ::PRINT_STRIDE]], dim=1)[:, :MAX_PRINT]
 
 
 FIT_VERSION = 2  # the fit's code: 2 added the log-mel term (c7c67ec); fits of another version are made again
@@ -76,7 +81,7 @@ class FitCache:
                 u = tensors[k]
                 f = tensors.get("f." + k[2:])
                 if (u.shape == (N_PARAMS,) and u.dtype == torch.float32 and bool(torch.isfinite(u).all())
-                        and f is not None and f.dtype == torch.float32 and f.ndim == 1 and f.numel() <= KEY_SAMPLES):
+                        and f is not None and f.dtype == torch.float32 and f.ndim == 1 and f.numel() <= MAX_PRINT):
                     self.fits[k[2:]], self.prints[k[2:]] = u, f
                     d = tensors.get("d." + k[2:])
                     self.distances[k[2:]] = float(d) if d is not None and d.numel() == 1 else float("nan")
@@ -99,19 +104,20 @@ class FitCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(self.path, save(tensors, metadata={"stamp": self.stamp or ""}))
 
-    def _find(self, clips: torch.Tensor) -> list[str | None]:
+    def _find(self, clips: torch.Tensor, sample_rate: int) -> list[str | None]:
         """The key of each clip's fit: the clip itself, or one whose fingerprint it matches; None when unfitted."""
         keys: list[str | None] = [clip_key(c) for c in clips]
         missing = [i for i, k in enumerate(keys) if k not in self.fits]
         if missing and self.prints:
-            names = list(self.prints)
-            prints = fingerprint(clips[missing])
-            for i, fp in zip(missing, prints):
-                for name in names:
-                    ref = self.prints[name]
-                    if ref.shape == fp.shape and float((ref - fp).abs().max()) <= MATCH_TOLERANCE:
-                        keys[i] = name
-                        break
+            prints = fingerprint(clips[missing], sample_rate)
+            names = [k for k, v in self.prints.items() if v.shape == prints.shape[1:]]
+            if names:
+                refs = torch.stack([self.prints[k] for k in names])  # [m, K]: one comparison a clip, not m
+                for i, fp in zip(missing, prints):
+                    gap = (refs - fp).abs().amax(dim=1)
+                    j = int(gap.argmin())
+                    if float(gap[j]) <= MATCH_TOLERANCE:
+                        keys[i] = names[j]
         return [k if k in self.fits else None for k in keys]
 
     def numbers(self, clips: torch.Tensor, cfg: Config) -> torch.Tensor:
@@ -126,7 +132,7 @@ class FitCache:
             self.prints.clear()
             self.distances.clear()
             self.stamp = stamp
-        found = self._find(clips)
+        found = self._find(clips, cfg.data.sample_rate)
         first: dict[str, int] = {}
         for i, k in enumerate(found):
             if k is None:
@@ -137,12 +143,12 @@ class FitCache:
             u, d = fit(clips[todo].detach().float().cpu(), cfg.data.sample_rate, iters=f.iters,
                        restart_iters=f.restart_iters, lr=f.lr, batch=f.batch,
                        log=self.log if len(todo) > 1 else None)
-            prints = fingerprint(clips[todo])
+            prints = fingerprint(clips[todo], cfg.data.sample_rate)
             for i, row, dist, fp in zip(todo, u, d.tolist(), prints):
                 k = clip_key(clips[i])
                 self.fits[k], self.distances[k], self.prints[k] = row.clone(), dist, fp.clone()
             self._write()
-            found = self._find(clips)
+            found = self._find(clips, cfg.data.sample_rate)
         return torch.stack([self.fits[k] for k in found])
 
 
