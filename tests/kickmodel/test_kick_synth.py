@@ -163,3 +163,19 @@ def test_the_shipped_kick_synth_model_sets_pitch_in_hz_and_starts_from_silence()
     got = descriptors.measure(torch.from_numpy(kicks), gen.sample_rate)[:, 1].numpy()
     assert np.abs(1200 * np.log2(got / 43.65)).max() <= 25, got
     assert np.abs(kicks[:, 0]).max() == 0.0
+
+
+def test_a_clip_is_weighed_over_its_own_length_only():
+    """fit.Target's mask: what a synthesised kick does after its clip's own fit length costs nothing, so a short clip
+    fitted beside a long one is not judged on the long one's span."""
+    from kickmodel.families.kick_synth.fit import Target, distance
+
+    x, _ = _known_kick(55.0, 8192)
+    mask = (torch.arange(8192)[None] < 4096).float()
+    target = Target(x * mask, SR, mask)
+    y = x.clone()
+    y[:, 4096:] += 0.3 * torch.randn(1, 4096, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(distance(y, target), distance(x, target))
+    z = x.clone()
+    z[:, 1000:1500] = 0
+    assert float(distance(z, target)) > float(distance(x, target)) + 0.1

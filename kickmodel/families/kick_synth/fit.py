@@ -66,8 +66,9 @@ def _log_mel(mag: torch.Tensor, fb: torch.Tensor) -> torch.Tensor:
 class Target:
     """What distance() compares against, computed once per fit: a target's spectrograms, envelope, first ms."""
 
-    def __init__(self, x: torch.Tensor, sample_rate: int) -> None:
+    def __init__(self, x: torch.Tensor, sample_rate: int, mask: torch.Tensor | None = None) -> None:
         self.sample_rate = sample_rate
+        self.mask = torch.ones_like(x) if mask is None else mask  # what of each clip is fitted (its own length)
         longest = 1 << max(4, int(math.log2(max(x.shape[1] // 2, 16))))  # torch.stft's padding needs n < 2 L
         self.sizes = sorted({min(n, longest) for n in FFT_SIZES}, reverse=True)
         self.mags = [_stft_mag(x, n) for n in self.sizes]
@@ -93,7 +94,8 @@ class Target:
 
 
 def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
-    """Per kick [n]: how far synthesised y [n, L] is from its target."""
+    """Per kick [n]: how far synthesised y [n, L] is from its target (over the target's own length: its mask)."""
+    y = y * target.mask
     total = torch.zeros(y.shape[0], device=y.device)
     for n, log_x, mag_x, sum_x in zip(target.sizes, target.logs, target.mags, target.sums):
         sy = _stft_mag(y, n)
@@ -229,14 +231,15 @@ def serve_restart_iters(f) -> int:
     return max(1, f.restart_iters // 2)
 
 
-def fit_length(x: torch.Tensor, sample_rate: int) -> int:
-    """Samples worth fitting for clips x [n, L]: until the last of them has fallen CROP_DB under its peak, plus
-    50 ms, at least MIN_FIT_S (the numbers hold for the whole clip: the synth has no end)."""
+def fit_lengths(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """Samples worth fitting [n] for each clip of x [n, L]: until it has fallen CROP_DB under its peak, plus 50 ms, at
+    least MIN_FIT_S (the numbers hold for the whole clip: the synth has no end). Each clip's own: the rest of it is
+    masked (Target.mask), so no clip is weighed over another's length."""
     env = _envelope_db(x, sample_rate)
     above = env >= env.amax(dim=1, keepdim=True) + CROP_DB
-    last = int((above.float() * torch.arange(env.shape[1])).amax()) + 1
-    n = (last * int(sample_rate * ENV_MS / 1000)) + int(0.05 * sample_rate)
-    return min(x.shape[1], max(n, int(MIN_FIT_S * sample_rate)))
+    last = (above.float() * torch.arange(env.shape[1])).amax(dim=1).long() + 1
+    n = last * int(sample_rate * ENV_MS / 1000) + int(0.05 * sample_rate)
+    return n.clamp(min=int(MIN_FIT_S * sample_rate), max=x.shape[1])
 
 
 def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
@@ -245,7 +248,7 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
     """(numbers [n, N_PARAMS] unconstrained, distance [n]) fitted to clips [n, L] (prepared, on the CPU).
 
     The descent runs at half the rate (FIT_RATE_DIVISOR: a kick's body, sweep and most of its click lie under a
-    quarter of the rate, and it halves the cost) over the part of the clips that sounds (fit_length); the numbers
+    quarter of the rate, and it halves the cost), weighing the part of each clip that sounds (fit_lengths); the numbers
     mean the same at any rate. Then `adjust` at the clips' own rate makes each fit measure as its clip does
     (decay, pitch, click): what the descent leaves a few per cent off, the controls are read from."""
     import torchaudio.functional as AF
@@ -258,11 +261,17 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
     with torch.enable_grad():
         for a in range(0, n, batch):
             x = x_all[a:a + batch]
-            x = x[:, :fit_length(x, sample_rate)]
+            # each clip whole until here (resampled, measured for its starts), then weighed over its own length only;
+            # the batch is played to its longest clip (the synth's fixed noise is a draw of that length, and Adam turns
+            # the batched FFTs' rounding into small differences: a clip's numbers still move a little with the clips
+            # fitted beside it; training fits each clip once and keeps it, serving fits one file at a time)
+            lengths = (fit_lengths(x, sample_rate) * rate) // sample_rate
             xf = AF.resample(x, sample_rate, rate) if rate != sample_rate else x
+            xf = xf[:, :int(lengths.max())]
+            mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
             synth = KickSynth(rate, xf.shape[1])
             starts = initial_params(x, sample_rate)
-            target = Target(xf, rate)
+            target = Target(xf * mask, rate, mask)
             progress = (lambda i: check()) if check is not None else None  # a cancel between two steps
             u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr, progress)
             best = d.reshape(-1, r).argmin(dim=1)

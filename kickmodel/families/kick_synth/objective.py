@@ -44,7 +44,7 @@ def fingerprint(clips: torch.Tensor, sample_rate: int) -> torch.Tensor:
     return torch.cat([x[:, :min(KEY_SAMPLES, x.shape[1] // 2)], body[:, ::PRINT_STRIDE]], dim=1)[:, :MAX_PRINT]
 
 
-FIT_VERSION = 2  # the fit's code: 2 added the log-mel term (c7c67ec); fits of another version are made again
+FIT_VERSION = 3  # the fit's code: 2 added the log-mel term (c7c67ec), 3 each clip's own length; others are refitted
 
 
 def fit_stamp(cfg: Config) -> str:
