@@ -56,6 +56,32 @@ def griffin_lim_route(clips: np.ndarray, artifact: Path) -> np.ndarray:
         return torch.cat([inverter(front(torch.from_numpy(clips[i:i + 1]))) for i in range(len(clips))]).numpy()
 
 
+KID_SPLITS, KID_SIZE = 50, 20
+
+
+def ceiling_kid(real: np.ndarray, routes: dict[str, np.ndarray], sr: int) -> dict[str, tuple[float, float]]:
+    """{name: (mean, spread)} of the KID between KID_SIZE real kicks and KID_SIZE kicks of a route made from other real
+    kicks (disjoint draws, KID_SPLITS of them), in the mfcc-stats embedding standardised by the real kicks; "real vs
+    real" is the floor."""
+    from trainer.embeddings import get_embedding
+    from trainer.evaluation.distances import kid, standardiser
+
+    emb = get_embedding("mfcc-stats")
+    e_real = np.asarray(emb(real, sr), dtype=np.float64)
+    mu, scale = standardiser(e_real)
+    z = {"real vs real": (e_real - mu) / scale}
+    z |= {k: (np.asarray(emb(v, sr), dtype=np.float64) - mu) / scale for k, v in routes.items()}
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, zz in z.items():
+        vals = []
+        for _ in range(KID_SPLITS):
+            p = rng.permutation(len(real))
+            vals.append(kid(z["real vs real"][p[:KID_SIZE]], zz[p[KID_SIZE:2 * KID_SIZE]]))
+        out[name] = (float(np.mean(vals)), float(np.std(vals)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--real", default=str(REPO / "kickserver" / "data" / "kicks"))
@@ -83,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     routes["griffin-lim"] = finish_kick(griffin_lim_route(real, args.artifact), sr)
     seconds["griffin-lim"] = time.perf_counter() - t
 
+    kids = ceiling_kid(real, routes, sr)
     rows = {"real": summarise(measure(real, sr))} | {k: summarise(measure(v, sr)) for k, v in routes.items()}
     div = diversity_ratios({"real": real} | routes, real, None, sr)
     m_real = measure(real, sr)
@@ -105,12 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     for name, r in rows.items():
         cells = [f"{r[c]['share' if c == 'pitch_drop' else 'median']:>15.3g}" for c in COLS]
         print(f"{name:>16} " + " ".join(cells) + f" {div[name]:>9.2f}")
+    print("KID against the real kicks (mfcc-stats, standardised by the real kicks; mean and spread over "
+          f"{KID_SPLITS} splits of {KID_SIZE} against {KID_SIZE} others):")
+    for name, (mean, spread) in kids.items():
+        print(f"  {name}: {mean:.2f} +- {spread:.2f}")
     print("per kick, against its own original:")
     for name, e in per_kick.items():
         print(f"  {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()))
     out = {"date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
            "cpus": torch.get_num_threads(), "kicks": len(real), "real": args.real, "rows": rows, "diversity": div,
-           "per_kick": per_kick, "seconds": seconds}
+           "per_kick": per_kick, "kid": {k: {"mean": m, "spread": s} for k, (m, s) in kids.items()},
+           "seconds": seconds}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {args.out}")
