@@ -35,6 +35,12 @@ from bench.sound_check import diversity_ratios, measure, summarise  # noqa: E402
 COLS = ("start_pct", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "body_hf_db")
 
 
+def _shown(path: Path) -> str:
+    """A path as the results show it: relative to the repository where it lies inside (no machine's folders)."""
+    p = path.resolve()
+    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(path)
+
+
 def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log) -> np.ndarray:
     from kickmodel.families import preset
     from kickmodel.families.kick_synth.objective import FitCache
@@ -140,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, e in per_kick.items():
         print(f"  {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()))
     out = {"date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
-           "cpus": torch.get_num_threads(), "kicks": len(real), "real": args.real, "rows": rows, "diversity": div,
+           "cpus": torch.get_num_threads(), "kicks": len(real), "real": _shown(Path(args.real)), "rows": rows,
+           "diversity": div,
            "per_kick": per_kick, "kid": {k: {"mean": m, "spread": s} for k, (m, s) in kids.items()},
            "seconds": seconds}
     args.out.parent.mkdir(parents=True, exist_ok=True)
