@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     out = {"date": datetime.date.today().isoformat(), "machine": machine("cpu"), "artifact": args.artifact.name,
            "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    from kickmodel.fsutil import atomic_write_bytes
+
+    atomic_write_bytes(args.out, (json.dumps(out, indent=1) + "\n").encode())  # temp + fsync + rename
     print(f"wrote {args.out}")
     return 0
 
