@@ -93,16 +93,20 @@ def device_kind(device: Any) -> str:
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
-def write_result(out: Path, name: str, kind: str, payload: dict[str, Any]) -> Path:
-    """payload as <out>/<name>-<kind>.json, atomically (temp + fsync + rename); NaN/inf become null."""
+def write_json(path: Path, payload: dict[str, Any]) -> Path:
+    """payload as JSON at path (its folder made), atomically (temp + fsync + rename); NaN/inf become null."""
     from kickmodel.fsutil import atomic_write_bytes
     from trainer.evaluation.report import json_safe
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{name}-{kind}.json"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, (json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n").encode())
     return path
+
+
+def write_result(out: Path, name: str, kind: str, payload: dict[str, Any]) -> Path:
+    """payload as <out>/<name>-<kind>.json (write_json)."""
+    return write_json(Path(out) / f"{name}-{kind}.json", payload)
 
 
 def percentile(values: Sequence[float], q: float) -> float:

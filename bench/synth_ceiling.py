@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -30,15 +28,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.sound_check import diversity_ratios, measure, summarise  # noqa: E402
+from bench.common import machine, write_json  # noqa: E402
+from bench.sound_check import _shown, diversity_ratios, measure, summarise  # noqa: E402
 
 COLS = ("start_pct", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "body_hf_db")
-
-
-def _shown(path: Path) -> str:
-    """A path as the results show it: relative to the repository where it lies inside (no machine's folders)."""
-    p = path.resolve()
-    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(path)
 
 
 def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log) -> np.ndarray:
@@ -66,9 +59,9 @@ KID_SPLITS, KID_SIZE = 50, 20
 
 
 def ceiling_kid(real: np.ndarray, routes: dict[str, np.ndarray], sr: int) -> dict[str, tuple[float, float]]:
-    """{name: (mean, spread)} of the KID between KID_SIZE real kicks and KID_SIZE kicks of a route made from other real
-    kicks (disjoint draws, KID_SPLITS of them), in the mfcc-stats embedding standardised by the real kicks; "real vs
-    real" is the floor."""
+    """{name: (mean, spread)} of the KID between KID_SIZE real kicks (half the kit when smaller) and as many kicks of a
+    route made from other real kicks (disjoint draws, KID_SPLITS of them), in the mfcc-stats embedding standardised by
+    the real kicks; "real vs real" is the floor."""
     from trainer.embeddings import get_embedding
     from trainer.evaluation.distances import kid, standardiser
 
@@ -77,13 +70,16 @@ def ceiling_kid(real: np.ndarray, routes: dict[str, np.ndarray], sr: int) -> dic
     mu, scale = standardiser(e_real)
     z = {"real vs real": (e_real - mu) / scale}
     z |= {k: (np.asarray(emb(v, sr), dtype=np.float64) - mu) / scale for k, v in routes.items()}
+    size = min(KID_SIZE, len(real) // 2)  # a smaller kit: halves of it
+    if size < 2:
+        raise ValueError(f"a KID needs at least 4 real kicks, got {len(real)}")
     rng = np.random.default_rng(0)
     out = {}
     for name, zz in z.items():
         vals = []
         for _ in range(KID_SPLITS):
             p = rng.permutation(len(real))
-            vals.append(kid(z["real vs real"][p[:KID_SIZE]], zz[p[KID_SIZE:2 * KID_SIZE]]))
+            vals.append(kid(z["real vs real"][p[:size]], zz[p[size:2 * size]]))
         out[name] = (float(np.mean(vals)), float(np.std(vals)))
     return out
 
@@ -145,15 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     print("per kick, against its own original:")
     for name, e in per_kick.items():
         print(f"  {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in e.items()))
-    out = {"date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
-           "cpus": torch.get_num_threads(), "kicks": len(real), "real": _shown(Path(args.real)), "rows": rows,
+    out = {"date": datetime.date.today().isoformat(), "machine": machine("cpu"), "kicks": len(real),
+           "real": _shown(Path(args.real)), "rows": rows,
            "diversity": div,
            "per_kick": per_kick, "kid": {k: {"mean": m, "spread": s} for k, (m, s) in kids.items()},
            "seconds": seconds}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    from kickmodel.fsutil import atomic_write_bytes
-
-    atomic_write_bytes(args.out, (json.dumps(out, indent=1) + "\n").encode())  # temp + fsync + rename
+    write_json(args.out, out)
     print(f"wrote {args.out}")
     return 0
 

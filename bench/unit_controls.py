@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import time
 from pathlib import Path
@@ -50,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "unit_controls.json")
     args = ap.parse_args(argv)
 
-    from bench.common import machine
+    from bench.common import machine, write_json
     from kickmodel.descriptors import measure
     from kickmodel.generator import Item, load_generator
 
@@ -77,10 +76,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['median_abs_error']:.3g}, worst {r['worst_abs_error']:.3g} ({r['seconds']:.0f} s)", flush=True)
     out = {"date": datetime.date.today().isoformat(), "machine": machine("cpu"), "artifact": args.artifact.name,
            "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    from kickmodel.fsutil import atomic_write_bytes
-
-    atomic_write_bytes(args.out, (json.dumps(out, indent=1) + "\n").encode())  # temp + fsync + rename
+    write_json(args.out, out)
     print(f"wrote {args.out}")
     return 0
 
