@@ -82,8 +82,9 @@ class DiffusionGenerator(GeneratorBase):
         """Clean audio [n, length] on the device -> the clean signal the denoiser works on (its units)."""
         raise NotImplementedError
 
-    def from_latent(self, z: torch.Tensor) -> np.ndarray:
-        """The denoiser's clean estimate -> raw audio [n, length] float32 at self.sample_rate."""
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item]) -> np.ndarray:
+        """The denoiser's clean estimate -> raw audio [n, length] float32 at self.sample_rate; items: the kicks' own
+        (one per row), for a family whose kick reads more of them than the controls the denoiser saw."""
         raise NotImplementedError
 
     # ----------------------------------------------------------- shared
@@ -139,7 +140,7 @@ class DiffusionGenerator(GeneratorBase):
         ts = self.timegrid(steps, 1.0)
         x = x * float(self.schedule.alpha_sigma(ts[0])[1])
         out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return self.from_latent(out)
+        return self.from_latent(out, items)
 
     @torch.inference_mode()
     def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
@@ -159,7 +160,7 @@ class DiffusionGenerator(GeneratorBase):
         a, s = self.schedule.alpha_sigma(ts[0])
         x = float(a) * self.to_latent(src) + float(s) * noise
         out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return self.from_latent(out)
+        return self.from_latent(out, items)
 
 
     interpolation_samplers = ("dpmpp_2m", "ddim")  # deterministic: a morph's points lie on one smooth path
@@ -215,7 +216,7 @@ class DiffusionGenerator(GeneratorBase):
         grid = self.timegrid(steps, 1.0)
         x = torch.stack([self.slerp(na, nb, t) for t in ts]) * float(self.schedule.alpha_sigma(grid[0])[1])
         out = run_sampler(sampler, self._denoise_fn(cond, mask), x, grid, self.schedule)
-        return self.from_latent(out)
+        return self.from_latent(out, items)
 
 
 class DiffusionObjective(Objective):

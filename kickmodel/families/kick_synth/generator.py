@@ -46,7 +46,6 @@ class KickSynthGenerator(DiffusionGenerator):
         self.latent_shape = (N_PARAMS,)
         self.latent_dim = N_PARAMS
         self.fit_cfg = cfg.fit
-        self._items: Sequence[Item] | None = None
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:
@@ -63,11 +62,9 @@ class KickSynthGenerator(DiffusionGenerator):
     def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
         return self.net.normalise(self.fit_numbers(audio[:1]).expand(audio.shape[0], -1)) * self.denoiser.data_scale
 
-    def from_latent(self, z: torch.Tensor) -> np.ndarray:
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item]) -> np.ndarray:
         self.check_cancel()
-        u = self.numbers(z)
-        if self._items is not None:
-            u = self.set_units(u, self._items)
+        u = self.set_units(self.numbers(z), items)
         return by_row(self.synth, u).float().cpu().numpy()
 
     def set_units(self, u: torch.Tensor, items: Sequence[Item]) -> torch.Tensor:
@@ -87,27 +84,6 @@ class KickSynthGenerator(DiffusionGenerator):
 
         u[rows] = adjust(_RowByRow(self.synth), u[rows], targets[rows], finish, check=self.check_cancel)
         return u
-
-    def _with_items(self, items: Sequence[Item], run):
-        self._items = items
-        try:
-            return run()
-        finally:
-            self._items = None
-
-    @torch.inference_mode()
-    def sample(self, items, steps=None, sampler=None) -> np.ndarray:
-        return self._with_items(items, lambda: super(KickSynthGenerator, self).sample(items, steps, sampler))
-
-    @torch.inference_mode()
-    def vary(self, source, strength, items, steps=None, sampler=None) -> np.ndarray:
-        return self._with_items(items, lambda: super(KickSynthGenerator, self).vary(source, strength, items, steps,
-                                                                                   sampler))
-
-    @torch.inference_mode()
-    def interpolate(self, a, b, ts, items, steps=None, sampler=None) -> np.ndarray:
-        return self._with_items(items, lambda: super(KickSynthGenerator, self).interpolate(a, b, ts, items, steps,
-                                                                                          sampler))
 
     @torch.inference_mode()
     def encode(self, clips: np.ndarray) -> np.ndarray:

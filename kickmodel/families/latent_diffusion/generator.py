@@ -3,12 +3,14 @@ controls), undo the normalisation, decode with the VAE's decoder and inverter.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
 from ...artifact import Artifact, ArtifactError
 from ...diffusion import Denoiser
-from ...generator import ENCODE, by_row
+from ...generator import ENCODE, Item, by_row
 from ..diffusion_common import DiffusionGenerator
 from ..mel_vae.generator import build_parts
 from .network import LatentDenoiserNet
@@ -38,7 +40,7 @@ class LatentDiffusionGenerator(DiffusionGenerator):
         mu = by_row(lambda a: self.vae.encode(self.front(a))[0], audio)
         return self.net.normalise(mu) * self.denoiser.data_scale
 
-    def from_latent(self, z: torch.Tensor) -> np.ndarray:
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item] = ()) -> np.ndarray:
         self.check_cancel()
         mel = by_row(self.vae.decode, self.net.denormalise(z / self.denoiser.data_scale))
         self.check_cancel()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
 from ...artifact import Artifact
 from ...diffusion import Denoiser
+from ...generator import Item
 from ..diffusion_common import DiffusionGenerator
 from .network import WaveUNet
 
@@ -52,7 +55,7 @@ class WaveformDiffusionGenerator(DiffusionGenerator):
     def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
         return audio[:, None] * self.scale
 
-    def from_latent(self, z: torch.Tensor) -> np.ndarray:
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item] = ()) -> np.ndarray:
         audio = (z[:, 0] / self.scale).float().cpu().numpy()
         if self.image_reject_db > 0:
             audio = reject_images(audio, self.sample_rate, self.patch, self.image_reject_db)
