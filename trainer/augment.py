@@ -25,6 +25,12 @@ examples that use them).
 Then every example is faded out over the last `fade_ms`, re-normalised to `peak_db`, and finally:
 7. Gain: the peak is lowered by gain_db (<= 0). This is the last step on purpose: before the
    re-normalisation a gain would be undone. Examples without it keep their peak at `peak_db`.
+
+The signal processing runs on the batch's device (the training device: a GPU does in a few ms what takes a
+CPU tens); the draws do not move: every random number, and every decision taken from them (which rows, which
+pitch ratios, how long a reverb), comes from the caller's CPU generator and is made on the CPU, then the
+parameters and noise tensors are moved to the device. So a seed draws the same on every device, nothing waits
+for the device to answer (no value is read back), and on the CPU the output is what it was bit for bit.
 """
 
 from __future__ import annotations
@@ -71,11 +77,16 @@ def _envelope_power(x: torch.Tensor) -> torch.Tensor:
 
 def _to_samples(frames: torch.Tensor, length: int) -> torch.Tensor:
     """Frame values (frame k at sample k * ENV_HOP) linearly interpolated to [B, length]."""
-    pos = torch.arange(length, dtype=torch.float32) / ENV_HOP
+    pos = torch.arange(length, dtype=torch.float32, device=frames.device) / ENV_HOP
     i0 = pos.floor().long().clamp(max=frames.shape[1] - 1)
     i1 = (i0 + 1).clamp(max=frames.shape[1] - 1)
     w = (pos - i0.float())[None, :]
     return frames[:, i0] * (1 - w) + frames[:, i1] * w
+
+
+def _on(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU tensor (drawn or derived from the draws) on the batch's device; the copy does not wait for the device."""
+    return t.to(device, non_blocking=True)
 
 
 class Augmenter:
@@ -86,7 +97,7 @@ class Augmenter:
         self.sample_rate = int(sample_rate)
         self.peak = 10.0 ** (peak_db / 20.0)
         self.fade_ms = fade_ms
-        self._fades: dict[int, torch.Tensor] = {}
+        self._fades: dict[tuple[int, str], torch.Tensor] = {}
 
     # -- the individual augmentations, each on the selected rows only --------------------------
 
@@ -95,15 +106,15 @@ class Augmenter:
         a = 10.0 ** (gain_db / 40.0)
         alpha = torch.sin(w0) / (2 * q)
         cos = torch.cos(w0)
-        b = torch.stack([1 + alpha * a, -2 * cos, 1 - alpha * a], dim=1)
-        den = torch.stack([1 + alpha / a, -2 * cos, 1 - alpha / a], dim=1)
+        b = _on(torch.stack([1 + alpha * a, -2 * cos, 1 - alpha * a], dim=1), x.device)
+        den = _on(torch.stack([1 + alpha / a, -2 * cos, 1 - alpha / a], dim=1), x.device)
         return AF.lfilter(x.double(), den, b, clamp=False, batching=True).float()
 
     def _pitch(self, x: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
         length = x.shape[1]
         out = torch.empty_like(x)
-        for n in steps.unique().tolist():
-            rows = (steps == n).nonzero()[:, 0]
+        for n in steps.unique().tolist():  # steps: on the CPU, from the draws
+            rows = _on((steps == n).nonzero()[:, 0], x.device)
             if n == PITCH_BASE:
                 out[rows] = x[rows]
                 continue
@@ -116,24 +127,25 @@ class Augmenter:
         return out
 
     def _stretch(self, x: torch.Tensor, rate: torch.Tensor) -> torch.Tensor:
-        length = x.shape[1]
+        length, device = x.shape[1], x.device
         p = _envelope_power(x)  # [k, F]
         frames = p.shape[1]
         floor = p.amax(dim=1, keepdim=True) * 1e-10 + _EPS
-        src = torch.arange(frames, dtype=torch.float64)[None, :] * rate[:, None]  # env(t * rate)
+        src = torch.arange(frames, dtype=torch.float64, device=device)[None, :] * _on(rate, device)[:, None]
         i0 = src.floor().long().clamp(max=frames - 1)
         i1 = (i0 + 1).clamp(max=frames - 1)
         w = (src - src.floor()).clamp(0, 1).float()
         target = torch.where(src <= frames - 1, p.gather(1, i0) * (1 - w) + p.gather(1, i1) * w, torch.zeros_like(p))
         gain_db = (10.0 * torch.log10((target + floor) / (p + floor))).clamp(*STRETCH_GAIN_DB)
-        t_ms = torch.arange(frames, dtype=torch.float32) * ENV_HOP * 1000.0 / self.sample_rate
+        t_ms = torch.arange(frames, dtype=torch.float32, device=device) * ENV_HOP * 1000.0 / self.sample_rate
         hold = ((t_ms - STRETCH_HOLD_MS) / STRETCH_HOLD_MS).clamp(0, 1)  # 0 in the first 10 ms, ramp to 1 by 20 ms
         gain = 10.0 ** (gain_db * hold[None, :] / 20.0)
         return x * _to_samples(gain, length)
 
     def _reverb(self, x: torch.Tensor, rt60_ms: torch.Tensor, wet: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        n_ir = noise.shape[1]
-        t = torch.arange(n_ir, dtype=torch.float32)[None, :] / self.sample_rate
+        n_ir, device = noise.shape[1], x.device
+        t = torch.arange(n_ir, dtype=torch.float32, device=device)[None, :] / self.sample_rate
+        rt60_ms, wet, noise = _on(rt60_ms, device), _on(wet, device), _on(noise, device)
         ir = noise * 10.0 ** (-3.0 * t / (rt60_ms[:, None].float() / 1000.0))  # -60 dB at rt60
         ir = ir / ir.norm(dim=1, keepdim=True).clamp(min=_EPS)
         # torch.fft at a 5-smooth size: torchaudio's fftconvolve uses L + n - 1, which can factor badly (4x slower)
@@ -143,20 +155,20 @@ class Augmenter:
 
     def _noise(self, x: torch.Tensor, level_db: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         rms = _to_samples(_envelope_power(x).sqrt(), x.shape[1])
-        return x + noise * rms * (10.0 ** (level_db[:, None].float() / 20.0))
+        return x + _on(noise, x.device) * rms * (10.0 ** (_on(level_db, x.device)[:, None].float() / 20.0))
 
     def _offset(self, x: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros_like(x)
-        length = x.shape[1]
-        for i, s in enumerate(shift.tolist()):
-            out[i, s:] = x[i, : length - s]
-        return out
+        """Row i shifted right by shift[i] samples (a CPU tensor), zeros before: one gather for all rows."""
+        src = torch.arange(x.shape[1])[None, :] - shift[:, None]  # [k, L], negative: before the clip
+        src = _on(src, x.device)
+        return torch.where(src >= 0, x.gather(1, src.clamp(min=0)), torch.zeros((), dtype=x.dtype, device=x.device))
 
-    def _fade(self, length: int) -> torch.Tensor:
+    def _fade(self, length: int, device: torch.device) -> torch.Tensor:
         n = min(length, max(2, int(round(self.fade_ms * self.sample_rate / 1000.0))))
-        if n not in self._fades:
-            self._fades[n] = (0.5 * (1 + torch.cos(torch.linspace(0, math.pi, n)))).float()
-        return self._fades[n]
+        key = (n, str(device))
+        if key not in self._fades:
+            self._fades[key] = _on((0.5 * (1 + torch.cos(torch.linspace(0, math.pi, n)))).float(), device)
+        return self._fades[key]
 
     # -- the batch --------------------------------------------------------------------------------
 
@@ -165,10 +177,10 @@ class Augmenter:
             raise ValueError(f"Augmenter expects [B, L], got shape {tuple(batch.shape)}")
         c, g, sr = self.cfg, generator, self.sample_rate
         device = batch.device
-        x = batch.detach().to("cpu", torch.float32).clone()
+        x = batch.detach().to(dtype=torch.float32, copy=True)  # on the batch's device
         b, length = x.shape
 
-        # every draw happens here, in a fixed order and amount
+        # every draw happens here, on the CPU, in a fixed order and amount
         use = {k: torch.rand(b, generator=g, dtype=torch.float64) < p
                for k, p in (("eq", c.eq_p), ("pitch", c.pitch_p), ("stretch", c.stretch_p), ("reverb", c.reverb_p),
                             ("noise", c.noise_p), ("offset", c.offset_p), ("gain", c.gain_p))}
@@ -183,33 +195,40 @@ class Augmenter:
         offset_ms = _uniform(g, b, c.offset_ms)
         gain_db = _uniform(g, b, c.gain_db)
 
+        # rows: chosen on the CPU (from the draws), indexing the batch on its device as `at`
         rows = use["eq"].nonzero()[:, 0]
         if len(rows):
-            x[rows] = self._eq(x[rows], eq_freq[rows], eq_gain[rows], eq_q[rows])
+            at = _on(rows, device)
+            x[at] = self._eq(x[at], eq_freq[rows], eq_gain[rows], eq_q[rows])
         # speed = 2**(semitones/12), quantised to n / PITCH_BASE
         steps = (PITCH_BASE * 2.0 ** (semitones / 12.0)).round().long()
         rows = (use["pitch"] & (steps != PITCH_BASE)).nonzero()[:, 0]
         if len(rows):
-            x[rows] = self._pitch(x[rows], steps[rows])
+            at = _on(rows, device)
+            x[at] = self._pitch(x[at], steps[rows])
         rows = (use["stretch"] & (rate != 1.0)).nonzero()[:, 0]
         if len(rows):
-            x[rows] = self._stretch(x[rows], rate[rows])
+            at = _on(rows, device)
+            x[at] = self._stretch(x[at], rate[rows])
         rows = use["reverb"].nonzero()[:, 0]
         if len(rows):
             n_ir = int(math.ceil(float(rt60[rows].max()) / 1000.0 * sr))
             ir_noise = torch.randn(len(rows), max(n_ir, 1), generator=g)
-            x[rows] = self._reverb(x[rows], rt60[rows], wet[rows], ir_noise)
+            at = _on(rows, device)
+            x[at] = self._reverb(x[at], rt60[rows], wet[rows], ir_noise)
         rows = use["noise"].nonzero()[:, 0]
         if len(rows):
-            x[rows] = self._noise(x[rows], noise_db[rows], torch.randn(len(rows), length, generator=g))
+            at = _on(rows, device)
+            x[at] = self._noise(x[at], noise_db[rows], torch.randn(len(rows), length, generator=g))
         shift = (offset_ms * sr / 1000.0).round().long().clamp(0, length - 1)
         rows = (use["offset"] & (shift > 0)).nonzero()[:, 0]
         if len(rows):
-            x[rows] = self._offset(x[rows], shift[rows])
+            at = _on(rows, device)
+            x[at] = self._offset(x[at], shift[rows])
 
-        fade = self._fade(length)
+        fade = self._fade(length, device)
         x[:, length - len(fade):] *= fade
         peak = x.abs().amax(dim=1, keepdim=True)
         x = torch.where(peak > _EPS, x * (self.peak / peak.clamp(min=_EPS)), x)
         gain = torch.where(use["gain"], 10.0 ** (gain_db / 20.0), torch.ones_like(gain_db)).float()
-        return (x * gain[:, None]).to(device)
+        return x * _on(gain, device)[:, None]

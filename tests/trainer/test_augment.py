@@ -168,3 +168,90 @@ def test_fast_enough():
         aug(x, torch.Generator().manual_seed(s))
         times.append(time.perf_counter() - t)
     assert min(times) < 0.25  # measured ~20 ms (default probabilities) on one core; generous for a shared CI box
+
+
+# -- on the batch's device (issue 24): the draws stay on the caller's CPU generator, the work moves ----------------
+
+def _pin(y: torch.Tensor, g: torch.Generator) -> tuple:
+    import hashlib
+
+    after = torch.rand(1, generator=g, dtype=torch.float64).item()  # where the generator was left
+    return (hashlib.sha256(y.numpy().tobytes()).hexdigest(), round(float(y.double().sum()), 9),
+            round(float(y.abs().double().sum()), 6), after)
+
+
+# computed from the CPU-only augmenter (main at 9707ae3, before it ran on the batch's device): the CPU path keeps
+# its output bit for bit and its draws (so a seed, and a resumed run, give what they gave)
+PINNED_CPU = {
+    "all": ("ce8fdf21d9629a9fc016caa1ed2d33d4d5e00f859aefced1d67f5d6ae7cdfbab", 109.118661117, 22486.584063,
+            0.7079936007801291),
+    "default": ("a5808bb98e4ff900773f742155f505ee1d6c9932135459c8220e7c5638b8acc6", 122.234163441, 27348.583792,
+                0.18790236067729416),
+}
+
+
+@pytest.mark.parametrize("name,seed", [("all", 5), ("default", 3)])
+def test_cpu_output_and_draws_are_todays_bit_for_bit(batch, name, seed):
+    cfg = ALL if name == "all" else AugmentConfig()
+    g = torch.Generator().manual_seed(seed)
+    y = Augmenter(cfg, SR, peak_db=PEAK_DB)(batch, g)
+    assert y.dtype == torch.float32 and y.shape == batch.shape
+    assert _pin(y, g) == PINNED_CPU[name]
+
+
+@pytest.mark.parametrize("cfg", [ALL, AugmentConfig()], ids=["all", "default"])
+def test_a_batch_on_another_device_is_augmented_there_with_the_same_draws(batch, cfg):
+    """The meta device has shapes and no values: the augmenter running there shows that every operation ran on the
+    batch's device (a meta tensor cannot be copied to the CPU and back) and that no decision read a device value
+    (nonzero, tolist, item on a meta tensor raise); the caller's CPU generator ends where the CPU path leaves it."""
+    g_cpu, g_dev = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
+    aug = Augmenter(cfg, SR, peak_db=PEAK_DB)
+    ref = aug(batch, g_cpu)
+    out = aug(batch.to("meta"), g_dev)
+    assert out.device.type == "meta" and out.shape == ref.shape and out.dtype == torch.float32
+    assert torch.equal(g_cpu.get_state(), g_dev.get_state())
+
+
+def _stats(y: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per example: peak dB, the RMS envelope in dB at 5 / 50 / 150 / 400 ms, the spectral centroid (Hz)."""
+    y = y.double()
+    peak = 20 * torch.log10(y.abs().amax(dim=1))
+    env = {}
+    for ms in (5, 50, 150, 400):
+        a = int(ms * SR / 1000)
+        seg = y[:, a:a + 441]
+        env[f"env_{ms}ms"] = 10 * torch.log10((seg * seg).mean(dim=1) + 1e-12)
+    mag = torch.fft.rfft(y).abs()
+    freqs = torch.fft.rfftfreq(y.shape[1], 1 / SR, dtype=torch.float64)
+    return {"peak_db": peak, **env, "centroid_hz": (mag * freqs).sum(1) / mag.sum(1)}
+
+
+def _device_variations() -> list:
+    """What this machine can run besides the plain CPU path: a GPU where there is one; everywhere, the CPU path on an
+    input moved by one unit in the last place per sample, a stand-in for another device's kernels rounding otherwise
+    (on this CPU, oneDNN's convolutions on or off give the same bits, so they show nothing)."""
+    out = [pytest.param("cpu-1ulp", id="cpu-1ulp")]
+    out.append(pytest.param("cuda", id="cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                         reason="no CUDA device")))
+    return out
+
+
+@pytest.mark.parametrize("variation", _device_variations())
+def test_device_path_has_the_statistics_of_the_cpu_path(variation):
+    x = torch.from_numpy(synth_batch(256, seed=4))
+    aug = Augmenter(AugmentConfig(), SR, peak_db=PEAK_DB)
+    g_ref, g_var = torch.Generator().manual_seed(21), torch.Generator().manual_seed(21)
+    ref = aug(x, g_ref)
+    if variation == "cuda":
+        var = aug(x.to("cuda"), g_var).cpu()
+    else:
+        ulp = torch.randint(0, 2, x.shape, generator=torch.Generator().manual_seed(1)).float() * 2 - 1
+        var = aug(torch.nextafter(x, x + ulp), g_var)
+    assert torch.equal(g_ref.get_state(), g_var.get_state())
+    a, b = _stats(ref), _stats(var)
+    qs = torch.tensor([0.1, 0.25, 0.5, 0.75, 0.9], dtype=torch.float64)
+    for k in a:
+        # the same draws: example by example nearly equal, and so the distributions
+        tol = 1.0 if k.startswith("centroid") else 0.05  # Hz, dB
+        assert torch.quantile(a[k], qs).sub(torch.quantile(b[k], qs)).abs().max() < tol, k
+        assert (a[k] - b[k]).abs().median() < tol, k
