@@ -294,7 +294,8 @@ def sample_dpmpp_2m(denoise: Denoise, x: torch.Tensor, ts: torch.Tensor, schedul
             r = h_last / h
             d = (1 + 1 / (2 * r)) * x0 - (1 / (2 * r)) * old_x0
         x = float(s_s / s_t) * x - float(a_s) * math.expm1(-h) * d
-        old_x0, h_last = x0, h
+        # kept across the next network call: a copy, as a CUDA graph's replay overwrites its output (issue 24)
+        old_x0, h_last = x0.clone(), h
     return x
 
 
