@@ -10,6 +10,11 @@ family says), and the metadata holds
     config             the config of the run that made the artifact (JSON)
     parts              {part: {"config": the config that part was trained with, "sha256": its content hash}}
     sample_rate, length, controls, control_quantiles, training, step, created, software
+    kitmap             only when the artifact holds its kit's map (kickmodel/kitmap.py): JSON of the map's names,
+                       axes, method, bandwidths and the sha256 of its two tensors, `kitmap.points` [N, 2] and
+                       `kitmap.latents` [N, D]. The map is not a part: `parts` and their hashes cover what makes the
+                       kicks, so adding a map to a model (kicktrain map --into) leaves every part hash, and the
+                       latent-diffusion check of its VAE's hash, as they were; the map's own hash covers its tensors.
 Format 1 (the first bundled model): one family, un-namespaced U-Net tensors; read as format 2 with
 every tensor under `denoiser.`.
 
@@ -41,6 +46,9 @@ from . import __version__, safejson
 from .config import Config, ConfigError
 from .families import from_dict, from_json
 from .fsutil import atomic_write_bytes
+from .kitmap import META_KEY as KITMAP_KEY
+from .kitmap import PREFIX as KITMAP_PREFIX
+from .kitmap import KitMap, KitMapError
 
 FORMAT_KEY = "kickserver_format"
 FORMAT_VERSION = 2
@@ -77,12 +85,14 @@ def split_parts(tensors: Mapping[str, torch.Tensor]) -> dict[str, dict[str, torc
 
 def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, *, step: int,
                   control_quantiles: list[list[float]] | None = None, training: dict[str, Any] | None = None,
-                  part_configs: Mapping[str, dict] | None = None, created: str | None = None) -> Path:
+                  part_configs: Mapping[str, dict] | None = None, created: str | None = None,
+                  kit_map: KitMap | None = None) -> Path:
     """Write tensors (namespaced by part) and metadata atomically to path (a .safetensors file).
 
     part_configs: {part: config dict} for parts another run trained (e.g. the VAE of a latent
     diffusion model); parts not named there were trained with cfg. created: when the model was made
-    (default now); a model written again (Artifact.save) keeps its own."""
+    (default now); a model written again (Artifact.save) keeps its own. kit_map: the map of its kit
+    (kickmodel.kitmap), whose latents must be this model's (ValueError otherwise)."""
     from .families import get_family
 
     controls = list(cfg.controls)
@@ -96,6 +106,13 @@ def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, 
         raise ValueError(f"this {family.name} model has parts {', '.join(names)}, got {', '.join(by_part)}")
     parts = {p: {"config": dict((part_configs or {}).get(p) or cfg.to_dict()), "sha256": part_hash(by_part[p])}
              for p in names}
+    if kit_map is not None:
+        configs = {p: from_dict(dict((part_configs or {}).get(p) or cfg.to_dict())) for p in names}
+        dim = family.map_latent_dim(configs)
+        if dim is None:
+            raise ValueError(f"a {family.name} model has no latent space to map (its family has no encoder)")
+        if kit_map.latent_dim != dim:
+            raise ValueError(f"the kit map's latents have {kit_map.latent_dim} numbers, this model's have {dim}")
     meta = {
         FORMAT_KEY: str(FORMAT_VERSION),
         "family": cfg.family,
@@ -110,6 +127,9 @@ def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, 
         "created": created or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "software": f"kickserver {__version__}",
     }
+    if kit_map is not None:
+        map_tensors, meta[KITMAP_KEY] = kit_map.to_stored()
+        tensors.update({k: torch.from_numpy(v) for k, v in map_tensors.items()})
     atomic_write_bytes(Path(path), st_save(tensors, metadata=meta))
     return Path(path)
 
@@ -118,7 +138,8 @@ class Artifact:
     """A loaded, validated artifact: metadata, part configs and CPU tensors (namespaced by part)."""
 
     def __init__(self, path: Path, meta: dict[str, str], tensors: dict[str, torch.Tensor], cfg: Config,
-                 part_configs: dict[str, Config] | None = None, part_hashes: dict[str, str] | None = None) -> None:
+                 part_configs: dict[str, Config] | None = None, part_hashes: dict[str, str] | None = None,
+                 kit_map: KitMap | None = None) -> None:
         self.path = Path(path)
         self.meta = meta
         self.tensors = tensors
@@ -131,6 +152,7 @@ class Artifact:
         self.training: dict[str, Any] = _meta_value(meta, "training", "{}")
         self.step = int(meta.get("step", "0"))
         self.format_version = int(meta.get(FORMAT_KEY, FORMAT_VERSION))
+        self.kit_map = kit_map  # its kit's map (kickmodel.kitmap), or None; save() writes what is set here
 
     @classmethod
     def in_memory(cls, name: str, tensors: Mapping[str, torch.Tensor], cfg: Config, *, step: int = 0,
@@ -144,11 +166,12 @@ class Artifact:
 
     def save(self, path: Path) -> Path:
         """Write this artifact to path (atomically) with save_artifact: the same tensors, config, part configs,
-        step, control quantiles, training record and creation time (when it has one); `software` is this one's."""
+        step, control quantiles, training record, creation time (when it has one) and kit map (kit_map: set it to add
+        or drop one); `software` is this one's."""
         return save_artifact(path, self.tensors, self.config, step=self.step,
                              control_quantiles=self.control_quantiles or None, training=self.training,
                              part_configs={p: c.to_dict() for p, c in self.part_configs.items()},
-                             created=self.meta.get("created"))
+                             created=self.meta.get("created"), kit_map=self.kit_map)
 
     @property
     def name(self) -> str:
@@ -351,6 +374,8 @@ def _validate(meta: dict[str, str], header: dict[str, dict], path: Path
         want = expected_shapes(family, part_configs)
     except ConfigError as e:
         raise ArtifactError(f"{path}: refused before loading: {e}") from None
+    if version != "1":
+        header = _check_map_header(meta, header, family, {p: part_configs.get(p, cfg) for p in names}, path)
 
     for k, shape in want.items():
         if k not in header:
@@ -375,6 +400,43 @@ def _validate(meta: dict[str, str], header: dict[str, dict], path: Path
     return version, cfg, part_configs, part_hashes
 
 
+def _check_map_header(meta: dict[str, str], header: dict[str, dict], family: Any, configs: Mapping[str, Config],
+                      path: Path) -> dict[str, dict]:
+    """The kit map's tensors (kitmap.*) checked by name, shape and dtype against this model's latent size, before any
+    is decoded; returns the header without them. No map at all passes."""
+    shapes = {k[len(KITMAP_PREFIX):]: v["shape"] for k, v in header.items() if k.startswith(KITMAP_PREFIX)}
+    if not shapes and KITMAP_KEY not in meta:
+        return header
+    try:
+        if KITMAP_KEY not in meta:
+            raise KitMapError(f"its tensors have no {KITMAP_KEY} metadata")
+        KitMap.check_shapes(shapes, family.map_latent_dim(configs))
+    except KitMapError as e:
+        raise ArtifactError(f"{path}: kit map: {e}") from None
+    for k in shapes:
+        if header[KITMAP_PREFIX + k]["dtype"] not in FLOAT_DTYPES:
+            raise ArtifactError(f"{path}: kit map: tensor {KITMAP_PREFIX}{k} has dtype "
+                                f"{str(header[KITMAP_PREFIX + k]['dtype'])[:10]}, not a float")
+    return {k: v for k, v in header.items() if not k.startswith(KITMAP_PREFIX)}
+
+
+def _read_map(meta: dict[str, str], tensors: dict[str, torch.Tensor], family: Any, configs: Mapping[str, Config],
+              path: Path) -> KitMap | None:
+    """The kit map of a decoded artifact (its tensors taken out of `tensors`), every value checked; None without."""
+    mine = {k[len(KITMAP_PREFIX):]: tensors.pop(k) for k in [k for k in tensors if k.startswith(KITMAP_PREFIX)]}
+    if not mine and KITMAP_KEY not in meta:
+        return None
+    try:
+        parsed = _meta_value(meta, KITMAP_KEY, "{}")
+    except safejson.BadJSON as e:
+        raise ArtifactError(f"{path}: kit map: its metadata {KITMAP_KEY} is {e}") from None
+    try:
+        return KitMap.from_stored({k: v.to(torch.float32).numpy() for k, v in mine.items()}, parsed,
+                                  family.map_latent_dim(configs))
+    except KitMapError as e:
+        raise ArtifactError(f"{path}: kit map: {e}") from None
+
+
 def check_artifact(path: Path) -> None:
     """Whether an artifact would load, reading only its header (for listing models): raises ArtifactError."""
     meta, header = read_header(Path(path))
@@ -394,6 +456,11 @@ def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
     del data
     if version == "1":
         tensors = {f"denoiser.{k}": v for k, v in tensors.items()}
+    from .families import get_family
+
+    family = get_family(cfg.family)
+    kit_map = None if version == "1" else _read_map(
+        meta, tensors, family, {p: part_configs.get(p, cfg) for p in family.part_names(cfg, part_configs)}, path)
     tensors = {k: v.to(torch.float32) for k, v in tensors.items()}
     for k, v in tensors.items():
         if not bool(torch.isfinite(v).all()):
@@ -403,4 +470,4 @@ def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
         if part_hash(by_part.get(p, {})) != h:
             raise ArtifactError(f"{path}: part {p} does not match its recorded content hash (the file was changed "
                                 "or its parts were mixed)")
-    return Artifact(path, meta, tensors, cfg, part_configs, part_hashes)
+    return Artifact(path, meta, tensors, cfg, part_configs, part_hashes, kit_map)

@@ -9,6 +9,11 @@
     gen.render(items, interpolation=Interpolation(Endpoint(seed=1), Endpoint(seed=2), ts=[0, 0.5, 1]))
     ENCODE in gen.capabilities                 # what it can do, declared by its class (never probed for):
                                                # then gen.encode(clips) -> latents (kicktrain map)
+    gen.kit_map                                # its kit's map (kickmodel.kitmap.KitMap) or None, and then
+                                               # gen.kit_map_missing says why
+    gen.render(items, near=Near(x=0.3, y=0.7, spread=0.2))   # kicks from the map's point: one latent per item,
+                                               # kit_map.near(x, y, spread, item.seed), decoded
+    gen.locate(gen.prepare_source(audio, sr))  # (x, y): where a file's kick lies on the map
 
 `render` is the daemon's whole contract. Families implement `sample` (new kicks) and `vary`
 (variations of a prepared source) returning raw audio at the model's own rate; GeneratorBase turns
@@ -30,6 +35,7 @@ from .artifact import Artifact, load_artifact
 
 if TYPE_CHECKING:
     from .config import Config
+    from .kitmap import KitMap
 
 HIGHPASS_HZ = 20.0  # subsonic filter: kick fundamentals sit at 40..100 Hz, below 20 Hz is drift and rumble
 OUTPUT_PEAK_DB = -1.0
@@ -72,6 +78,17 @@ class Interpolation:
     ts: list[float] = field(default_factory=list)
 
 
+@dataclass
+class Near:
+    """Make kicks from a point of the model's kit map (kickmodel.kitmap): each item's kick is decoded from
+    gen.kit_map.near(x, y, spread, item.seed), the map's latent under (x, y) (0..1 each) plus that item's seeded noise
+    scaled by spread (0..1: 0 is the point itself, every seed alike; 1 moves as far as the kit's kicks spread)."""
+
+    x: float
+    y: float
+    spread: float = 0.0
+
+
 @dataclass(frozen=True)
 class StepPolicy:
     """A server's word on steps: `default` when a request names none (0: the model's own default) and `cap`
@@ -107,7 +124,9 @@ GUIDANCE = "guidance"  # gen.guidance: the classifier-free guidance scale over t
 VARIATION = "variation"  # render(..., variation=Variation(...)): variations of a prepared source
 INTERPOLATION = "interpolation"  # render(..., interpolation=...); gen.interpolation_samplers say which samplers
 INVERT = "invert"  # gen.invert(source, steps): the noise the deterministic sampler turns into source (Inverts)
-ENCODE = "encode"  # gen.encode(clips): prepared clips -> latents [n, gen.latent_dim] (Encodes; kicktrain map)
+# gen.encode(clips): prepared clips -> latents [n, gen.latent_dim] (Encodes; kicktrain map), and back:
+# gen.decode_latents(latents, items) -> raw kicks; a model with it may hold a kit map (gen.kit_map, render(near=...))
+ENCODE = "encode"
 # items' controls may also be given in units (descriptors.UNIT_CONTROLS: decay_s, pitch_hz, click_db), and each
 # kick then measures as asked (gen.unit_controls lists those the model takes)
 UNITS = "units"
@@ -138,9 +157,15 @@ class KickGenerator(Protocol):
     def settings(self, steps: int | None = None, sampler: str | None = None,
                  policy: StepPolicy = MODEL_DEFAULTS) -> Settings: ...
 
+    kit_map: KitMap | None  # its kit's map (kickmodel.kitmap) or None
+    kit_map_missing: str  # why it has none ("" when it has one)
+
     def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
                variation: Variation | None = None, interpolation: Interpolation | None = None,
-               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None) -> np.ndarray: ...
+               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None,
+               near: Near | None = None) -> np.ndarray: ...
+
+    def locate(self, clip: np.ndarray) -> tuple[float, float]: ...
 
     def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray: ...
 
@@ -149,11 +174,15 @@ class KickGenerator(Protocol):
 
 @runtime_checkable
 class Encodes(Protocol):
-    """ENCODE: a latent encoder. Prepared clips [n, length] at the model's rate -> latents [n, latent_dim]."""
+    """ENCODE: a latent encoder. Prepared clips [n, length] at the model's rate -> latents [n, latent_dim]; and the
+    way back, latents [n, latent_dim] (items: one per row, their controls) -> raw kicks [n, length] at the model's
+    rate (finished by render; a kit map's latents are these)."""
 
     latent_dim: int
 
     def encode(self, clips: np.ndarray) -> np.ndarray: ...
+
+    def decode_latents(self, latents: np.ndarray, items: Sequence[Item]) -> np.ndarray: ...
 
 
 @runtime_checkable
@@ -280,6 +309,14 @@ class GeneratorBase:
 
         self.unit_controls: tuple[str, ...] = tuple(
             u for u, (dial, _, _) in UNIT_CONTROLS.items() if UNITS in self.capabilities and dial in self.controls)
+        self.kit_map: KitMap | None = artifact.kit_map if ENCODE in self.capabilities else None
+        if ENCODE not in self.capabilities:
+            self.kit_map_missing = f"a {self.family} model has no encoder, so no latent space to map"
+        elif self.kit_map is None:
+            self.kit_map_missing = (f"model {self.name} stores no kit map; add one with `kicktrain map "
+                                    f"{self.name}.safetensors KIT_FOLDER --into {self.name}.safetensors`")
+        else:
+            self.kit_map_missing = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -408,16 +445,45 @@ class GeneratorBase:
         clip, _ = prepare_audio(audio, sample_rate, cfg, highpass=False)
         return clip
 
+    def map_latents(self, near: Near, items: Sequence[Item]) -> np.ndarray:
+        """The latents [n, latent_dim] a Near asks for, one per item (its seed); ValueError when this model has no map
+        or an item gives a control a kick from the map cannot take (a dial: the latent is decoded as it is; a control
+        in units is set on the decoded kick by a family that sets units, kick-synth)."""
+        if self.kit_map is None:
+            raise ValueError(f"no kit map: {self.kit_map_missing}")
+        for it in items:
+            dials = sorted(set(it.controls) - set(self.unit_controls))
+            if dials:
+                units = f" (it takes {', '.join(self.unit_controls)} in units)" if self.unit_controls else ""
+                raise ValueError(f"a kick from the map is decoded from the map's latent: control(s) "
+                                 f"{', '.join(dials)} do not apply{units}; leave them out")
+        return np.stack([self.kit_map.near(near.x, near.y, near.spread, it.seed) for it in items])
+
+    def locate(self, clip: np.ndarray) -> tuple[float, float]:
+        """(x, y) on the kit map of a prepared clip [length] (prepare_source): its encoding placed by
+        KitMap.locate. ValueError when this model has no map."""
+        if self.kit_map is None:
+            raise ValueError(f"no kit map: {self.kit_map_missing}")
+        src = np.asarray(self._source_tensor(clip, 1).cpu().numpy(), dtype=np.float32)
+        return self.kit_map.locate(self.encode(src)[0])  # type: ignore[attr-defined]  # ENCODE: a map needs it
+
     def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
                variation: Variation | None = None, interpolation: Interpolation | None = None,
-               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None) -> np.ndarray:
+               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None,
+               near: Near | None = None) -> np.ndarray:
         """Finished kicks [n, samples] at sample_rate (default: the model's), one per item (for an
-        interpolation, one per t: items give each kick's controls)."""
+        interpolation, one per t: items give each kick's controls; for a Near, each item's seed is its kick's
+        noise around the map's point)."""
         steps, sampler = self.check_settings(steps, sampler)
         highpass_hz = HIGHPASS_HZ
         self._cancel = cancel
         try:
-            if interpolation is not None:
+            if sum(x is not None for x in (near, variation, interpolation)) > 1:
+                raise ValueError("a kick is made from a map point, a variation or an interpolation, not several")
+            if near is not None:
+                z = self.map_latents(near, items)  # refuses first where there is no map (nor decode_latents)
+                raw = self.decode_latents(z, items)  # type: ignore[attr-defined]
+            elif interpolation is not None:
                 ts = [float(t) for t in interpolation.ts]
                 if len(ts) != len(items) or not all(0.0 <= t <= 1.0 for t in ts):
                     raise ValueError("an interpolation needs one t within 0..1 per kick")

@@ -223,6 +223,11 @@ class Family:
     def load_generator(self, art: Artifact, device: torch.device) -> KickGenerator:
         raise NotImplementedError
 
+    def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
+        """The size of the latents a kit map of this model holds (kickmodel.kitmap: what its generator's `encode`
+        produces and `decode_latents` renders), or None: a family without an encoder has no map."""
+        return None
+
     def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
         """The config a new run actually trains with (e.g. fine-tuning takes the artifact's network)."""
         return cfg

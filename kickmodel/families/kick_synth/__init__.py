@@ -139,5 +139,10 @@ class KickSynthFamily(Family):
 
         return KickSynthGenerator(art, device)
 
+    def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
+        from .synth import N_PARAMS
+
+        return N_PARAMS  # the synth's fitted numbers, normalised (its encoder is the fit)
+
 
 FAMILY = KickSynthFamily()

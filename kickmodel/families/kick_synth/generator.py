@@ -91,5 +91,12 @@ class KickSynthGenerator(DiffusionGenerator):
         u = self.fit_numbers(torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length))
         return self.net.normalise(u).float().cpu().numpy()
 
+    @torch.inference_mode()
+    def decode_latents(self, latents: np.ndarray, items: Sequence[Item]) -> np.ndarray:
+        """Normalised numbers [n, N_PARAMS] (what encode gives, a kit map's) -> raw kicks: played by the synth as a
+        sampled kick is (from_latent), controls in units set exactly."""
+        z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, N_PARAMS).to(self.device)
+        return self.from_latent(z * self.denoiser.data_scale, items)
+
     def describe(self) -> dict:
         return super().describe() | {"synth_numbers": N_PARAMS, "unit_controls": list(self.unit_controls)}

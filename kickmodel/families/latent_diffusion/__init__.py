@@ -223,6 +223,9 @@ class LatentDiffusion(Family):
 
         return LatentDiffusionGenerator(art, device)
 
+    def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
+        return int(part_configs["vae"].vae.latent_dim)  # the VAE's posterior means (its encoder)
+
 
 FAMILY = LatentDiffusion()
 

@@ -51,3 +51,10 @@ class LatentDiffusionGenerator(DiffusionGenerator):
         """Prepared clips [n, length] -> the VAE's posterior means (the space the map shows)."""
         x = torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length).to(self.device)
         return self.vae.encode(self.front(x))[0].float().cpu().numpy()  # batched: no inverter follows (a map)
+
+    @torch.inference_mode()
+    def decode_latents(self, latents: np.ndarray, items: Sequence[Item]) -> np.ndarray:
+        """VAE latents [n, latent_dim] (what encode gives, a kit map's) -> raw kicks, as a sampled latent is decoded
+        (from_latent: the VAE's decoder and the inverter, kick by kick)."""
+        z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, self.latent_dim).to(self.device)
+        return self.from_latent(self.net.normalise(z) * self.denoiser.data_scale, items)

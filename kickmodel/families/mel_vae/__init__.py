@@ -156,5 +156,8 @@ class MelVAEFamily(Family):
 
         return MelVAEGenerator(art, device)
 
+    def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
+        return int(part_configs["vae"].vae.latent_dim)  # the posterior means (its encoder)
+
 
 FAMILY = MelVAEFamily()

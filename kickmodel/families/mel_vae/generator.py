@@ -69,6 +69,11 @@ class MelVAEGenerator(GeneratorBase):
         return self.vae.encode(self.front(x))[0].float().cpu().numpy()  # batched: no inverter follows (a map)
 
     @torch.inference_mode()
+    def decode_latents(self, latents: np.ndarray, items: Sequence[Item]) -> np.ndarray:
+        """Latents [n, latent_dim] (what encode gives, a kit map's) -> raw kicks (decode)."""
+        return self.decode(torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, self.latent_dim))
+
+    @torch.inference_mode()
     def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:
         return self.decode(self.prior_latents(items))
 
