@@ -10,7 +10,7 @@
 		},
 		"classnamespace": "box",
 		"rect": [ 100.0, 100.0, 1600.0, 720.0 ],
-		"openrect": [ 0.0, 0.0, 560.0, 169.0 ],
+		"openrect": [ 0.0, 0.0, 760.0, 169.0 ],
 		"bglocked": 0,
 		"openinpresentation": 1,
 		"default_fontsize": 10.0,
@@ -25,7 +25,7 @@
 		"boxanimatetime": 200,
 		"enablehscroll": 1,
 		"enablevscroll": 1,
-		"devicewidth": 560.0,
+		"devicewidth": 760.0,
 		"description": "Generate kick drums with the kickserver daemon over OSC.",
 		"digest": "kickserver OSC client",
 		"tags": "kick drum generator osc",
@@ -580,7 +580,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 620.0, 210.0, 180.0, 22.0 ],
-					"text": "/kick/ping, /kick/controls"
+					"text": "/kick/ping, /kick/status"
 				}
 			},
 			{
@@ -776,7 +776,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 560.0, 150.0, 280.0, 22.0 ],
-					"text": "/kick/ping, /kick/status, /kick/controls"
+					"text": "/kick/ping, /kick/status"
 				}
 			},
 			{
@@ -837,11 +837,11 @@
 				"box": {
 					"id": "obj-53",
 					"maxclass": "newobj",
-					"numinlets": 6,
-					"numoutlets": 6,
-					"outlettype": [ "", "", "", "", "", "" ],
-					"patching_rect": [ 900.0, 510.0, 470.0, 22.0 ],
-					"text": "route /kick/done /kick/error /kick/pong /kick/status /kick/controls"
+					"numinlets": 10,
+					"numoutlets": 10,
+					"outlettype": [ "", "", "", "", "", "", "", "", "", "" ],
+					"patching_rect": [ 900.0, 510.0, 700.0, 22.0 ],
+					"text": "route /kick/done /kick/error /kick/pong /kick/status /kick/controls /kick/map /kick/map/axes /kick/locate /kick/model"
 				}
 			},
 			{
@@ -1521,6 +1521,1200 @@
 					"patching_rect": [ 1040.0, 730.0, 124.0, 22.0 ],
 					"text": "prepend set dials:"
 				}
+			},
+			{
+				"box": {
+					"border": 1,
+					"id": "obj-113",
+					"local": 1,
+					"maxclass": "lcd",
+					"numinlets": 1,
+					"numoutlets": 4,
+					"outlettype": [ "list", "list", "int", "" ],
+					"patching_rect": [ 20.0, 1180.0, 120.0, 120.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 560.0, 20.0, 120.0, 120.0 ]
+				}
+			},
+			{
+				"box": {
+					"id": "obj-114",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 160.0, 1180.0, 200.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 560.0, 2.0, 196.0, 18.0 ],
+					"text": "y: press Check",
+					"textcolor": [ 0.6, 0.6, 0.6, 1.0 ]
+				}
+			},
+			{
+				"box": {
+					"id": "obj-115",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 160.0, 1204.0, 200.0, 20.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 560.0, 142.0, 196.0, 18.0 ],
+					"text": "x: the kit's map",
+					"textcolor": [ 0.6, 0.6, 0.6, 1.0 ]
+				}
+			},
+			{
+				"box": {
+					"id": "obj-116",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 380.0, 1180.0, 14.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 686.0, 19.0, 14.0, 18.0 ],
+					"text": "X",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-117",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 400.0, 1180.0, 52.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 700.0, 20.0, 52.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "The pad's point, left (0) to right (1): moving it asks for kicks near the point.",
+							"parameter_initial": [ 0.5 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Map X",
+							"parameter_mmax": 1.0,
+							"parameter_mmin": 0.0,
+							"parameter_shortname": "Map X",
+							"parameter_type": 0,
+							"parameter_unitstyle": 1
+						}
+					},
+					"varname": "KS Map X"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-118",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 460.0, 1180.0, 14.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 686.0, 37.0, 14.0, 18.0 ],
+					"text": "Y",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-119",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 480.0, 1180.0, 52.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 700.0, 38.0, 52.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "The pad's point, bottom (0) to top (1): moving it asks for kicks near the point.",
+							"parameter_initial": [ 0.5 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Map Y",
+							"parameter_mmax": 1.0,
+							"parameter_mmin": 0.0,
+							"parameter_shortname": "Map Y",
+							"parameter_type": 0,
+							"parameter_unitstyle": 1
+						}
+					},
+					"varname": "KS Map Y"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-120",
+					"maxclass": "live.dial",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 560.0, 1180.0, 44.0, 48.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 698.0, 56.0, 44.0, 48.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "How far kicks asked from the pad stray from its point: 0 the point's own kick, 1 far.",
+							"parameter_initial": [ 0.2 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Spread",
+							"parameter_mmax": 1.0,
+							"parameter_mmin": 0.0,
+							"parameter_shortname": "Spread",
+							"parameter_type": 0,
+							"parameter_unitstyle": 1
+						}
+					},
+					"varname": "KS Spread"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-121",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 620.0, 1180.0, 66.0, 16.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 686.0, 108.0, 66.0, 16.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Ask for Count kicks near the pad's point (the pad and the Map X/Y parameters also do, when moved).",
+							"parameter_longname": "KS Near",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Near",
+							"parameter_type": 2
+						}
+					},
+					"text": "Near",
+					"texton": "Near",
+					"varname": "KS Near"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-122",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 700.0, 1180.0, 66.0, 16.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 686.0, 126.0, 66.0, 16.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Place the last kick on the map (/kick/locate): drawn as a white square.",
+							"parameter_longname": "KS Locate",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Locate",
+							"parameter_type": 2
+						}
+					},
+					"text": "Locate",
+					"texton": "Locate",
+					"varname": "KS Locate"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-123",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "int", "int" ],
+					"patching_rect": [ 20.0, 1320.0, 82.0, 22.0 ],
+					"text": "unpack 0 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-124",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 1350.0, 138.0, 22.0 ],
+					"text": "expr ($f1-4.)/112."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-125",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 180.0, 1350.0, 159.0, 22.0 ],
+					"text": "expr 1.-($f1-4.)/112."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-126",
+					"maxclass": "newobj",
+					"numinlets": 3,
+					"numoutlets": 1,
+					"outlettype": [ "float" ],
+					"patching_rect": [ 20.0, 1380.0, 82.0, 22.0 ],
+					"text": "clip 0. 1."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-127",
+					"maxclass": "newobj",
+					"numinlets": 3,
+					"numoutlets": 1,
+					"outlettype": [ "float" ],
+					"patching_rect": [ 180.0, 1380.0, 82.0, 22.0 ],
+					"text": "clip 0. 1."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-128",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "float", "float" ],
+					"patching_rect": [ 20.0, 1410.0, 47.0, 22.0 ],
+					"text": "t f f"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-129",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "float", "float" ],
+					"patching_rect": [ 180.0, 1410.0, 47.0, 22.0 ],
+					"text": "t f f"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-130",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 80.0, 1440.0, 89.0, 22.0 ],
+					"text": "prepend set"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-131",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 240.0, 1440.0, 89.0, 22.0 ],
+					"text": "prepend set"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-132",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 1480.0, 96.0, 22.0 ],
+					"text": "pack 0.5 0.5"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-133",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 130.0, 1480.0, 520.0, 20.0 ],
+					"text": "the point: the pad sets X and Y silently (set) and sends once; X or Y moved by automation or a mapping sends too"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-134",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "float" ],
+					"patching_rect": [ 320.0, 1450.0, 47.0, 22.0 ],
+					"text": "t b f"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-135",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "bang" ],
+					"patching_rect": [ 420.0, 1450.0, 40.0, 22.0 ],
+					"text": "t b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-136",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 1510.0, 68.0, 22.0 ],
+					"text": "gate 1 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-137",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 100.0, 1510.0, 420.0, 20.0 ],
+					"text": "closed when the model has no kit map (/kick/controls ends with no-map)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-138",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 1540.0, 96.0, 22.0 ],
+					"text": "speedlim 250"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-139",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 120.0, 1540.0, 640.0, 20.0 ],
+					"text": "rate limit: at most one /kick/near per 250 ms x Count (4 kicks a second, about what the daemon makes on 2 CPU cores); the last position of a drag is sent when the time is up"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-140",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 420.0, 1510.0, 47.0, 22.0 ],
+					"text": "* 250"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-141",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 5,
+					"outlettype": [ "", "bang", "bang", "bang", "" ],
+					"patching_rect": [ 20.0, 1620.0, 89.0, 22.0 ],
+					"text": "t l b b b l"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-142",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 320.0, 1650.0, 355.0, 22.0 ],
+					"text": "expr 1+1001*int($f1*1000.+0.5)+int($f2*1000.+0.5)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-143",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 320.0, 1676.0, 520.0, 20.0 ],
+					"text": "id: 1 + 1001 x round(1000 x) + round(1000 y), so each /kick/done says where its kick was asked"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-144",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 180.0, 1650.0, 68.0, 22.0 ],
+					"text": "gate 1 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-145",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 180.0, 1680.0, 117.0, 22.0 ],
+					"text": "random 16777216"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-146",
+					"maxclass": "newobj",
+					"numinlets": 9,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 80.0, 1710.0, 222.0, 22.0 ],
+					"text": "pack 0 1 0.2 0 0 0.5 0.5 0.5 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-147",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 320.0, 1710.0, 360.0, 20.0 ],
+					"text": "dummy, count, spread, seed, id, decay, pitch, click, steps"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-148",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 80.0, 1740.0, 68.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-149",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 80.0, 1770.0, 425.0, 22.0 ],
+					"text": "count $2 spread $3 seed $4 id $5 decay $6 pitch $7 click $8"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-150",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 80.0, 1800.0, 488.0, 22.0 ],
+					"text": "count $2 spread $3 seed $4 id $5 steps $9 decay $6 pitch $7 click $8"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-151",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 1840.0, 61.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-152",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 1870.0, 138.0, 22.0 ],
+					"text": "prepend /kick/near"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-153",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 4,
+					"outlettype": [ "", "", "", "" ],
+					"patching_rect": [ 20.0, 1920.0, 75.0, 22.0 ],
+					"text": "t l l l l"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-154",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 1950.0, 124.0, 22.0 ],
+					"text": "expr $f1*112.+1."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-155",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 150.0, 1950.0, 159.0, 22.0 ],
+					"text": "expr (1.-$f2)*112.+1."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-156",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 310.0, 1950.0, 124.0, 22.0 ],
+					"text": "expr $f1*112.+7."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-157",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 440.0, 1950.0, 159.0, 22.0 ],
+					"text": "expr (1.-$f2)*112.+7."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-158",
+					"maxclass": "newobj",
+					"numinlets": 4,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 1980.0, 124.0, 22.0 ],
+					"text": "pack 0. 0. 0. 0."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-159",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 3,
+					"outlettype": [ "", "", "" ],
+					"patching_rect": [ 20.0, 2010.0, 54.0, 22.0 ],
+					"text": "gate 3"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-160",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 100.0, 2010.0, 460.0, 20.0 ],
+					"text": "1: a kit kick, 2: a kick asked from the pad, 3: a kick located (/kick/locate)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-161",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 2040.0, 243.0, 22.0 ],
+					"text": "paintoval $1 $2 $3 $4 110 150 190"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-162",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 280.0, 2040.0, 236.0, 22.0 ],
+					"text": "paintoval $1 $2 $3 $4 255 140 40"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-163",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 540.0, 2040.0, 243.0, 22.0 ],
+					"text": "paintrect $1 $2 $3 $4 255 255 255"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-164",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 2100.0, 54.0, 22.0 ],
+					"text": "zl rev"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-165",
+					"maxclass": "newobj",
+					"numinlets": 3,
+					"numoutlets": 3,
+					"outlettype": [ "", "", "" ],
+					"patching_rect": [ 20.0, 2130.0, 124.0, 22.0 ],
+					"text": "route map no-map"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-166",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 2190.0, 54.0, 22.0 ],
+					"text": "zl rev"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-167",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "bang" ],
+					"patching_rect": [ 20.0, 2160.0, 47.0, 22.0 ],
+					"text": "t l b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-168",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "bang" ],
+					"patching_rect": [ 160.0, 2160.0, 47.0, 22.0 ],
+					"text": "t l b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-169",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "bang" ],
+					"patching_rect": [ 320.0, 2160.0, 47.0, 22.0 ],
+					"text": "t b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-170",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 380.0, 2190.0, 40.0, 22.0 ],
+					"text": "1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-171",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 320.0, 2220.0, 75.0, 22.0 ],
+					"text": "/kick/map"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-172",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "bang", "bang", "bang" ],
+					"patching_rect": [ 460.0, 2160.0, 61.0, 22.0 ],
+					"text": "t b b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-173",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 580.0, 2190.0, 40.0, 22.0 ],
+					"text": "0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-174",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 460.0, 2250.0, 600.0, 22.0 ],
+					"text": "clear, paintrect 0 0 120 120 70 70 70, frgb 200 200 200, moveto 8 56, write no kit map, moveto 8 70, write in this model"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-175",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 460.0, 2280.0, 278.0, 22.0 ],
+					"text": "set x: none (the model has no kit map)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-176",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 760.0, 2280.0, 89.0, 22.0 ],
+					"text": "set y: none"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-177",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 3,
+					"outlettype": [ "", "", "" ],
+					"patching_rect": [ 20.0, 2330.0, 61.0, 22.0 ],
+					"text": "t l l l"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-178",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 320.0, 2360.0, 194.0, 22.0 ],
+					"text": "set kit map: part $1 of $2"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-179",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 170.0, 2360.0, 82.0, 22.0 ],
+					"text": "zl slice 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-180",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "" ],
+					"patching_rect": [ 170.0, 2390.0, 47.0, 22.0 ],
+					"text": "sel 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-181",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 170.0, 2420.0, 271.0, 22.0 ],
+					"text": "clear, paintrect 0 0 120 120 40 40 40"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-182",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 2450.0, 194.0, 22.0 ],
+					"text": "zl slice 2 @zlmaxsize 1024"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-183",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 2480.0, 187.0, 22.0 ],
+					"text": "zl iter 3 @zlmaxsize 1024"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-184",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 2510.0, 82.0, 22.0 ],
+					"text": "zl slice 2"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-185",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "int" ],
+					"patching_rect": [ 20.0, 2540.0, 47.0, 22.0 ],
+					"text": "t l 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-186",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 240.0, 2450.0, 520.0, 20.0 ],
+					"text": "a datagram holds at most about 270 points (4096 bytes): zl's default 256 atoms would cut it"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-187",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 520.0, 2330.0, 75.0, 22.0 ],
+					"text": "set x: $1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-188",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 620.0, 2330.0, 75.0, 22.0 ],
+					"text": "set y: $2"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-189",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 2580.0, 47.0, 22.0 ],
+					"text": "t l l"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-190",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 170.0, 2610.0, 187.0, 22.0 ],
+					"text": "set located $3 on the map"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-191",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 2610.0, 82.0, 22.0 ],
+					"text": "zl slice 2"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-192",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "int" ],
+					"patching_rect": [ 20.0, 2640.0, 47.0, 22.0 ],
+					"text": "t l 3"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-193",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 420.0, 2580.0, 61.0, 22.0 ],
+					"text": "moses 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-194",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "float", "float" ],
+					"patching_rect": [ 420.0, 2610.0, 47.0, 22.0 ],
+					"text": "t f f"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-195",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 420.0, 2640.0, 222.0, 22.0 ],
+					"text": "expr int(($f1-1.)/1001.)/1000."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-196",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 640.0, 2640.0, 341.0, 22.0 ],
+					"text": "expr (($f1-1.)-1001.*int(($f1-1.)/1001.))/1000."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-197",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 420.0, 2670.0, 82.0, 22.0 ],
+					"text": "pack 0. 0."
+				}
+			},
+			{
+				"box": {
+					"id": "obj-198",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "int" ],
+					"patching_rect": [ 420.0, 2700.0, 47.0, 22.0 ],
+					"text": "t l 2"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-199",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 20.0, 2770.0, 138.0, 22.0 ],
+					"text": "set now serving $1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-200",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 220.0, 2830.0, 110.0, 22.0 ],
+					"text": "/kick/controls"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-201",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "bang" ],
+					"patching_rect": [ 220.0, 2770.0, 40.0, 22.0 ],
+					"text": "t b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-202",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 420.0, 2740.0, 82.0, 22.0 ],
+					"text": "zl slice 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-203",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 420.0, 2770.0, 75.0, 22.0 ],
+					"text": "zl change"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-204",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "bang" ],
+					"patching_rect": [ 420.0, 2800.0, 40.0, 22.0 ],
+					"text": "t b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-205",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 20.0, 2860.0, 700.0, 20.0 ],
+					"text": "/kick/controls (and with it /kick/map) is asked once /kick/status names a model it has not named before (at load; at Check, which forgets it; after a swap) and after a /kick/model reply"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-206",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "bang" ],
+					"patching_rect": [ 620.0, 2740.0, 47.0, 22.0 ],
+					"text": "t b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-207",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 680.0, 2770.0, 61.0, 22.0 ],
+					"text": "zlclear"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-208",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "bang" ],
+					"patching_rect": [ 20.0, 2880.0, 47.0, 22.0 ],
+					"text": "t b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-209",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 20.0, 2910.0, 40.0, 22.0 ],
+					"text": "i 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-210",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "" ],
+					"patching_rect": [ 20.0, 2940.0, 47.0, 22.0 ],
+					"text": "sel 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-211",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "bang" ],
+					"patching_rect": [ 80.0, 2970.0, 40.0, 22.0 ],
+					"text": "t b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-212",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 80.0, 3000.0, 54.0, 22.0 ],
+					"text": "zl reg"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-213",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 80.0, 3030.0, 152.0, 22.0 ],
+					"text": "prepend /kick/locate"
+				}
 			}
 		],
 		"lines": [
@@ -1760,12 +2954,6 @@
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-47", 0 ],
-					"source": [ "obj-5", 0 ]
-				}
-			},
-			{
-				"patchline": {
 					"destination": [ "obj-51", 0 ],
 					"source": [ "obj-47", 0 ]
 				}
@@ -1894,12 +3082,6 @@
 				"patchline": {
 					"destination": [ "obj-24", 0 ],
 					"source": [ "obj-61", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-62", 0 ],
-					"source": [ "obj-53", 5 ]
 				}
 			},
 			{
@@ -2342,14 +3524,872 @@
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-112", 0 ],
+					"destination": [ "obj-79", 0 ],
+					"source": [ "obj-112", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-123", 0 ],
+					"source": [ "obj-113", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-124", 0 ],
+					"source": [ "obj-123", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-125", 0 ],
+					"source": [ "obj-123", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-126", 0 ],
+					"source": [ "obj-124", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-127", 0 ],
+					"source": [ "obj-125", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-128", 0 ],
+					"source": [ "obj-126", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-129", 0 ],
+					"source": [ "obj-127", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-130", 0 ],
+					"source": [ "obj-128", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-131", 0 ],
+					"source": [ "obj-129", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-117", 0 ],
+					"source": [ "obj-130", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-119", 0 ],
+					"source": [ "obj-131", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-132", 1 ],
+					"source": [ "obj-129", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-132", 0 ],
+					"source": [ "obj-128", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-132", 0 ],
+					"source": [ "obj-117", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-134", 0 ],
+					"source": [ "obj-119", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-132", 1 ],
+					"source": [ "obj-134", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-132", 0 ],
+					"source": [ "obj-134", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-135", 0 ],
+					"source": [ "obj-121", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-132", 0 ],
+					"source": [ "obj-135", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-136", 1 ],
+					"source": [ "obj-132", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-138", 0 ],
+					"source": [ "obj-136", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-140", 0 ],
+					"source": [ "obj-7", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-138", 1 ],
+					"source": [ "obj-140", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-141", 0 ],
+					"source": [ "obj-138", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-142", 0 ],
+					"source": [ "obj-141", 4 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-31", 0 ],
+					"source": [ "obj-141", 3 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-32", 0 ],
+					"source": [ "obj-141", 3 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-144", 0 ],
+					"source": [ "obj-12", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-144", 1 ],
+					"source": [ "obj-141", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-145", 0 ],
+					"source": [ "obj-144", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 0 ],
+					"source": [ "obj-141", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 1 ],
+					"source": [ "obj-7", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 2 ],
+					"source": [ "obj-120", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 3 ],
+					"source": [ "obj-145", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 3 ],
+					"source": [ "obj-65", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 4 ],
+					"source": [ "obj-142", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 5 ],
+					"source": [ "obj-14", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 6 ],
+					"source": [ "obj-15", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 7 ],
+					"source": [ "obj-16", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-146", 8 ],
+					"source": [ "obj-9", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-148", 0 ],
+					"source": [ "obj-67", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-148", 1 ],
+					"source": [ "obj-146", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-149", 0 ],
+					"source": [ "obj-148", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-150", 0 ],
+					"source": [ "obj-148", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-151", 1 ],
+					"source": [ "obj-149", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-151", 1 ],
+					"source": [ "obj-150", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-151", 0 ],
+					"source": [ "obj-141", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-152", 0 ],
+					"source": [ "obj-151", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-152", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-154", 0 ],
+					"source": [ "obj-153", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-158", 0 ],
+					"source": [ "obj-154", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-155", 0 ],
+					"source": [ "obj-153", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-158", 1 ],
+					"source": [ "obj-155", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-156", 0 ],
+					"source": [ "obj-153", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-158", 2 ],
+					"source": [ "obj-156", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-157", 0 ],
+					"source": [ "obj-153", 3 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-158", 3 ],
+					"source": [ "obj-157", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-159", 1 ],
+					"source": [ "obj-158", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-161", 0 ],
+					"source": [ "obj-159", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-113", 0 ],
+					"source": [ "obj-161", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-162", 0 ],
+					"source": [ "obj-159", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-113", 0 ],
+					"source": [ "obj-162", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-163", 0 ],
+					"source": [ "obj-159", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-113", 0 ],
+					"source": [ "obj-163", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-62", 0 ],
+					"source": [ "obj-53", 9 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-164", 0 ],
 					"source": [ "obj-53", 4 ]
 				}
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-79", 0 ],
-					"source": [ "obj-112", 0 ]
+					"destination": [ "obj-165", 0 ],
+					"source": [ "obj-164", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-112", 0 ],
+					"source": [ "obj-166", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-167", 0 ],
+					"source": [ "obj-165", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-168", 0 ],
+					"source": [ "obj-165", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-166", 0 ],
+					"source": [ "obj-165", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-166", 0 ],
+					"source": [ "obj-167", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-166", 0 ],
+					"source": [ "obj-168", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-169", 0 ],
+					"source": [ "obj-167", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-170", 0 ],
+					"source": [ "obj-169", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-136", 0 ],
+					"source": [ "obj-170", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-171", 0 ],
+					"source": [ "obj-169", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-171", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-172", 0 ],
+					"source": [ "obj-168", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-173", 0 ],
+					"source": [ "obj-172", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-136", 0 ],
+					"source": [ "obj-173", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-174", 0 ],
+					"source": [ "obj-172", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-113", 0 ],
+					"source": [ "obj-174", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-175", 0 ],
+					"source": [ "obj-172", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-176", 0 ],
+					"source": [ "obj-172", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-115", 0 ],
+					"source": [ "obj-175", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-114", 0 ],
+					"source": [ "obj-176", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-177", 0 ],
+					"source": [ "obj-53", 5 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-178", 0 ],
+					"source": [ "obj-177", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-178", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-179", 0 ],
+					"source": [ "obj-177", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-180", 0 ],
+					"source": [ "obj-179", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-181", 0 ],
+					"source": [ "obj-180", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-113", 0 ],
+					"source": [ "obj-181", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-182", 0 ],
+					"source": [ "obj-177", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-183", 0 ],
+					"source": [ "obj-182", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-184", 0 ],
+					"source": [ "obj-183", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-159", 0 ],
+					"source": [ "obj-185", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-153", 0 ],
+					"source": [ "obj-185", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-185", 0 ],
+					"source": [ "obj-184", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-187", 0 ],
+					"source": [ "obj-53", 6 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-188", 0 ],
+					"source": [ "obj-53", 6 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-115", 0 ],
+					"source": [ "obj-187", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-114", 0 ],
+					"source": [ "obj-188", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-189", 0 ],
+					"source": [ "obj-53", 7 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-190", 0 ],
+					"source": [ "obj-189", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-190", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-191", 0 ],
+					"source": [ "obj-189", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-159", 0 ],
+					"source": [ "obj-192", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-153", 0 ],
+					"source": [ "obj-192", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-192", 0 ],
+					"source": [ "obj-191", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-193", 0 ],
+					"source": [ "obj-54", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-194", 0 ],
+					"source": [ "obj-193", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-196", 0 ],
+					"source": [ "obj-194", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-195", 0 ],
+					"source": [ "obj-194", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-197", 1 ],
+					"source": [ "obj-196", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-197", 0 ],
+					"source": [ "obj-195", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-159", 0 ],
+					"source": [ "obj-198", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-153", 0 ],
+					"source": [ "obj-198", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-198", 0 ],
+					"source": [ "obj-197", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-199", 0 ],
+					"source": [ "obj-53", 8 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-199", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-200", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-201", 0 ],
+					"source": [ "obj-53", 8 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-200", 0 ],
+					"source": [ "obj-201", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-202", 0 ],
+					"source": [ "obj-53", 3 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-203", 0 ],
+					"source": [ "obj-202", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-204", 0 ],
+					"source": [ "obj-203", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-200", 0 ],
+					"source": [ "obj-204", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-206", 0 ],
+					"source": [ "obj-5", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-207", 0 ],
+					"source": [ "obj-206", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-203", 0 ],
+					"source": [ "obj-207", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-47", 0 ],
+					"source": [ "obj-206", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-208", 0 ],
+					"source": [ "obj-122", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-32", 0 ],
+					"source": [ "obj-208", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-209", 1 ],
+					"source": [ "obj-44", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-209", 0 ],
+					"source": [ "obj-208", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-210", 0 ],
+					"source": [ "obj-209", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-43", 0 ],
+					"source": [ "obj-210", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-211", 0 ],
+					"source": [ "obj-210", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-212", 1 ],
+					"source": [ "obj-54", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-212", 0 ],
+					"source": [ "obj-211", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-213", 0 ],
+					"source": [ "obj-212", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-213", 0 ]
 				}
 			}
 		],
@@ -2368,7 +4408,12 @@
 			"obj-19": [ "KS Host", "Host", 0 ],
 			"obj-21": [ "KS Port", "Port", 0 ],
 			"obj-76": [ "KS Set A", "Set A", 0 ],
-			"obj-77": [ "KS Morph", "Morph", 0 ]
+			"obj-77": [ "KS Morph", "Morph", 0 ],
+			"obj-117": [ "KS Map X", "Map X", 0 ],
+			"obj-119": [ "KS Map Y", "Map Y", 0 ],
+			"obj-120": [ "KS Spread", "Spread", 0 ],
+			"obj-121": [ "KS Near", "Near", 0 ],
+			"obj-122": [ "KS Locate", "Locate", 0 ]
 		},
 		"dependency_cache": [],
 		"project": {

@@ -28,6 +28,12 @@ AMXD = MAX_PATCHES / "kickserver.amxd"
 BUILD = MAX_PATCHES / "build_amxd.py"
 
 CONTROL_KEYS = {"decay", "pitch", "click"}  # what every preset's model.controls is (checked below)
+# Issue 25's OSC (the XY pad), fixed in the contract before the daemon serves it: the device's checks accept these
+# addresses whether or not kickserver/osc_api.py has them yet, and parse /kick/near with the daemon's parser once
+# it does.
+MAP, MAP_AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
+PAD_REQUESTS = {MAP, NEAR, LOCATE}
+PAD_REPLIES = {MAP, MAP_AXES, LOCATE}
 PARAMETER_CLASSES = {"live.dial", "live.numbox", "live.toggle", "live.text", "live.menu", "live.tab", "live.slider"}
 
 
@@ -171,6 +177,11 @@ def test_object_port_counts_match_their_arguments(patch):
             assert (b["numinlets"], b["numoutlets"]) == (1, 0), "udpsend has no outlet"
         elif k == "udpreceive":
             assert (b["numinlets"], b["numoutlets"]) == (1, 1)
+        elif k == "expr":  # one inlet per $ argument, up to the highest
+            highest = max(int(n) for n in re.findall(r"\$[fi](\d)", b["text"]))
+            assert (b["numinlets"], b["numoutlets"]) == (highest, 1), b["text"]
+        elif k == "zl":
+            assert (b["numinlets"], b["numoutlets"]) == (2, 2), b["text"]
 
 
 # ---------------------------------------------------------------- network objects
@@ -197,7 +208,7 @@ def test_replies_are_received_on_9001_and_shown_in_the_device(patch):
     (route,) = [patch.boxes[d] for d, _ in patch.targets(recv["id"]) if patch.kind(patch.boxes[d]) == "route"]
     addresses = route["text"].split()[1:]
     assert {"/kick/done", "/kick/error"} <= set(addresses)
-    assert set(addresses) <= set(osc_api.REPLY_ADDRESSES)
+    assert set(addresses) <= set(osc_api.REPLY_ADDRESSES) | PAD_REPLIES
 
     def shown_text(b):
         return b["maxclass"] == "comment" and b.get("presentation") == 1
@@ -236,11 +247,12 @@ def test_live_parameters_are_unique_and_sensible(patch):
     assert table == {b["id"]: [longname(b), valueof(b)["parameter_shortname"], 0] for b in params}
 
     dials = {longname(b): valueof(b) for b in patch.find("live.dial")}
-    assert set(dials) == {f"KS {k.capitalize()}" for k in CONTROL_KEYS | {"strength"}}
+    assert set(dials) == {f"KS {k.capitalize()}" for k in CONTROL_KEYS | {"strength", "spread"}}
     for name, v in dials.items():
         assert v["parameter_type"] == 0, name  # float
         assert (v["parameter_mmin"], v["parameter_mmax"]) == (0.0, 1.0), name
-        assert v["parameter_initial_enable"] == 1 and v["parameter_initial"] == [0.5], name
+        initial = 0.2 if name == "KS Spread" else 0.5  # /kick/near's default spread
+        assert v["parameter_initial_enable"] == 1 and v["parameter_initial"] == [initial], name
 
     numboxes = {longname(b): valueof(b) for b in patch.find("live.numbox")}
     # Live's Int type holds 256 values (0..255 by default): small ranges only
@@ -304,7 +316,9 @@ def test_every_address_sent_exists_in_the_daemon(patch):
                 if word.startswith("/kick/") and b["maxclass"] in ("message", "newobj"):
                     sent.add(word)
     received = {w for b in patch.find("route") for w in b["text"].split()[1:]}
-    assert sent - received <= set(osc_api.ADDRESSES), sorted(sent - received - set(osc_api.ADDRESSES))
+    allowed = set(osc_api.ADDRESSES) | PAD_REQUESTS
+    assert sent - received <= allowed, sorted(sent - received - allowed)
+    assert PAD_REQUESTS <= sent
     assert {"/kick/generate", "/kick/variation", "/kick/ping", "/kick/status"} <= sent
     # every message box that sends /kick/... is wired to [udpsend]
     (send,) = patch.find("udpsend")
@@ -561,6 +575,8 @@ class MaxSim:
     def __init__(self, patch: Patch) -> None:
         self.patch = patch
         self.sent: list[list] = []
+        self.now = 0  # ms: [speedlim] holds what arrives too soon until advance() reaches its time
+        self.drawn: list[list] = []  # what the pad's [lcd] was sent, in order
         self.shown = {bid: b.get("text", "") for bid, b in patch.boxes.items() if b["maxclass"] == "comment"}
         self.state: dict[str, dict] = {}
         for bid, b in patch.boxes.items():
@@ -571,6 +587,10 @@ class MaxSim:
         args = b.get("text", "").split()[1:] if b["maxclass"] == "newobj" else []
         if k == "pack":
             return {"values": _pack_values(b)}
+        if k == "speedlim":
+            return {"interval": int(args[0]), "last": None, "pending": None}
+        if k == "*":
+            return {"right": float(args[0]) if "." in args[0] else int(args[0])}
         if k == "gate":
             return {"open": int(args[1]) if len(args) > 1 else 0}
         if k == "i":
@@ -591,6 +611,26 @@ class MaxSim:
         targets.sort(key=lambda t: -self.patch.boxes[t[0]]["patching_rect"][0])  # right to left
         for dst, inlet in targets:
             self.inlet(dst, inlet, list(msg))
+
+    def advance(self, ms: int) -> None:
+        """Let `ms` milliseconds pass: a [speedlim] whose interval is over sends what it held."""
+        self.now += ms
+        for bid, st in self.state.items():
+            if self.patch.kind(self.patch.boxes[bid]) == "speedlim" and st["pending"] is not None \
+                    and self.now - st["last"] >= st["interval"]:
+                msg, st["pending"], st["last"] = st["pending"], None, self.now
+                self.out(bid, 0, msg)
+
+    def click(self, px: int, py: int) -> None:
+        """A click (or a drag's step) on the pad at pixel (px, py), y down as in Max."""
+        (lcd,) = self.patch.find("lcd")
+        self.out(lcd["id"], 0, [px, py])
+
+    def pad_shapes(self) -> list[list]:
+        """The pad's drawing since it was last cleared: paintoval / paintrect ... messages."""
+        last_clear = max((i for i, m in enumerate(self.drawn) if m == ["clear"]), default=-1)
+        return [m for m in self.drawn[last_clear + 1:]
+                if m[0] in ("paintoval", "paintrect") and m[1:5] != [0, 0, 120, 120]]  # not the background
 
     def press(self, longname_: str) -> None:
         (b,) = [b for b in self.patch.boxes.values() if longname(b) == longname_]
@@ -635,7 +675,8 @@ class MaxSim:
             return
         if k in ("t", "trigger"):
             for i in reversed(range(len(args))):
-                self.out(bid, i, ["bang"] if args[i] == "b" else msg)
+                const = re.fullmatch(r"-?\d+", args[i])
+                self.out(bid, i, ["bang"] if args[i] == "b" else [int(args[i])] if const else msg)
             return
         if k == "unpack":
             for i in reversed(range(min(len(args), len(msg)))):
@@ -671,6 +712,37 @@ class MaxSim:
             self.out(bid, 0, [int(v < st["right"]) if k == "<" else int(v > st["right"]) if k == ">"
                               else v + st["right"]])
             return
+        if k == "*":
+            if inlet == 1:
+                st["right"] = msg[0]
+                return
+            self.out(bid, 0, [msg[0] * st["right"]])
+            return
+        if k == "clip":
+            self.out(bid, 0, [min(max(msg[0], float(args[0])), float(args[1]))])
+            return
+        if k == "moses":
+            self.out(bid, 0 if msg[0] < float(args[0]) else 1, msg)
+            return
+        if k == "expr":
+            assert inlet == 0, "only the left inlet of an [expr] is used (a list fills $1, $2, ...)"
+            code = re.sub(r"\$([fi])(\d)",
+                          lambda m: f"{'float' if m.group(1) == 'f' else 'int'}(a[{int(m.group(2)) - 1}])",
+                          " ".join(args))
+            self.out(bid, 0, [eval(code, {"int": int, "float": float}, {"a": msg})])  # noqa: S307 - the patch's own text
+            return
+        if k == "speedlim":
+            if inlet == 1:
+                st["interval"] = int(msg[0])
+            elif st["last"] is None or self.now - st["last"] >= st["interval"]:
+                st["last"] = self.now
+                self.out(bid, 0, msg)
+            else:
+                st["pending"] = msg  # the last one wins; advance() sends it when the interval is over
+            return
+        if k == "lcd":
+            self.drawn.append(msg)
+            return
         if k == "sel":
             target = float(args[0])
             self.out(bid, 0, ["bang"]) if float(msg[0]) == target else self.out(bid, 1, msg)
@@ -680,8 +752,30 @@ class MaxSim:
             return
         if k == "zl":
             mode = args[0]
+            if msg == ["zlclear"]:
+                st["stored"] = []
+                return
             if inlet == 1:
                 st["stored"] = list(msg)
+                return
+            if mode == "rev":
+                self.out(bid, 0, list(reversed(msg)))
+                return
+            if mode == "slice":
+                n = int(args[1])
+                if msg[n:]:
+                    self.out(bid, 1, msg[n:])
+                self.out(bid, 0, msg[:n])
+                return
+            if mode == "iter":
+                n = int(args[1])
+                for i in range(0, len(msg), n):
+                    self.out(bid, 0, msg[i:i + n])
+                return
+            if mode == "change":
+                if msg != st["stored"]:
+                    st["stored"] = list(msg)
+                    self.out(bid, 0, list(msg))
                 return
             if mode == "reg":
                 if not bang:
@@ -711,6 +805,9 @@ class MaxSim:
             self.out(bid, 0, [4711])
             return
         if k in ("live.numbox", "live.dial", "live.toggle"):
+            if msg[0] == "set":  # the value changes, nothing is sent
+                st["value"] = msg[1]
+                return
             if not bang:
                 st["value"] = msg[0]
             self.out(bid, 0, [st["value"]])  # a bang outputs the value held
@@ -783,15 +880,33 @@ def test_a_kick_that_no_seed_makes_is_an_end_by_its_path(patch):
 
 
 def test_the_device_asks_for_the_models_dials_and_shows_them(patch):
+    """Load and Check ask /kick/status; /kick/controls follows once the status reply names a model the device has
+    not seen (at load, after Check, after a swap) or /kick/model answers; `map` / `no-map` is no dial."""
     sim = MaxSim(patch)
     (thisdevice,) = patch.find("live.thisdevice")
     sim.out(thisdevice["id"], 0, ["bang"])  # the device has loaded
-    assert [osc_api.CONTROLS] in sim.sent
+    assert sim.sent == [[osc_api.PING], [osc_api.STATUS]]
+    status = ("cpu", 0, 3, "bundled default")
+    sim.receive(osc_api.STATUS, "default", *status)
+    assert sim.sent[2:] == [[osc_api.CONTROLS]]
+    sim.receive(osc_api.STATUS, "default", *status)  # the same model: not asked again
+    assert len(sim.sent) == 3
     sim.sent.clear()
     sim.press("KS Check")
-    assert [m[0] for m in sim.sent] == [osc_api.PING, osc_api.STATUS, osc_api.CONTROLS]
-    sim.receive(osc_api.CONTROLS, "decay", "pitch")
+    assert [m[0] for m in sim.sent] == [osc_api.PING, osc_api.STATUS]
+    sim.receive(osc_api.STATUS, "default", *status)  # Check forgot the model: asked again
+    assert sim.sent[2:] == [[osc_api.CONTROLS]]
+    sim.receive(osc_api.CONTROLS, "decay", "pitch")  # a daemon from before issue 25: no map word
     assert "dials: decay pitch" in sim.shown.values()
+    sim.receive(osc_api.CONTROLS, "decay", "pitch", "click", "map")
+    assert "dials: decay pitch click" in sim.shown.values()
+    assert sim.sent[-1] == [MAP]  # the model has a map: the pad asks for it
+    sim.receive(osc_api.CONTROLS, "decay", "no-map")
+    assert "dials: decay" in sim.shown.values() and sim.sent[-1] == [MAP]  # nothing more asked
+    sim.sent.clear()
+    sim.receive(osc_api.STATUS, "kick-synth", *status)  # another model serves now
+    sim.receive(osc_api.MODEL, "other")  # a /kick/model reply (this device's or another client's on 9001)
+    assert sim.sent == [[osc_api.CONTROLS], [osc_api.CONTROLS]]
 
 
 def test_set_a_after_a_variation_marks_the_variation_by_its_file(patch, kick_daemon):
@@ -828,3 +943,192 @@ def test_set_a_after_a_variation_marks_the_variation_by_its_file(patch, kick_dae
     start, _ = run(expect=2)
     with sf.SoundFile(start[1]) as f:
         assert f"a={varied.rsplit('/', 1)[-1]}" in f.comment.split(), f.comment
+
+
+# ---------------------------------------------------------------- the XY pad (issue 25)
+
+PAD_PX = 120  # the [lcd]'s size; a point at (x, y), y up, is drawn at 4 + 112 x, 4 + 112 (1 - y)
+NEAR_KEYS = {"count", "spread", "seed", "id", "steps", "sampler"} | CONTROL_KEYS
+
+
+def near_request(msg: list) -> dict:
+    """A /kick/near message checked against the contract (x y, then key/value pairs: count int 1..16, spread,
+    the dials 0..1, seed, id, steps 1..200), and parsed by the daemon's parser when it has the route."""
+    assert msg[0] == NEAR and len(msg) >= 3 and len(msg) % 2 == 1, msg
+    x, y = msg[1], msg[2]
+    assert isinstance(x, float) and isinstance(y, float) and 0 <= x <= 1 and 0 <= y <= 1, msg
+    pairs = dict(zip(msg[3::2], msg[4::2]))
+    assert len(pairs) == len(msg[3:]) // 2 and set(pairs) <= NEAR_KEYS, msg
+    assert isinstance(pairs["count"], int) and 1 <= pairs["count"] <= osc_api.MAX_COUNT, msg
+    for key in ("spread", *CONTROL_KEYS):
+        assert isinstance(pairs[key], float) and 0 <= pairs[key] <= 1, (key, msg)
+    for key in ("seed", "id"):
+        assert isinstance(pairs[key], int) and 0 <= pairs[key] < 2**24, (key, msg)
+    if "steps" in pairs:
+        assert isinstance(pairs["steps"], int) and 1 <= pairs["steps"] <= 200, msg
+    if NEAR in osc_api.ADDRESSES:
+        osc_api.parse(NEAR, msg[1:], LIMITS)  # raises on anything the daemon refuses
+    return {"x": x, "y": y, **pairs}
+
+
+def pad_id(x: float, y: float) -> int:
+    return 1 + 1001 * round(1000 * x) + round(1000 * y)
+
+
+def test_the_pad_and_its_parameters(patch):
+    (lcd,) = patch.find("lcd")
+    x, y, w, h = lcd["presentation_rect"]
+    assert (w, h) == (PAD_PX, PAD_PX) and y + h <= 169 and x + w <= patch.patcher["devicewidth"]
+    assert lcd["presentation"] == 1 and (lcd["numinlets"], lcd["numoutlets"]) == (1, 4)
+    params = {longname(b): (b, valueof(b)) for b in patch.boxes.values() if b.get("parameter_enable") == 1}
+    for name in ("KS Map X", "KS Map Y", "KS Spread"):
+        b, v = params[name]
+        assert v["parameter_type"] == 0 and (v["parameter_mmin"], v["parameter_mmax"]) == (0.0, 1.0), name
+        assert v["parameter_initial"] == [0.2 if name == "KS Spread" else 0.5], name
+    assert params["KS Map X"][0]["maxclass"] == params["KS Map Y"][0]["maxclass"] == "live.numbox"
+    for name in ("KS Near", "KS Locate"):
+        assert params[name][0]["maxclass"] == "live.text" and params[name][0]["mode"] == 0, name
+    # every shown box fits in the device's width
+    for b in patch.boxes.values():
+        if b.get("presentation") == 1:
+            assert b["presentation_rect"][0] + b["presentation_rect"][2] <= patch.patcher["devicewidth"], b["id"]
+
+
+def test_a_click_on_the_pad_asks_for_kicks_near_it(patch):
+    """A click at pixel (60, 32) is the point (0.5, 0.75): /kick/near 0.5 0.75 with Count, Spread, the seed Random
+    drew, the dials and an id that says where it was asked; X and Y show the point without sending twice."""
+    sim = MaxSim(patch)
+    sim.set_value("KS Spread", 0.35)
+    sim.set_value("KS Decay", 0.8)
+    sim.click(60, 32)
+    (msg,) = sim.sent
+    req = near_request(msg)
+    assert (req["x"], req["y"]) == (0.5, 0.75)
+    assert (req["count"], req["spread"], req["seed"], req["decay"]) == (1, 0.35, 4711, 0.8)
+    assert req["id"] == pad_id(0.5, 0.75) and "steps" not in req
+    assert sim.state[[b for b in patch.find("live.numbox") if longname(b) == "KS Map X"][0]["id"]]["value"] == 0.5
+    assert sim.state[[b for b in patch.find("live.numbox") if longname(b) == "KS Map Y"][0]["id"]]["value"] == 0.75
+    # the pad's corners are 0 and 1 (a click in the 4 px margin is clipped), Steps and Random off are sent
+    sim.advance(1000)
+    sim.set_value("KS Steps", 12)
+    sim.set_value("KS Random Seed", 0)
+    sim.set_value("KS Seed", 99)
+    sim.click(0, 119)
+    req = near_request(sim.sent[-1])
+    assert (req["x"], req["y"], req["steps"], req["seed"]) == (0.0, 0.0, 12, 99)
+    assert req["id"] == 1
+
+
+def test_a_drag_is_rate_limited_to_one_request_per_250_ms_times_count(patch):
+    """A drag sends its first point at once and then its latest point at most every 250 ms x Count: four kicks a
+    second at most, about what the daemon makes on 2 CPU cores (its queue refuses with `busy` past 32 kicks)."""
+    sim = MaxSim(patch)
+    for i in range(10):  # ten drag steps within 90 ms
+        sim.click(10 + 10 * i, 60)
+        sim.advance(10)
+    assert len(sim.sent) == 1 and abs(near_request(sim.sent[0])["x"] - (10 - 4) / 112) < 1e-9
+    sim.advance(150)  # 250 ms after the first: the drag's last position
+    assert len(sim.sent) == 2 and abs(near_request(sim.sent[1])["x"] - (100 - 4) / 112) < 1e-9
+    sim.advance(1000)
+    assert len(sim.sent) == 2  # nothing more was held
+    sim.set_value("KS Count", 4)
+    sim.click(60, 60)
+    sim.advance(500)
+    sim.click(70, 60)
+    sim.advance(400)
+    assert len(sim.sent) == 3  # 4 kicks: 1 s between requests
+    sim.advance(100)
+    assert len(sim.sent) == 4 and near_request(sim.sent[3])["count"] == 4
+
+
+def test_moving_x_or_y_as_parameters_asks_and_near_asks_at_the_point(patch):
+    """Automation or a MIDI mapping moving KS Map X / Y asks for kicks there (through the same rate limit); KS Near
+    asks at the current point; Spread alone sends nothing."""
+    sim = MaxSim(patch)
+    sim.set_value("KS Spread", 0.6)
+    assert sim.sent == []
+    sim.set_value("KS Map X", 0.25)
+    assert [(r["x"], r["y"], r["spread"]) for r in map(near_request, sim.sent)] == [(0.25, 0.5, 0.6)]
+    sim.advance(300)
+    sim.set_value("KS Map Y", 0.9)
+    sim.advance(300)
+    sim.press("KS Near")
+    sim.advance(300)
+    assert [(r["x"], r["y"]) for r in map(near_request, sim.sent)] == [(0.25, 0.5), (0.25, 0.9), (0.25, 0.9)]
+
+
+def test_the_map_is_drawn_and_kicks_are_marked_where_they_were_asked(patch):
+    """/kick/controls ending in `map` makes the device ask /kick/map; part 1 clears the pad; each point is a dot at
+    its place (y up); /kick/map/axes labels the axes; a /kick/done with a pad id is an orange mark at the point
+    asked; a located kick is a white square; kicks that are not the pad's (id < 1) leave no mark."""
+    sim = MaxSim(patch)
+    sim.receive(osc_api.CONTROLS, "decay", "pitch", "click", "map")
+    assert sim.sent == [[MAP]]
+    sim.receive(MAP, 1, 2, 0.0, 1.0, "kick_a", 0.5, 0.25, "kick b")
+    assert sim.drawn[0] == ["clear"]
+    assert sim.pad_shapes() == [["paintoval", 1.0, 1.0, 7.0, 7.0, 110, 150, 190],
+                                ["paintoval", 57.0, 85.0, 63.0, 91.0, 110, 150, 190]]
+    sim.receive(MAP, 2, 2, 1.0, 0.0, "kick_c")  # the second datagram adds to the first
+    assert len(sim.pad_shapes()) == 3 and sim.pad_shapes()[2][1:5] == [113.0, 113.0, 119.0, 119.0]
+    assert "kit map: part 2 of 2" in sim.shown.values()
+    sim.receive(MAP_AXES, "longer decay ->", "higher pitch ->")
+    assert {"x: longer decay ->", "y: higher pitch ->"} <= set(sim.shown.values())
+    sim.receive(osc_api.DONE, pad_id(0.5, 0.75), "/out/kick_1.wav", 7)
+    sim.receive(osc_api.DONE, -3, "/out/kick_2.wav", 8)  # a Generate press's kick: no mark
+    assert sim.pad_shapes()[3:] == [["paintoval", 57.0, 29.0, 63.0, 35.0, 255, 140, 40]]
+    sim.receive(LOCATE, 0.25, 0.5, "fav.wav")
+    assert sim.pad_shapes()[4:] == [["paintrect", 29.0, 57.0, 35.0, 63.0, 255, 255, 255]]
+    assert "located fav.wav on the map" in sim.shown.values()
+    sim.receive(MAP, 1, 1, 0.5, 0.5, "only")  # a new map (another model): the pad starts again
+    assert sim.pad_shapes() == [["paintoval", 57.0, 57.0, 63.0, 63.0, 110, 150, 190]]
+
+
+def test_a_model_without_a_map_greys_the_pad_and_the_pad_sends_nothing(patch):
+    sim = MaxSim(patch)
+    sim.receive(osc_api.CONTROLS, "decay", "pitch", "click", "no-map")
+    assert sim.sent == [] and "dials: decay pitch click" in sim.shown.values()
+    assert sim.drawn[0] == ["clear"] and ["write", "no", "kit", "map"] in sim.drawn
+    assert "x: none (the model has no kit map)" in sim.shown.values()
+    sim.click(60, 60)
+    sim.press("KS Near")
+    sim.set_value("KS Map X", 0.3)
+    sim.advance(1000)
+    assert sim.sent == []
+    sim.receive(osc_api.CONTROLS, "decay", "map")  # a model with a map again
+    sim.click(60, 60)
+    assert [m[0] for m in sim.sent] == [MAP, NEAR]
+
+
+def test_locate_places_the_last_kick(patch):
+    sim = MaxSim(patch)
+    sim.press("KS Locate")
+    assert sim.sent == [] and "error: press Generate first" in sim.shown.values()
+    sim.receive(osc_api.DONE, -2, "/out/kick_20260101-000000_5.wav", 5)
+    sim.receive(osc_api.DONE, -3, "/out/kick_20260101-000001_9.wav", 9)
+    sim.press("KS Locate")
+    assert sim.sent == [[LOCATE, "/out/kick_20260101-000001_9.wav"]]
+
+
+def test_the_pad_against_the_daemon(patch, kick_daemon):
+    """Once the daemon serves issue 25's routes: a click's /kick/near is accepted and its kicks come back with the
+    pad's id, and are marked on the pad; /kick/controls says whether the model has a map."""
+    if NEAR not in osc_api.ADDRESSES:
+        pytest.skip("the daemon has no /kick/near yet (kickserver/osc_api.py): the pad is checked against the contract")
+    sim = MaxSim(patch)
+    ((address, controls),) = kick_daemon.send(osc_api.CONTROLS, expect=1, timeout=30)
+    sim.receive(address, *controls)
+    assert controls[-1] in ("map", "no-map"), controls
+    if controls[-1] == "no-map":
+        sim.click(60, 32)
+        assert sim.sent == []
+        return
+    sim.set_value("KS Steps", 2)
+    sim.set_value("KS Count", 2)
+    sim.click(60, 32)
+    msg = sim.sent[-1]
+    replies = kick_daemon.send(msg[0], *msg[1:], expect=2, timeout=60)
+    assert [a for a, _ in replies] == [osc_api.DONE] * 2, replies
+    for address, args in replies:
+        assert args[0] == pad_id(0.5, 0.75)
+        sim.receive(address, *args)
+    assert sim.pad_shapes()[-2:] == [["paintoval", 57.0, 29.0, 63.0, 35.0, 255, 140, 40]] * 2
