@@ -28,11 +28,12 @@ from typing import Any
 from kickmodel.config import OUTPUT_SAMPLE_RATES, SEED_LIMIT
 
 from . import __version__
-from .config import ServerConfig, ServerConfigError, default_config_path, load_config
+from .config import CAPTURE_MODES, ServerConfig, ServerConfigError, default_config_path, load_config
 
 SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
                  "read_roots", "max_files", "max_mb", "queue_limit", "client_queue_limit", "max_batch", "max_steps",
-                 "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb")
+                 "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb",
+                 "render_capture")
 
 # `kickserver send`'s default wait: SEND_BASE_S + SEND_PER_KICK_STEP_S x count x steps (steps: the request's, else
 # SEND_DEFAULT_STEPS, a margin over the bundled model's 10). One kick-step costs 0.03 s on a 2-core CPU alone and
@@ -92,6 +93,10 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
                    help="largest steps a request may ask for (default 200; up to 1000 for benchmarks)")
     p.add_argument("--steps", dest="steps", type=int, metavar="N",
                    help="sampler steps when a request names none (default 0: the model's; e.g. 10 on a CPU)")
+    p.add_argument("--render-capture", dest="render_capture", choices=CAPTURE_MODES,
+                   help="run the networks eagerly (off), under torch.compile (compile) or CUDA graphs (graphs); "
+                        "auto (default): graphs on CUDA, off on the CPU. Warmed up at each load; a capture that "
+                        "fails falls back to eager, logged once")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ if present) < command-line options. Unknown keys and wrong types in the TOML are
     read_roots = ["~/Samples"]  # /kick/variation may read absolute paths under these (and the out folder)
     max_files = 500             # keep at most this many generated kicks in `out` (oldest removed first)
     max_mb = 200.0
+    render_capture = "auto"     # auto (CUDA graphs on CUDA, eager on the CPU), off, compile or graphs
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def _default_models() -> str:
     return os.path.join(base, "kickserver", "models")
 
 
+# render_capture's values: kickmodel.capture.MODES (not imported here: that imports torch, which the CLI imports
+# only after setting OpenMP's environment)
+CAPTURE_MODES = ("auto", "off", "compile", "graphs")
+
+
 class ServerConfigError(ValueError):
     """A setting that cannot be used; the message says which and why."""
 
@@ -74,6 +80,8 @@ class ServerConfig:
     max_steps: int = 200  # upper bound for a request's steps (raise to 1000 for benchmarking baselines)
     steps: int = 0  # sampler steps when a request names none; 0: the model's own default
     threads: int = 0  # torch CPU threads; 0: torch's default
+    # how the worker runs the networks: auto (CUDA graphs on CUDA, eager on the CPU), off, compile, graphs
+    render_capture: str = "auto"
     log_level: str = "info"
     reply_rate_kb: float = 32.0  # reply budget per source IP: KB per second ...
     reply_burst_kb: float = 128.0  # ... and at most this many KB at once (ratelimit.py)
@@ -129,6 +137,8 @@ class ServerConfig:
             raise bad(f"steps must be within 0..max_steps ({self.max_steps}), got {self.steps}")
         if self.threads < 0:
             raise bad(f"threads must be >= 0, got {self.threads}")
+        if self.render_capture not in CAPTURE_MODES:
+            raise bad(f"render_capture must be {', '.join(CAPTURE_MODES)}, got {self.render_capture!r}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise bad(f"log_level must be debug, info, warning or error, got {self.log_level!r}")
         if self.model is not None and not valid_model_name(self.model):

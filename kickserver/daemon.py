@@ -189,7 +189,7 @@ class Server:
         self.worker = Worker(gen, name, writer, sample_rate=cfg.sample_rate, queue_limit=cfg.queue_limit,
                              client_limit=cfg.client_queue_limit, max_batch=cfg.max_batch,
                              software=f"kickserver {__version__}", threads=worker_threads,
-                             policy=_step_policy(cfg))
+                             policy=_step_policy(cfg), capture=cfg.render_capture)
         self.worker.start()
         # --model pins what is served: a new artifact in the folder is listed, not swapped in
         self.loader = ModelLoader(self.device, self._on_model_loaded, self._on_model_failed, pinned=cfg.model)
@@ -365,6 +365,7 @@ class Server:
                 new.out, new.sample_rate = old.out, old.sample_rate
         w.queue_limit, w.client_limit, w.max_batch = new.queue_limit, new.client_queue_limit, new.max_batch
         w.policy = _step_policy(new)
+        w.capture = new.render_capture  # for the next model loaded
         self.budget.rate, self.budget.burst = new.reply_rate_kb * 1024, new.reply_burst_kb * 1024
         logging.getLogger().setLevel(new.log_level.upper())
         self.cfg, self.config_path = new, path
@@ -553,7 +554,7 @@ class Server:
     def status(self, req: osc_api.Status, addr: tuple, reply: Callable[[bytes], None]) -> None:
         w = self.worker
         assert w is not None
-        reply(osc_api.status(w.model_name, w.device, w.queued, w.generated, self._model_why))
+        reply(osc_api.status(w.model_name, w.device, w.queued, w.generated, self._model_why, w.resident()))
 
     def models(self, req: osc_api.Models, addr: tuple, reply: Callable[[bytes], None]) -> None:
         """What loads: a new or changed artifact is checked in the loader thread (never here, so this loop never

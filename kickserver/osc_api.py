@@ -662,10 +662,12 @@ def error(id: int, reason: str) -> bytes:
     return build(ERROR, [("i", id), ("s", clip(_osc_str(reason), 512))])
 
 
-def status(model: str, device: str, queued: int, generated: int, why: str) -> bytes:
-    """`/kick/status model device queued generated why`: `why` the model serves (e.g. "pinned by --model") came
-    last, after the first four, so clients that read only those are unchanged."""
-    return build(STATUS, [("s", model), ("s", device), ("i", queued), ("i", generated), ("s", why)])
+def status(model: str, device: str, queued: int, generated: int, why: str, memory: str | None = None) -> bytes:
+    """`/kick/status model device queued generated why memory`: `why` the model serves (e.g. "pinned by --model")
+    came after the first four, and `memory` (what the daemon holds: "cuda:0 reserved <MB> MB, peak <MB> MB" or
+    "cpu RSS <MB> MB") after it, so clients that read only the first ones are unchanged."""
+    args = [("s", model), ("s", device), ("i", queued), ("i", generated), ("s", why)]
+    return build(STATUS, args + ([("s", clip(_osc_str(memory), 200))] if memory is not None else []))
 
 
 def _names(address: str, names: Sequence[str]) -> bytes:

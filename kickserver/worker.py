@@ -11,7 +11,13 @@ queued; two programs on one machine (Max and Pd, both 127.0.0.1) share that mach
 take turns within it. Queued kicks that share a key (steps and sampler for fresh kicks; the same
 request for variations and interpolations) are generated together, up to `max_batch` at a time,
 taken one per host per pass.
-A new model handed over by `offer_model` is swapped in between batches, so no request is lost.
+A new model handed over by `offer_model` is swapped in between batches, so no request is lost; before it serves
+(and the first model before the first batch) its render is captured in this thread (kickmodel.capture: CUDA graphs or
+torch.compile per `capture`, warmed up; eager when that fails), logged in one line with its resident memory.
+Writing is off the render's critical path: a rendered batch goes to the writer thread (`kick-writer`, through a
+queue of one batch), which writes its files (KickWriter.write: temp file, fsync, rename), answers its kicks and
+applies retention, while this thread renders the next batch. Every reply after a render goes through that thread in
+order, so one client's replies keep the order of its kicks, and only that thread touches the KickWriter's ledger.
 `stop` cancels the batch on the device (the generator checks between network calls and raises),
 lets the file being written land, and answers every other kick "shutting down".
 """
@@ -20,6 +26,8 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
+import queue as queue_mod
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from kickmodel.capture import CaptureReport, capture
 from kickmodel.clips import BadAudio
 from kickmodel.generator import MODEL_DEFAULTS, Cancelled, Endpoint, Interpolation, Item, StepPolicy, Variation
 
@@ -40,6 +49,28 @@ from .writer import KickInfo, KickWriter, WriteError
 log = logging.getLogger("kickserver.worker")
 
 Reply = Callable[[bytes], None]
+WRITE_QUEUE = 1  # rendered batches waiting for the writer thread (the next one renders meanwhile)
+
+
+def resident_memory(device: Any) -> str:
+    """What the daemon holds now, in one phrase: on CUDA the device's reserved memory and the peak allocated since
+    start (torch's allocator; a hot swap holds two models for a moment), else the process's resident set size."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        mb = 1 << 20
+        return (f"{dev} reserved {torch.cuda.memory_reserved(dev) / mb:.0f} MB, "
+                f"peak {torch.cuda.max_memory_allocated(dev) / mb:.0f} MB")
+    return f"{dev} RSS {_rss_bytes() / 1e6:.0f} MB"
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read(4096).split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the peak, in KiB on Linux
 
 @dataclass
 class End:
@@ -140,7 +171,7 @@ class _Offer:
 class Worker:
     def __init__(self, gen: Any, name: str, writer: KickWriter, *, sample_rate: int, queue_limit: int = 64,
                  client_limit: int = 32, max_batch: int = 8, software: str = "kickserver", threads: int = 0,
-                 policy: StepPolicy = MODEL_DEFAULTS) -> None:
+                 policy: StepPolicy = MODEL_DEFAULTS, capture: str = "off") -> None:
         self.gen = gen
         self.policy = policy  # the server's default steps and cap (--steps, --max-steps); SIGHUP replaces it
         self.threads = int(threads)
@@ -151,6 +182,8 @@ class Worker:
         self.client_limit = int(client_limit)
         self.max_batch = int(max_batch)
         self.software = software
+        self.capture = capture  # kickmodel.capture's mode for every model this worker serves
+        self.capture_report: CaptureReport | None = None  # the serving model's
         self.generated = 0
         self.batches = 0
         # host -> client -> its queued kicks; each dict's order is its round-robin order (the host, and the
@@ -166,15 +199,24 @@ class Worker:
         self._stopping = False
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kick-worker", daemon=True)
+        # callables run in order by the writer thread: a batch's writes and replies, any reply after a render
+        self._writes: queue_mod.Queue[Callable[[], None] | None] = queue_mod.Queue(maxsize=WRITE_QUEUE)
+        self._writing = 0  # kicks handed to the writer thread, not answered yet
+        self._writer_thread = threading.Thread(target=self._write_loop, name="kick-writer", daemon=True)
 
     # ------------------------------------------------------------ called from other threads
     def start(self) -> None:
+        self._writer_thread.start()
         self._thread.start()
 
     @property
     def queued(self) -> int:
-        """Kicks waiting or being generated."""
-        return self._waiting + self._running
+        """Kicks waiting, being generated or being written."""
+        return self._waiting + self._running + self._writing
+
+    def resident(self) -> str:
+        """The memory the daemon holds now (resident_memory on the serving model's device)."""
+        return resident_memory(self.gen.device)
 
     @property
     def device(self) -> str:
@@ -220,6 +262,7 @@ class Worker:
             self._cond.notify_all()
 
     def join(self, timeout: float | None = None) -> bool:
+        """Wait for the worker, which ends after the writer thread has answered everything handed to it."""
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
@@ -229,19 +272,39 @@ class Worker:
             offer, self._offer = self._offer, None
         if offer is None:
             return
+        try:
+            report = self._capture(offer.gen)  # before it serves; the old model serves again after (queued kicks)
+        except Cancelled:
+            if offer.reply is not None:
+                self._post(lambda: offer.reply(osc_api.error(osc_api.NO_ID, "shutting down")))
+            return
         old = self.gen
         self.gen, self.model_name = offer.gen, offer.name
         del old
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         log.info("now serving model %s on %s", offer.name, self.device)
+        self._log_capture(offer.name, report)
         if offer.on_swap is not None:
             try:
                 offer.on_swap()
             except Exception as e:  # noqa: BLE001 - bookkeeping must not stop serving
                 log.error("after swapping in %s: %s: %s", offer.name, type(e).__name__, e)
         if offer.reply is not None:
-            offer.reply(osc_api.model(offer.name))
+            self._post(lambda: offer.reply(osc_api.model(offer.name)))  # after the old model's kicks' replies
+
+    def _capture(self, gen: Any) -> CaptureReport:
+        """gen's render captured (kickmodel.capture) for batches of 1 and max_batch, in this thread, which renders."""
+        if self.threads:
+            torch.set_num_threads(self.threads)  # see _run
+        return capture(gen, self.capture, log, batches=(1, self.max_batch), cancel=self._cancel.is_set)
+
+    def _log_capture(self, name: str, report: CaptureReport) -> None:
+        """The one line per model load: family, capture asked and used, warm-up time, why it fell back, memory."""
+        self.capture_report = report
+        line = "model %s (%s): %s; resident: %s"
+        args = (name, getattr(self.gen, "family", "?"), report.describe(), self.resident())
+        (log.warning if report.fell_back else log.info)(line, *args)
 
     def _key(self, u: _Unit) -> tuple:
         j = u.job
@@ -315,6 +378,17 @@ class Worker:
                 pass  # stopped during the warm-up
             except Exception as e:  # noqa: BLE001 - a failed warm-up shows again, answered, on the first request
                 log.warning("worker warm-up failed: %s: %s", type(e).__name__, e)
+        try:
+            try:
+                self._log_capture(self.model_name, self._capture(self.gen))
+            except Cancelled:
+                pass  # stopped during the warm-up: the loop below ends at once
+            self._serve()
+        finally:
+            self._writes.put(None)  # after everything handed over: the writer thread answers it all, then ends
+            self._writer_thread.join()
+
+    def _serve(self) -> None:
         while True:
             self._swap_if_offered()
             with self._cond:
@@ -330,9 +404,8 @@ class Worker:
                 self._generate(batch)
             except Exception as e:  # never let the worker die: answer the kicks not answered yet
                 log.error("batch failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
-                for u in batch:
-                    if not u.answered:
-                        u.answer(osc_api.error(u.job.id, f"generation failed: {type(e).__name__}: {e}"))
+                reason = f"generation failed: {type(e).__name__}: {e}"
+                self._answer_all(batch, reason, only_unanswered=True)
             finally:
                 self._running = 0
         with self._cond:
@@ -340,12 +413,49 @@ class Worker:
             self._queues.clear()
             self._host_waiting.clear()
             self._waiting = 0
-        for u in left:
-            u.job.reply(osc_api.error(u.job.id, "shutting down"))
-        for job in {id(u.job): u.job for u in left}.values():
-            job.close()
-        if left:
-            log.info("answered %d queued kick(s) with 'shutting down'", len(left))
+
+        def shutting_down() -> None:
+            for u in left:
+                u.job.reply(osc_api.error(u.job.id, "shutting down"))
+            for job in {id(u.job): u.job for u in left}.values():
+                job.close()
+            if left:
+                log.info("answered %d queued kick(s) with 'shutting down'", len(left))
+
+        self._post(shutting_down)
+
+    # ------------------------------------------------------------ the writer thread
+    def _post(self, fn: Callable[[], None], kicks: int = 0) -> None:
+        """Hand fn to the writer thread (after everything handed before it); waits while WRITE_QUEUE batches wait.
+        kicks: how many kicks fn answers (counted in `queued` until it has run)."""
+        if kicks:
+            with self._cond:
+                self._writing += kicks
+        self._writes.put(fn)
+
+    def _write_loop(self) -> None:
+        while True:
+            fn = self._writes.get()
+            if fn is None:
+                return
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - the writer thread must not die: later batches need it
+                log.error("writing failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
+
+    def _answer_all(self, batch: list[_Unit], reason: str, *, only_unanswered: bool = False) -> None:
+        """Answer the batch's kicks (those not answered yet, with only_unanswered) with reason, in the writer thread
+        (so after the replies of earlier batches)."""
+        def answer() -> None:
+            try:
+                for u in batch:
+                    if not (only_unanswered and u.answered):
+                        u.answer(osc_api.error(u.job.id, reason))
+            finally:
+                with self._cond:
+                    self._writing -= len(batch)
+
+        self._post(answer, len(batch))
 
     # ------------------------------------------------------------ one batch
     def _source(self, job: Job) -> np.ndarray:
@@ -383,8 +493,7 @@ class Worker:
         gen = self.gen
         job0 = batch[0].job
         if job0._failed is not None:  # an earlier batch of this interpolation was refused by the model
-            for u in batch:
-                u.answer(osc_api.error(u.job.id, job0._failed))
+            self._answer_all(batch, job0._failed)
             return
         s = gen.settings(job0.steps, job0.sampler, self.policy)
         steps, sampler = s.steps, s.sampler
@@ -398,8 +507,7 @@ class Worker:
             audio = gen.render(items, steps=steps, sampler=sampler, variation=variation, interpolation=interpolation,
                                sample_rate=self.sample_rate, cancel=self._cancel.is_set)
         except Cancelled:
-            for u in batch:
-                u.answer(osc_api.error(u.job.id, "shutting down"))
+            self._answer_all(batch, "shutting down")
             return
         except Exception as e:
             reason = str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
@@ -409,17 +517,37 @@ class Worker:
             if job0.ends is not None:
                 job0._failed = reason
                 job0.close()
-            for u in batch:
-                u.answer(osc_api.error(u.job.id, reason))
+            self._answer_all(batch, reason)
             return
         t_gen = time.perf_counter() - t0
         self.batches += 1
+        log.debug("batch of %d (%s, %s steps) in %.3f s", len(batch), sampler, steps, t_gen)
+        model_name = self.model_name
+
+        def write() -> None:
+            try:
+                self._write(batch, audio, steps, sampler, model_name)
+            except Exception as e:  # noqa: BLE001 - as _serve's catch-all: answer the kicks not answered yet
+                log.error("batch failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
+                for u in batch:
+                    if not u.answered:
+                        u.answer(osc_api.error(u.job.id, f"generation failed: {type(e).__name__}: {e}"))
+            finally:
+                with self._cond:
+                    self._writing -= len(batch)
+
+        self._post(write, len(batch))
+
+    def _write(self, batch: list[_Unit], audio: np.ndarray, steps: int | None, sampler: str | None,
+               model_name: str) -> None:
+        """In the writer thread: drop each rendered kick (unless stopping: the one being written lands, the rest are
+        answered "shutting down"), answer it, then apply retention and save the ledger."""
         for i, u in enumerate(batch):
             if self._stopping:
                 u.answer(osc_api.error(u.job.id, "shutting down"))
                 continue
             try:
-                info = KickInfo(model=self.model_name, seed=u.seed, steps=steps, sampler=sampler,
+                info = KickInfo(model=model_name, seed=u.seed, steps=steps, sampler=sampler,
                                 controls=u.job.controls, software=self.software,
                                 source=str(u.job.source) if u.job.source else None,
                                 strength=u.job.strength if u.job.source else None,
@@ -437,7 +565,6 @@ class Worker:
                 continue
             self.generated += 1
             u.answer(osc_api.done(u.job.id, str(path), u.job.reply_seed(u.seed)))
-        log.debug("batch of %d (%s, %s steps) in %.3f s", len(batch), sampler, steps, t_gen)
         try:
             self.writer.prune()
         except Exception as e:  # noqa: BLE001 - every kick is answered by now; retention tries again next batch

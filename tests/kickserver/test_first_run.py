@@ -48,7 +48,7 @@ def test_the_status_and_the_log_say_why_a_model_serves(tmp_path):
     models = tmp_path / "share" / "models"
     with start_daemon(tmp_path, models, pin=False) as d:
         p = status(d)
-        assert p[:2] == ["default", "cpu"] and len(p) == 5 and p[4] == "bundled default", p
+        assert p[:2] == ["default", "cpu"] and len(p) == 6 and p[4] == "bundled default", p  # p[5]: memory
         assert d.wait_for_log("serving default: bundled default", timeout=1), d.stderr_text()
         drop(make_artifact(tmp_path / "mine.safetensors", seed=5), models / "mine.safetensors")
         p = wait_status(d, "mine", 10)

@@ -197,8 +197,9 @@ def test_status(daemon):
     """Independent of the other tests: it counts its own kicks."""
     (a, p), = daemon.send("/kick/status")
     assert a == "/kick/status"
-    model, device, queued, generated, why = p
+    model, device, queued, generated, why, memory = p
     assert (model, device, why) == ("tiny", "cpu", "pinned by --model")
+    assert memory.startswith("cpu RSS ") and memory.endswith(" MB"), memory  # issue 24: appended last
     assert isinstance(queued, int) and isinstance(generated, int) and queued >= 0 and generated >= 0
     replies = daemon.send("/kick/generate", 2, "steps", STEPS, expect=2)
     assert [a for a, _ in replies] == ["/kick/done"] * 2, replies

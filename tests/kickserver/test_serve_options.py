@@ -74,6 +74,8 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "threads": (MAIN, f"{HERE}::test_threads_reach_the_worker",
                 "test_reliability.py::test_sighup_sends_ready_only_once_the_reloaded_model_serves"),
     "log_level": (MAIN,),  # debug lines appear
+    # graphs on the CPU: refused by kickmodel.capture, logged once per load (start and hot swap)
+    "render_capture": (MAIN, "test_render_capture.py::test_graphs_on_the_cpu_fall_back_to_eager_logged_once_per_load"),
     "reply_rate_kb": (MAIN, "test_reliability.py::test_reply_budget_bounds_what_a_forged_source_can_draw"),
     "reply_burst_kb": (MAIN, "test_reliability.py::test_reply_budget_bounds_what_a_forged_source_can_draw"),
 }
@@ -274,7 +276,7 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
         # retention: one limit each way here, the other in test_retention_the_other_way
         "max_files": 2 if way == "command line" else None, "max_mb": 0.03 if way == "config file" else None,
         "queue_limit": 5, "client_queue_limit": 3, "max_batch": 2, "max_steps": 3, "steps": 2, "threads": 2,
-        "log_level": "debug", "reply_rate_kb": 0.01, "reply_burst_kb": 5.0,
+        "log_level": "debug", "reply_rate_kb": 0.01, "reply_burst_kb": 5.0, "render_capture": "graphs",
     }
     assert set(s) == set(SERVE_OPTIONS)
     out = Path(s["out"])
@@ -295,6 +297,9 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
         why = "pinned by --model" if way == "command line" else "pinned by model in the config"
         status = one(d, "/kick/status")[1]
         assert status[:2] == ["other", "cpu"] and status[4] == why, status
+        # render_capture: graphs asked, refused on the CPU, said once
+        assert d.wait_for_log("model other (waveform_diffusion): render capture off (asked graphs); fell back to "
+                              "eager: CUDA graphs need a CUDA device", timeout=10), d.stderr_text()
         (a, names) = one(d, "/kick/models")
         assert a == "/kick/models" and {"other", "tiny"} <= set(names), names
         assert "INFO kickserver: device cpu" in log_lines(d), d.stderr_text()  # auto says "device auto: ..."

@@ -540,3 +540,98 @@ def test_a_morph_whose_file_fails_answers_each_kick_once_and_closes_the_other_fi
     assert w.join(5)
     assert got == [("/kick/error", [5, "a: source a.wav is 40.0 s long; at most 30 s"])] * 5
     assert src_a.closed and src_b.closed and gen.morphs == []
+
+
+# ---------------------------------------------------------------- writes off the render's critical path (issue 24)
+
+
+class RenderLog(FakeGen):
+    """FakeGen that records each render's start (an event per render) and refuses steps=3 with a ValueError."""
+
+    def __init__(self):
+        super().__init__()
+        self.renders: list[threading.Event] = [threading.Event() for _ in range(8)]
+        self.n = 0
+
+    def sample(self, items, steps=None, sampler=None):
+        self.renders[min(self.n, 7)].set()
+        self.n += 1
+        if steps == 3:
+            raise ValueError("steps 3 refused by this model")
+        return super().sample(items, steps, sampler)
+
+
+def test_the_next_batch_renders_while_the_last_one_is_written(tmp_path):
+    """The writer of batch 1 waits for batch 2's render to start: with writes on the render's thread it never
+    would. Writes run on one thread, the writer thread, which alone owns the KickWriter (its ledger)."""
+    gen = RenderLog()
+    seen = []
+
+    class Waiting(KickWriter):
+        def write(self, audio, info):
+            seen.append((threading.current_thread().name, gen.renders[1].wait(5)))
+            return super().write(audio, info)
+
+    w = Worker(gen, "fake", Waiting(tmp_path, 44100, max_files=10), sample_rate=44100, max_batch=2)
+    r = Collect()
+    w.submit(job(1, 4, r))  # two batches of two
+    w.start()
+    got = r.wait(4)
+    w.stop()
+    assert w.join(5)
+    assert [a for a, _ in got] == ["/kick/done"] * 4, got
+    assert seen and all(ok for _, ok in seen), "batch 2 did not render while batch 1 was written"
+    assert {name for name, _ in seen} == {"kick-writer"}
+    assert sorted(w.writer.written) == sorted(p.name for p in tmp_path.glob("kick_*.wav"))  # the ledger
+
+
+def test_one_clients_replies_keep_the_order_of_its_kicks(tmp_path):
+    """From one client: two kicks, a request the model refuses, then six kicks (three batches). The refusal, made
+    while the first kicks are still being written, comes after their /kick/done, and every /kick/done in seed
+    order."""
+    gen = RenderLog()
+
+    class Slow(KickWriter):
+        def write(self, audio, info):
+            gen.renders[1].wait(5)  # the refused request's render has happened
+            return super().write(audio, info)
+
+    w = Worker(gen, "fake", Slow(tmp_path, 44100), sample_rate=44100, max_batch=2)
+    r = Collect()
+    w.submit(job(1, 2, r))
+    w.submit(job(2, 1, r, steps=3))
+    w.submit(job(3, 6, r))
+    w.start()
+    got = r.wait(9)
+    w.stop()
+    assert w.join(5)
+    assert gen.renders[1].is_set()
+    assert [(a, p[0]) for a, p in got] == [("/kick/done", 1)] * 2 + [("/kick/error", 2)] + [("/kick/done", 3)] * 6, got
+    assert [p[2] for _, p in got if p[0] != 2] == [100, 101] + list(range(300, 306))
+    assert got[2][1][1] == "steps 3 refused by this model"
+
+
+def test_stop_during_writes_loses_no_file_and_leaves_no_temp_file(tmp_path):
+    started = threading.Event()
+
+    class Slow(KickWriter):
+        def write(self, audio, info):
+            started.set()
+            time.sleep(0.05)
+            return super().write(audio, info)
+
+    w = Worker(FakeGen(), "fake", Slow(tmp_path, 44100, max_files=100), sample_rate=44100, max_batch=2)
+    r = Collect()
+    w.submit(job(1, 6, r))
+    w.start()
+    assert started.wait(5)
+    w.stop()
+    assert w.join(5)
+    got = list(r.replies)
+    assert len(got) == 6 and {p[0] for _, p in got} == {1}, got  # every kick answered once
+    done = [p[1] for a, p in got if a == "/kick/done"]
+    assert done and all(p[1] == "shutting down" for a, p in got if a == "/kick/error")
+    assert sorted(done) == sorted(str(p) for p in tmp_path.glob("kick_*.wav"))  # every file answered, none lost
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
+    assert sorted(w.writer.written) == sorted(p.name for p in tmp_path.glob("kick_*.wav"))
+    assert w.queued == 0
