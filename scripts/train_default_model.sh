@@ -9,8 +9,10 @@
 #      no posterior noise) with two more reconstruction terms, linear magnitudes and the body's frequency
 #      track, which bring back the pitch sweep the log-mel error lets the decoder lose (MODEL_CARD.md);
 #   4. export of the latent diffusion with that decoder (`export --vae`) and the sampling settings the
-#      evaluation chose (10 steps, time_power 0.35, the guidance of the controls sweep), then `kicktrain
-#      eval` on the held-out split the artifact records.
+#      evaluation chose (10 steps, time_power 0.35, the guidance of the controls sweep), with the map of its 81
+#      training kicks (`--map-data`: kickmodel/kitmap.py, for /kick/map and /kick/near; the shipped file got the same
+#      map from `kicktrain map ... --split train --into`), then `kicktrain eval` on the held-out split the artifact
+#      records.
 # The learning rates are constant after warm-up, so a run of N steps is the same whether or not it was
 # stopped and resumed on the way. On the 2-core development machine (no GPU): about 55 min for the VAE's
 # 3500 steps, 25 min for the 2319 latent-diffusion steps, 21 min for the decoder's 4419 on one thread
@@ -38,7 +40,7 @@ kit=kickserver/data/kicks
     --set vae.recon_linear_weight=1 --set vae.recon_pitch_weight=8 --set train.sample_every=0 --no-progress
 "$py" -m trainer.cli export "$runs/decoder" --out "$runs/decoder.safetensors"
 "$py" -m trainer.cli export "$runs/ld" --vae "$runs/decoder.safetensors" --out "$runs/default.safetensors" \
-    --set sampling.steps=10 --set sampling.time_power=0.35 --set sampling.guidance="$guidance"
+    --set sampling.steps=10 --set sampling.time_power=0.35 --set sampling.guidance="$guidance" --map-data "$kit"
 "$py" -m trainer.cli eval "$runs/default.safetensors" --real "$kit" --train "$kit" --run "$runs/ld" \
     --out "$runs/eval" --device "$device" --steps 10,25
 echo "to ship it: cp $runs/default.safetensors kickserver/models/default.safetensors"

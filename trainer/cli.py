@@ -160,7 +160,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
             raise ConfigError(f"--set {item!r}: expected section.key=value")
         settings[key] = _parse_value(value)
     path = export_run(Path(args.run), Path(args.out), settings, log=lambda m: print(m, file=sys.stderr),
-                      family_options=given_options(args))  # the run's family takes them (or refuses)
+                      family_options=given_options(args),  # the run's family takes them (or refuses)
+                      map_data=args.map_data)
     print(f"exported {path}")
     return 0
 
@@ -205,10 +206,10 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 def _cmd_map(args: argparse.Namespace) -> int:
     from .latent_map import make_map
 
-    png, table = make_map(args.artifact, args.data, args.out, perplexity=args.perplexity, seed=args.seed,
-                          device=args.device, log=lambda m: print(m, file=sys.stderr))
-    print(png)
-    print(table)
+    for path in make_map(args.artifact, args.data, args.out, into=args.into, split=args.split,
+                         perplexity=args.perplexity, seed=args.seed, device=args.device,
+                         log=lambda m: print(m, file=sys.stderr)):
+        print(path)
     return 0
 
 
@@ -271,7 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--export-name", help="artifact name in --export-dir (default: the run folder's name)")
     sp.add_argument("--init", help="fine-tune from this artifact (uses train.finetune_lr); a latent-diffusion "
                                    "artifact brings its VAE")
-    sp.add_argument("--vram-budget", type=float, help="GB of GPU memory to fit in: picks the micro-batch")
+    sp.add_argument("--vram-budget", type=float, metavar="GB",
+                    help="memory a training step may use: picks micro-batch, precision and checkpointing, fastest "
+                         "first (default: the GPU's free memory; on a CPU, the plain loop)")
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE", help="override a config value")
     add_family_flags(sp, "fit")
     sp.add_argument("--cache", help="prepared-data cache folder (default: the shared cache kicktrain prepare uses)")
@@ -285,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                     help="what needs no retraining: sampling.steps/sampler/time_power/guidance/temperature, "
                          "inverter.kind=griffin-lim (mel-vae)")
+    sp.add_argument("--map-data", nargs="+", metavar="KIT", help="the folders the run trained on: the artifact "
+                    "stores the map of its training kicks among them (kicktrain map --into), for /kick/map and "
+                    "/kick/near")
     add_family_flags(sp, "export")
     sp.set_defaults(func=_cmd_export)
 
@@ -333,7 +339,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("artifact", help="a model with an encoder: a mel-VAE or a latent-diffusion model, such as the "
                     "bundled kickserver/models/default.safetensors")
     sp.add_argument("data", nargs="+", help="folders (or files) of kicks to place on the map")
-    sp.add_argument("--out", required=True, help="folder for map.png and map.csv")
+    sp.add_argument("--out", help="folder for map.png and map.csv")
+    sp.add_argument("--into", metavar="ARTIFACT", help="store the map in the model, written to this artifact (it may "
+                    "be ARTIFACT itself: written atomically); the daemon's /kick/map and /kick/near use it")
+    sp.add_argument("--split", choices=("all", "train"), default="all",
+                    help="train: only the kicks the model records as its training split (by name and content hash)")
     sp.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (needs 3x+1 kicks)")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--device", default="cpu")

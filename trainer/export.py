@@ -57,14 +57,16 @@ def artifact_from_state(objective: Objective, cfg: Config, weights: Mapping[str,
 
 
 def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print,
-               family_options: dict | None = None) -> Path:
+               family_options: dict | None = None, map_data: list[str | Path] | None = None) -> Path:
     """Export the EMA weights of run_dir's newest loadable checkpoint to out (.safetensors), atomically.
 
     `settings` ({"sampling.steps": 10, ...}) overrides what needs no retraining: the default sampling
     settings (steps, sampler, time_power, guidance for a diffusion family; temperature for a mel-VAE),
     so the evaluation's choice can be written into the served artifact, and a mel-VAE's inverter kind
     (Griffin-Lim, training-free, instead of the learned one). `family_options`: what the family's
-    export_config takes (latent diffusion: {"vae": a decoder-only fine-tune of the run's VAE})."""
+    export_config takes (latent diffusion: {"vae": a decoder-only fine-tune of the run's VAE}). `map_data`: the folders
+    the run trained on; the artifact then stores the map of its training kicks among them (trainer.latent_map,
+    kickmodel.kitmap), the run's recorded split choosing them (a family without an encoder: said in a line)."""
     run_dir, out = Path(run_dir), Path(out)
     if out.suffix != ".safetensors":
         raise ValueError(f"{out}: the artifact's name must end in .safetensors")
@@ -95,4 +97,15 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
     art = artifact_from_state(objective, cfg, state["ema"]["model"], name=out.name.removesuffix(".safetensors"),
                               step=int(state["step"]), control_quantiles=state.get("control_quantiles"),
                               training=training)
+    if map_data:
+        from .data import NoUsableAudio
+        from .latent_map import MapError, attach_map
+
+        try:
+            attach_map(art, map_data, log=log)
+        except (MapError, NoUsableAudio) as e:  # the model is exported all the same
+            log(f"no kit map stored: {e}")
+    elif family.map_latent_dim({p: art.config_of(p) for p in family.part_names(cfg, art.part_configs)}) is not None:
+        log("no kit map stored (give --map-data with the folders it trained on for /kick/map and /kick/near, or run "
+            "`kicktrain map ARTIFACT KIT --split train --into ARTIFACT` later)")
     return art.save(out)

@@ -17,6 +17,18 @@ per file: path, name (the file name without extension), tsne_x, tsne_y, pca_x, p
 
 t-SNE needs more points than its perplexity: a folder of fewer than 3 x perplexity + 1 kicks gets a
 message saying so and a PCA-only map. A family without an encoder (waveform diffusion) is refused.
+
+The model can keep the map (kickmodel/kitmap.py, issue 25):
+
+    kicktrain map kickserver/models/default.safetensors kickserver/data/kicks --split train \
+        --into kickserver/models/default.safetensors [--out map/]
+
+stores the kicks' points (the t-SNE layout map.csv holds, else PCA's, moved to 0..1 by KitMap's affine map), latents,
+names and axes in the artifact, written to a temp file, fsynced and renamed over it (never half written). --split
+train keeps only the kicks the artifact records as its training split (by name and content hash). A map holds at most
+kickmodel.kitmap.MAX_POINTS kicks (more: an even subsample, said in a line), and t-SNE runs on at most MAX_TSNE_KICKS
+of them when the map is built for an artifact (more: PCA, said in a line), so a map costs seconds, not minutes.
+`kicktrain export RUN --out A --map-data KIT` stores the map of the run's training kicks found in KIT the same way.
 """
 
 from __future__ import annotations
@@ -30,12 +42,14 @@ import numpy as np
 
 from kickmodel.descriptors import CONTROL_NAMES, measure
 from kickmodel.fsutil import atomic_write_bytes
+from kickmodel.kitmap import MAX_POINTS, KitMap
 
 DEFAULT_PERPLEXITY = 30.0
 UNITS = {"decay": "s", "pitch": "Hz", "click": "dB"}
 CLIP_PERCENTILES = (2.0, 98.0)
 ALL_LABELS_UP_TO = 12  # kicks; more get their extremes and outliers named
 NAME_WIDTH = 20
+MAX_TSNE_KICKS = 2000  # a map stored in an artifact: t-SNE on at most this many kicks (tens of seconds), else PCA
 
 
 def short_name(stem: str, width: int = NAME_WIDTH) -> str:
@@ -94,8 +108,8 @@ def min_points(perplexity: float) -> int:
 
 
 def layout(latents: np.ndarray, perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0,
-           log: Callable[[str], None] = print) -> tuple[np.ndarray | None, np.ndarray]:
-    """(t-SNE [n, 2] or None when there are too few points, PCA [n, 2])."""
+           log: Callable[[str], None] = print, max_tsne: int | None = None) -> tuple[np.ndarray | None, np.ndarray]:
+    """(t-SNE [n, 2] or None when there are too few points, or more than max_tsne, PCA [n, 2])."""
     from sklearn.decomposition import PCA
     from sklearn.manifold import TSNE
 
@@ -109,6 +123,10 @@ def layout(latents: np.ndarray, perplexity: float = DEFAULT_PERPLEXITY, seed: in
     if n < min_points(perplexity):
         log(f"{n} kicks are too few for t-SNE at perplexity {perplexity:g} (it needs at least "
             f"{min_points(perplexity)}); writing the PCA map only (try --perplexity {max(1.0, (n - 1) / 3):.0f})")
+        return None, pca
+    if max_tsne is not None and n > max_tsne:
+        log(f"{n} kicks are more than the {max_tsne} a stored map lays out by t-SNE (it would take minutes); "
+            "storing the PCA map")
         return None, pca
     tsne = TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(z)
     return tsne, pca
@@ -209,30 +227,126 @@ def write_csv(path: Path, sources: Sequence[str], tsne: np.ndarray | None, pca: 
     return path
 
 
-def make_map(artifact: str | Path, data: Sequence[str | Path], out: str | Path, *, perplexity: float =
-             DEFAULT_PERPLEXITY, seed: int = 0, device: str = "cpu", log: Callable[[str], None] = print
-             ) -> tuple[Path, Path]:
+def training_kicks(training: dict, sources: Sequence[str], shas: Sequence[str]) -> list[int]:
+    """Indices of the files an artifact's training record lists in its training split (by name and content hash);
+    MapError when it records no split or none of the files is in it."""
+    split = training.get("split") if isinstance(training, dict) else None
+    train = split.get("train") if isinstance(split, dict) else None
+    if not isinstance(train, list):
+        raise MapError("the model records no training split; leave out --split train to map every kick given")
+    wanted = {(e.get("name"), e.get("sha256")) for e in train if isinstance(e, dict)}
+    keep = [i for i, (src, h) in enumerate(zip(sources, shas)) if (Path(src).name, h) in wanted]
+    if not keep:
+        raise MapError(f"none of the {len(sources)} kicks given is in the model's training split "
+                       f"({len(wanted)} kicks); give the folder it was trained on")
+    return keep
+
+
+def even_subsample(n: int, limit: int) -> list[int]:
+    """At most limit indices of range(n), evenly spaced (deterministic)."""
+    if n <= limit:
+        return list(range(n))
+    return sorted({int(i) for i in np.linspace(0, n - 1, limit).round()})
+
+
+def kit_map_of(tsne: np.ndarray | None, pca: np.ndarray, latents: np.ndarray, desc: np.ndarray,
+               sources: Sequence[str]) -> KitMap:
+    """The map an artifact stores: t-SNE's layout when there is one, else PCA's (the columns map.csv holds), the
+    latents, the file stems and the descriptors (kickmodel.kitmap.KitMap.build)."""
+    xy, method = (tsne, "tsne") if tsne is not None else (pca, "pca")
+    return KitMap.build(xy, latents, [kick_name(s) for s in sources], method, desc)
+
+
+def encode_kicks(gen, clips: np.ndarray, batch: int = 32) -> np.ndarray:
+    return np.concatenate([gen.encode(clips[i:i + batch]) for i in range(0, len(clips), batch)])
+
+
+def map_kicks(gen, data: Sequence[str | Path], *, split: str | None = None, limit: int | None = None,
+              perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0, max_tsne: int | None = None,
+              log: Callable[[str], None] = print):
+    """(sources, latents, descriptors, t-SNE or None, PCA) of the kicks under data as gen places them: decoded as
+    training decodes them, only the artifact's training split when split == "train", at most `limit` kicks (an even
+    subsample beyond, said in a line)."""
     import torch
 
     from kickmodel.families import cli_name
-    from kickmodel.generator import ENCODE, load_generator
+    from kickmodel.generator import ENCODE
 
     from .evaluation.sets import load_folder
 
-    gen = load_generator(Path(artifact), device)
     if ENCODE not in gen.capabilities:  # declared by its generator (kickmodel.generator.CAPABILITIES)
         raise MapError(f"model {gen.name} is a {cli_name(gen.family)} model, which has no encoder to place kicks "
                        f"on a map (it can: {', '.join(sorted(gen.capabilities)) or 'only make new kicks'})")
     if perplexity <= 0:
         raise MapError("--perplexity must be > 0")
-    clips, sources, _, _ = load_folder(list(data), gen.config.data, log)
-    latents = np.concatenate([gen.encode(clips[i:i + 32]) for i in range(0, len(clips), 32)])
+    if split not in (None, "all", "train"):
+        raise MapError(f"--split is train or all, not {split!r}")
+    clips, sources, shas, _ = load_folder(list(data), gen.config.data, log)
+    keep = list(range(len(sources)))
+    if split == "train":
+        keep = training_kicks(gen.artifact.training, sources, shas)
+        log(f"{len(keep)} of {len(sources)} kicks are in the model's training split")
+    if limit is not None and len(keep) > limit:
+        log(f"{len(keep)} kicks are more than the {limit} a stored map holds; mapping an even subsample of {limit}")
+        keep = [keep[i] for i in even_subsample(len(keep), limit)]
+    clips, sources = clips[keep], [sources[i] for i in keep]
+    latents = encode_kicks(gen, clips)
     desc = measure(torch.from_numpy(clips), gen.sample_rate).numpy()
-    tsne, pca = layout(latents, perplexity, seed, log)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path = write_csv(out / "map.csv", sources, tsne, pca, desc)
-    png = draw(out / "map.png", tsne, pca, desc,
-               f"{gen.name}: {len(sources)} kicks in its {latents.shape[1]}-dimensional latent space",
-               [kick_name(src) for src in sources])
-    return png, csv_path
+    if max_tsne is not None and len(sources) < min_points(perplexity) and len(sources) >= min_points(2.0):
+        # a stored map: t-SNE's layout, whose neighbourhoods its kernel regression reads, at the largest perplexity
+        # these kicks allow, rather than PCA's (the first two components put unlike kicks side by side)
+        fit = float(int((len(sources) - 1) / 3))
+        log(f"{len(sources)} kicks are too few for t-SNE at perplexity {perplexity:g}; laying out at {fit:g}")
+        perplexity = fit
+    tsne, pca = layout(latents, perplexity, seed, log, max_tsne=max_tsne)
+    return sources, latents, desc, tsne, pca
+
+
+def attach_map(art, data: Sequence[str | Path], *, perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0,
+               log: Callable[[str], None] = print):
+    """Set art.kit_map (an Artifact, e.g. an export in memory) to the map of its training kicks found under data (the
+    split it records; every kick when it records none), on the CPU. MapError when its family has no encoder or no
+    kick is usable."""
+    import torch
+
+    from kickmodel.families import get_family
+
+    gen = get_family(art.family).load_generator(art, torch.device("cpu"))
+    split = "train" if isinstance((art.training or {}).get("split"), dict) else None
+    sources, latents, desc, tsne, pca = map_kicks(gen, data, split=split, limit=MAX_POINTS, perplexity=perplexity,
+                                                  seed=seed, max_tsne=MAX_TSNE_KICKS, log=log)
+    art.kit_map = kit_map_of(tsne, pca, latents, desc, sources)
+    log(f"the artifact stores the {art.kit_map.method} map of its {art.kit_map.n} training kicks")
+    return art
+
+
+def make_map(artifact: str | Path, data: Sequence[str | Path], out: str | Path | None = None, *,
+             into: str | Path | None = None, split: str | None = None, perplexity: float = DEFAULT_PERPLEXITY,
+             seed: int = 0, device: str = "cpu", log: Callable[[str], None] = print) -> list[Path]:
+    """The map of the kicks under data in artifact's latent space: map.png and map.csv in `out`, and/or the artifact
+    with the map stored in it written to `into` (atomically; it may be artifact itself). Returns what it wrote."""
+    from kickmodel.generator import load_generator
+
+    if out is None and into is None:
+        raise MapError("give --out DIR (the picture and the table), --into ARTIFACT (the map stored in a model) "
+                       "or both")
+    if into is not None and not str(into).endswith(".safetensors"):
+        raise MapError(f"--into {into}: an artifact's name ends in .safetensors")
+    gen = load_generator(Path(artifact), device)
+    sources, latents, desc, tsne, pca = map_kicks(
+        gen, data, split=split, limit=MAX_POINTS if into is not None else None, perplexity=perplexity, seed=seed,
+        max_tsne=MAX_TSNE_KICKS if into is not None else None, log=log)
+    written: list[Path] = []
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        written.append(draw(out / "map.png", tsne, pca, desc,
+                            f"{gen.name}: {len(sources)} kicks in its {latents.shape[1]}-dimensional latent space",
+                            [kick_name(src) for src in sources]))
+        written.append(write_csv(out / "map.csv", sources, tsne, pca, desc))
+    if into is not None:
+        art = gen.artifact
+        art.kit_map = kit_map_of(tsne, pca, latents, desc, sources)
+        written.append(art.save(Path(into)))
+        log(f"stored the {art.kit_map.method} map of {art.kit_map.n} kicks in {into}")
+    return written

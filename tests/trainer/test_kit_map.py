@@ -1,0 +1,152 @@
+"""The model's kit map built by the trainer (issue 25): `kicktrain map --into` and `kicktrain export --map-data` store
+it (trainer/latent_map.py, kickmodel/kitmap.py), its points are map.csv's layout moved to 0..1, and on the bundled
+model a kick made at a kit kick's point is near that kick, more so the smaller the spread."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from kickmodel.artifact import load_artifact
+from kickmodel.generator import Item, Near, load_generator
+from trainer.cli import main as kicktrain
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED = ROOT / "kickserver" / "models" / "default.safetensors"
+KIT = ROOT / "kickserver" / "data" / "kicks"
+
+
+def _some_kicks(folder: Path, n: int) -> list[Path]:
+    folder.mkdir()
+    files = sorted(p for p in KIT.iterdir() if p.suffix in (".flac", ".wav"))[:n]
+    for f in files:
+        shutil.copy(f, folder / f.name)
+    return files
+
+
+def test_kicktrain_map_into_stores_the_csvs_layout_in_the_model(tmp_path, capsys):
+    kicks = tmp_path / "kicks"
+    files = _some_kicks(kicks, 8)
+    out, into = tmp_path / "m", tmp_path / "mapped.safetensors"
+    args = ["map", str(BUNDLED), str(kicks), "--out", str(out), "--into", str(into), "--perplexity", "2"]
+    assert kicktrain(args) == 0
+    rows = list(csv.DictReader((out / "map.csv").open()))
+    art, bundled = load_artifact(into), load_artifact(BUNDLED)
+    km = art.kit_map
+    assert km is not None and km.method == "tsne" and list(km.names) == [f.stem for f in files]
+    tsne = np.array([[float(r["tsne_x"]), float(r["tsne_y"])] for r in rows])
+    np.testing.assert_allclose(km.points, (tsne - km.centre) / km.scale + 0.5, atol=1e-5)  # the CSV's layout
+    assert art.part_hashes == bundled.part_hashes  # the model is the same model
+    assert json.loads(art.meta["kitmap"])["affine"] == {"centre": list(km.centre), "scale": km.scale}
+    # in place: the artifact is replaced whole (temp file, fsync, rename), nothing left beside it
+    inplace = tmp_path / "models" / "default.safetensors"
+    inplace.parent.mkdir()
+    shutil.copy(BUNDLED, inplace)
+    assert kicktrain(["map", str(inplace), str(kicks), "--into", str(inplace), "--perplexity", "2"]) == 0
+    assert load_artifact(inplace).kit_map.names == km.names
+    assert [p.name for p in inplace.parent.iterdir()] == ["default.safetensors"]
+    capsys.readouterr()
+    assert kicktrain(["map", str(BUNDLED), str(kicks), "--split", "train", "--into", str(tmp_path / "x.bin")]) == 2
+    assert "ends in .safetensors" in capsys.readouterr().err
+    assert kicktrain(["map", str(BUNDLED), str(kicks)]) == 2
+    assert "--into" in capsys.readouterr().err
+
+
+def test_split_train_keeps_the_models_training_kicks_only(tmp_path, capsys):
+    from trainer.synth import synth_batch
+
+    kicks = tmp_path / "kicks"
+    kicks.mkdir()
+    for i, clip in enumerate(synth_batch(4, seed=1)):
+        sf.write(kicks / f"k{i}.wav", clip, 44100, subtype="PCM_16")
+    into = tmp_path / "m.safetensors"
+    assert kicktrain(["map", str(BUNDLED), str(kicks), "--split", "train", "--into", str(into)]) == 2
+    assert "none of the 4 kicks given is in the model's training split" in capsys.readouterr().err
+    assert not into.exists()
+
+
+def test_export_with_map_data_stores_the_runs_training_kicks(tmp_path, synth_kicks):
+    from kickmodel.families import preset
+    from trainer.train import FitOptions, fit
+
+    run = tmp_path / "run"
+    fit(FitOptions(data=[str(synth_kicks)], run_dir=run, cfg=preset("tiny", "mel_vae"), device="cpu", max_steps=2,
+                   progress=False, tensorboard=False), log=lambda m: None)
+    out = tmp_path / "a.safetensors"
+    logs: list[str] = []
+    from trainer.export import export_run
+
+    export_run(run, out, map_data=[str(synth_kicks)], log=logs.append)
+    art = load_artifact(out)
+    train = [Path(e["name"]).stem for e in art.training["split"]["train"]]
+    assert art.kit_map is not None and sorted(art.kit_map.names) == sorted(train) and len(train) < 12
+    plain = tmp_path / "b.safetensors"
+    logs.clear()
+    export_run(run, plain, log=logs.append)
+    assert load_artifact(plain).kit_map is None and any("--map-data" in m for m in logs)
+
+
+# ------------------------------------------------------------------ the bundled model and its starter kit
+
+@pytest.fixture(scope="module")
+def bundled():
+    """The bundled model, its map, and the starter kit's kicks by name with their eval embeddings (mfcc-stats,
+    standardised by the kit's statistics as the evaluation standardises by the real clips')."""
+    from trainer.embeddings import get_embedding
+    from trainer.evaluation.distances import standardiser
+    from trainer.evaluation.sets import load_folder
+
+    gen = load_generator(BUNDLED)
+    km = gen.kit_map
+    assert km is not None, gen.kit_map_missing
+    clips, sources, _, _ = load_folder([str(KIT)], gen.config.data, lambda m: None)
+    by_name = {Path(s).stem: clips[i] for i, s in enumerate(sources)}
+    kit = np.stack([by_name[n] for n in km.names])
+    emb = get_embedding("mfcc-stats")
+    ek = emb(kit, gen.sample_rate)
+    mu, sd = standardiser(ek)
+
+    def embed(audio: np.ndarray) -> np.ndarray:
+        return (emb(audio, gen.sample_rate) - mu) / sd
+
+    return gen, km, kit, (ek - mu) / sd, embed
+
+
+def test_a_kick_at_a_kit_kicks_point_is_nearer_that_kick_than_the_median_kit_kick(bundled):
+    gen, km, _, ek, embed = bundled
+    picked = list(range(0, km.n, km.n // 8))[:8]
+    nearer = []
+    for i in picked:
+        kick = gen.render([Item(seed=0)], near=Near(*(float(v) for v in km.points[i]), spread=0.0))
+        d = np.linalg.norm(embed(kick)[0] - ek[i])
+        others = np.delete(np.linalg.norm(ek - ek[i], axis=1), i)
+        nearer.append(d < np.median(others))
+    assert np.mean(nearer) >= 0.75, nearer  # measured: 8 of 8 (20 of 20: scripts/kit_map_check.py)
+
+
+def test_spread_widens_the_kicks_around_a_point(bundled):
+    gen, km, _, ek, embed = bundled
+    picked = list(range(3, km.n, km.n // 4))[:4]
+    curve = []
+    for spread in (0.0, 0.3, 0.6, 1.0):
+        d = [np.linalg.norm(embed(gen.render([Item(seed=s) for s in range(3)],
+                                             near=Near(*(float(v) for v in km.points[i]), spread=spread))) - ek[i],
+                            axis=1).mean() for i in picked]
+        curve.append(float(np.mean(d)))
+    assert all(a < b for a, b in zip(curve, curve[1:])), curve
+
+
+def test_locate_puts_a_kit_kicks_own_file_near_its_point(bundled):
+    gen, km, kit, _, _ = bundled
+    nn = np.sqrt(np.sort(((km.points[:, None] - km.points[None]) ** 2).sum(-1), axis=1)[:, 1])
+    for i in (0, 17, 40):
+        f = next(p for p in KIT.iterdir() if p.stem == km.names[i])
+        audio, rate = sf.read(f, dtype="float32")
+        x, y = gen.locate(gen.prepare_source(audio, rate))
+        assert np.hypot(x - km.points[i, 0], y - km.points[i, 1]) < max(0.02, float(np.median(nn))), (i, x, y)
