@@ -139,7 +139,9 @@ def fit_quantiles(raw: torch.Tensor | np.ndarray, n: int = 33) -> list[list[floa
     Ties (a constant control, repeated values) are broken by adding a tiny step so the mapping
     stays invertible.
     """
-    r = torch.as_tensor(np.asarray(raw), dtype=torch.float64)
+    # a tensor may be on any device (measured there): the quantiles are a few numbers, taken on the CPU
+    r = raw.detach().cpu().double() if isinstance(raw, torch.Tensor) else torch.as_tensor(np.asarray(raw),
+                                                                                         dtype=torch.float64)
     if r.dim() != 2 or r.shape[0] == 0:
         raise ValueError(f"fit_quantiles expects [N, C] with N >= 1, got shape {tuple(r.shape)}")
     if n < 2:

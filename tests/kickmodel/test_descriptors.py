@@ -131,3 +131,19 @@ def test_quantiles_from_measured_synth_set():
         assert d.min() == 0.0 and d.max() == 1.0, name
         assert np.abs(np.sort(d) - even).max() < 0.04, (name, np.sort(d))
     torch.testing.assert_close(from_unit(u, q), raw, atol=1e-3, rtol=1e-4)
+
+
+def test_quantiles_take_a_tensor_as_measured_wherever_it_was():
+    """The trainer measures its clips on the training device: fit_quantiles takes the tensor as it is (numpy cannot
+    read a GPU tensor, nor one that requires grad, which stands for it here) and gives what the CPU copy gives."""
+    raw = torch.rand(50, 3, generator=torch.Generator().manual_seed(0)) * torch.tensor([1.0, 200.0, 40.0])
+    assert fit_quantiles(raw.clone().requires_grad_(True)) == fit_quantiles(raw.numpy())
+
+
+def test_measure_runs_on_the_clips_device_and_to_unit_follows():
+    """The trainer measures each augmented batch where it was augmented (the meta device: shapes, no values, and
+    nothing may be read back or copied to the CPU)."""
+    x = torch.from_numpy(synth_batch(3, seed=1)).to("meta")
+    raw = measure(x, 44100)
+    assert raw.device.type == "meta" and raw.shape == (3, 3)
+    assert to_unit(raw, [[0.0, 1.0, 2.0]] * 3).device.type == "meta"
