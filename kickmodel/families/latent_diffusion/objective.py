@@ -1,7 +1,10 @@
 """Training a denoiser in the latent space of a frozen mel-VAE: each augmented batch is encoded on the
 fly (the VAE's encoder is cheap next to a waveform network), normalised, and diffused. With augmentation
 off every clip always encodes to the same latent, so each is encoded once and kept (keyed by the clip's
-content): the encoding was ~80 % of a step (docs/profiling.md)."""
+content): the encoding was ~80 % of a step (docs/profiling.md). A batch is encoded ENCODE_CHUNK clips at a time,
+on the training device, without gradient: the encoder's activations for a whole batch of 64 took 8.3 GB of a GPU
+(issue 24); a chunk of 8 takes an eighth of that, and the latents are the same (the encoder treats each clip on its
+own)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ from ..diffusion_common import DiffusionObjective, prefixed, unprefixed
 from ..mel_vae.generator import build_parts
 from .network import LatentDenoiserNet
 
+ENCODE_CHUNK = 8  # clips the VAE encodes at a time
+
 
 class LatentObjective(DiffusionObjective):
     def __init__(self, cfg: Config, net: LatentDenoiserNet, vae_art: Artifact, device: torch.device) -> None:
@@ -25,17 +30,21 @@ class LatentObjective(DiffusionObjective):
         self.vae_art = vae_art
         self.front, self.vae, _ = build_parts(vae_art, device)
         self.device = device
+        self.encode_chunk = ENCODE_CHUNK
         aug = cfg.augment
         self.cache: dict[bytes, torch.Tensor] | None = (
             {} if all(getattr(aug, f.name) == 0 for f in dataclasses.fields(aug) if f.name.endswith("_p")) else None)
 
     @torch.no_grad()
     def posterior_means(self, x: torch.Tensor) -> torch.Tensor:
-        return self.vae.encode(self.front(x.to(self.device)))[0].float()
+        """The VAE's posterior means of clips x [B, L], encoded on the device encode_chunk clips at a time."""
+        x, n = x.to(self.device), max(1, self.encode_chunk)
+        return torch.cat([self.vae.encode(self.front(x[i:i + n]))[0].float() for i in range(0, len(x), n)])
 
     def to_latent(self, x: torch.Tensor) -> torch.Tensor:
         return self.module.normalise(self.posterior_means(x))
 
+    @torch.no_grad()
     def prepare_batch(self, x: torch.Tensor) -> torch.Tensor:
         if self.cache is None:
             return self.to_latent(x)
