@@ -94,7 +94,7 @@ def test_the_extra_reconstruction_terms_are_added_to_the_training_loss_and_logge
         objective = get_family("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
         loss, figures = objective.loss(objective.module, objective.prepare_batch(x), None, None,
                                        torch.Generator().manual_seed(0), 100)
-        seen[w] = (loss.item(), figures)
+        seen[w] = (loss.item(), {k: float(v) for k, v in figures.items()})  # figures may be device tensors
     assert key not in seen[0.0][1]
     term = seen[2.0][1][key]
     assert term > 0 and seen[2.0][1]["recon"] == pytest.approx(seen[0.0][1]["recon"])

@@ -48,6 +48,12 @@ class MelVAEModule(nn.Module):
         return out
 
 
+def _active_dims(mu: torch.Tensor, threshold: float = 0.01) -> torch.Tensor | int:
+    """network.active_dims (the same threshold) as a tensor on mu's device, read back with the step's other
+    figures."""
+    return (mu.float().var(0) > threshold).sum() if mu.shape[0] >= 2 else active_dims(mu, threshold)
+
+
 class MelVAEObjective(Objective):
     def __init__(self, cfg: Config, module: MelVAEModule, front: MelFrontEnd) -> None:
         self.cfg = cfg
@@ -73,26 +79,28 @@ class MelVAEObjective(Objective):
         kl = gaussian_kl(out["mu"].float(), out["logvar"].float())
         beta = kl_beta(step, v.beta, v.kl_warmup_steps)
         loss = recon + beta * free_bits_kl(kl, v.free_bits) + p.weight * out["prior_nll"].mean()
-        figures: dict[str, Any] = {"recon": recon.item(), "kl": kl.sum(1).mean().item(), "beta": beta,
-                                   "active_dims": active_dims(out["mu"].detach()),
-                                   "prior_nll": out["prior_nll"].mean().item()}
+        # figures stay tensors on the device: the loop reads a step's back at once, not each on its own (a wait each)
+        figures: dict[str, Any] = {"recon": recon.detach(), "kl": kl.sum(1).mean().detach(), "beta": beta,
+                                   "active_dims": _active_dims(out["mu"].detach()),
+                                   "prior_nll": out["prior_nll"].mean().detach()}
         if v.recon_linear_weight > 0:  # logged on its own, so "recon" stays comparable between runs
             lin = linear_error(out["mel_hat"], mel, self.cfg.mel.floor_db).mean()
             loss = loss + v.recon_linear_weight * lin
-            figures["recon_linear"] = lin.item()
+            figures["recon_linear"] = lin.detach()
         if v.recon_pitch_weight > 0:
             track = low_centroid_error(out["mel_hat"], mel, self.centres_hz, v.recon_low_hz,
                                        self.cfg.mel.floor_db).mean()
             loss = loss + v.recon_pitch_weight * track
-            figures["recon_pitch"] = track.item()
+            figures["recon_pitch"] = track.detach()
         if "inverter" in out:
             inv_loss = out["inverter"].mean()
             loss = loss + inv.weight * inv_loss
-            figures["inverter"] = inv_loss.item()
+            figures["inverter"] = inv_loss.detach()
         return loss, figures | {"_kl_per_dim": kl.mean(0).detach().cpu(), "_mu": out["mu"].detach()}
 
     def loss(self, module: nn.Module, x: torch.Tensor, cond, mask, g: torch.Generator, step: int
-             ) -> tuple[torch.Tensor, dict[str, float]]:
+             ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """(loss, figures): the figures 0-dim tensors on the device (or plain numbers), read by the loop once a step."""
         loss, figures = self._terms(module, x, cond, mask, g, step)
         return loss, {k: v for k, v in figures.items() if not k.startswith("_")}
 
@@ -106,6 +114,8 @@ class MelVAEObjective(Objective):
         loss, figures = self._terms(module, x, cond, mask, g, max(v.kl_warmup_steps, 1))
         mu = figures.pop("_mu").float()
         kl_dim = figures.pop("_kl_per_dim")
+        figures = {k: (int(v) if k == "active_dims" else float(v)) if isinstance(v, torch.Tensor) else v
+                   for k, v in figures.items()}
         figures["loss"] = loss.item()
         figures["kl_per_dim"] = [round(float(k), 4) for k in kl_dim]
         if mu.shape[0] >= 2:
