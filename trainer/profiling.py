@@ -8,7 +8,10 @@ folder, then steps under `torch.profiler.profile`: 1 step not recorded, 1 warm-u
 - DIR/summary.json and a printed table: top operators by self time, the share of convolution and of
   matrix multiplication in all operator time, where a step's time goes (data, augmentation, controls,
   the objective's preparation, forward, backward, optimiser, EMA: the loop's record_function ranges),
-  peak memory; all recorded steps are averaged;
+  peak memory; all recorded steps are averaged. On a GPU the loop waits for the device at each phase's start
+  and end while it is profiled (Trainer._phase; never in a normal run), so a phase's range holds its kernels,
+  not only their launches, and the phases add up to the step; the GPU's own span of each phase's kernels is
+  kept beside them (phases_device_ms_per_step);
 - DIR/phases.png: that split of a step as one stacked bar (ms per step);
 - DIR/<host>_<pid>.<time>.pt.trace.json: the trace of the last --trace-steps recorded steps only (default
   1: a few MB a step on a CPU; shapes and memory events only with --detail, which makes it ~2.5x larger).
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.autograd import DeviceType
 
 from kickmodel.fsutil import atomic_write_bytes, fsync_dir
 
@@ -68,13 +72,20 @@ def summarise(prof: Any, active_steps: int, device: torch.device, top: int = 15)
     conv = sum(self_ms(e) for e in ops if _is_conv(e.key))
     mm = sum(self_ms(e) for e in ops if _is_matmul(e.key))
     ranked = sorted(ops, key=self_ms, reverse=True)[:top]
-    phases = {}
+    # a phase that launched GPU work is there twice: the CPU's range, and the GPU's span of its kernels (no CPU time)
+    phases: dict[str, float] = {}
+    device_phases: dict[str, float] = {}
     for e in events:
-        if e.key in PHASES:
-            phases[e.key] = e.cpu_time_total / 1000.0 / active_steps
+        if e.key not in PHASES:
+            continue
+        if e.device_type == DeviceType.CPU:
+            phases[e.key] = phases.get(e.key, 0.0) + e.cpu_time_total / 1000.0 / active_steps
+        else:
+            device_phases[e.key] = device_phases.get(e.key, 0.0) + e.device_time_total / 1000.0 / active_steps
     data_ms = sum(phases.get(p, 0.0) for p in ("data", "augment", "conditioning", "prepare"))
     compute_ms = phases.get("forward", 0.0) + phases.get("backward", 0.0)
-    step_ms = sum(e.cpu_time_total for e in events if e.key.startswith("ProfilerStep")) / 1000.0 / active_steps
+    step_ms = sum(e.cpu_time_total for e in events
+                  if e.key.startswith("ProfilerStep") and e.device_type == DeviceType.CPU) / 1000.0 / active_steps
     return {
         "device": str(device),
         "active_steps": active_steps,
@@ -85,6 +96,7 @@ def summarise(prof: Any, active_steps: int, device: torch.device, top: int = 15)
         "top_ops": [{"name": e.key, "self_ms_per_step": self_ms(e), "share": self_ms(e) / total,
                      "calls_per_step": e.count / active_steps} for e in ranked],
         "phases_ms_per_step": phases,
+        **({"phases_device_ms_per_step": device_phases} if cuda else {}),
         "data_and_augmentation_ms": data_ms,
         "compute_ms": compute_ms,
         "optimizer_ms": phases.get("optimizer", 0.0),
@@ -103,6 +115,9 @@ def format_summary(s: dict[str, Any]) -> str:
              f"optimiser {s['optimizer_ms']:.1f} ms; peak memory "
              f"{s.get('peak_memory_mb', 0):.0f} MB",
              "  phases: " + ", ".join(f"{k} {v:.1f} ms" for k, v in s["phases_ms_per_step"].items()),
+             *(["  the GPU's span of each phase's kernels: " + ", ".join(
+                 f"{k} {v:.1f} ms" for k, v in s["phases_device_ms_per_step"].items())]
+               if s.get("phases_device_ms_per_step") else []),
              "",
              f"  {'operator':<44} {'self ms':>9} {'share':>7} {'calls':>7}"]
     for op in s["top_ops"]:
@@ -177,6 +192,15 @@ def _schedule(wait: int, warmup: int, active: int, trace_steps: int) -> Callable
     return action
 
 
+def device_sync(device: torch.device) -> Callable[[], None]:
+    """What waits for `device` to finish its queued work (nothing to wait for on the CPU: its ops return done)."""
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    if device.type == "mps":
+        return torch.mps.synchronize
+    return lambda: None
+
+
 def _quiet_kineto_on_cpu(device: torch.device) -> None:
     """See the module's docstring: kineto's "gpuGetDeviceCount failed" on a machine with no NVIDIA driver. Read
     when kineto starts (the first profile of the process); the user's own KINETO_LOG_LEVEL wins."""
@@ -211,6 +235,7 @@ def profile_training(opts: Any, steps: int, out: Path, log: Callable[[str], None
                                max_steps=10**9, cfg=opts.cfg.replace("train", prefetch=False))
     try:
         tr = Trainer(opts, log)
+        tr._phase_sync = device_sync(tr.device)  # phases bounded by waits for the device: their real times
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if tr.device.type == "cuda" else [])
         _quiet_kineto_on_cpu(tr.device)
         for old in out.glob("*.pt.trace.json"):  # a trace of an earlier profile here would read as this one's
