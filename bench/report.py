@@ -238,24 +238,30 @@ def section_custom(d: dict, img: Path, page: Path) -> str:
 
 
 def section_gpu(d: dict, img: Path, page: Path) -> str:
-    text = "Training, per family, preset and precision:\n\n" + md_table(d.get("train", []), [
-        ("family", "family", ""), ("preset", "preset", ""), ("mode", "loop", ""), ("precision", "precision", ""),
-        ("samples_per_s", "samples/s", ".1f"), ("peak_gpu_mb", "peak VRAM MB", ".0f"), ("error", "error", ""),
-        ("skipped", "skipped", "")])
-    text += "\n\nVerdicts (6 GB design point; base within 2 GiB; optimised >= 2x naive at less memory):\n\n"
-    text += md_table(d.get("verdicts", []), [("family", "family", ""), ("preset", "preset", ""),
-                                             ("peak_gpu_mb", "peak MB", ".0f"),
-                                             ("within_design_point", "within 6 GB", ""),
-                                             ("base_within_2gib", "base within 2 GiB", ""),
-                                             ("speedup", "speed x naive", ".2f"),
-                                             ("memory_ratio", "memory x naive", ".2f")])
-    text += "\n\nSampling:\n\n" + md_table(d.get("sampling", []), [
+    skip = [("error", "error", ""), ("skipped", "skipped", "")]
+    targets = [("what", "target", ""), ("value", "measured", ""), ("met", "met", "")]
+    text = "Issue 24's targets:\n\n" + md_table(d.get("targets", []), targets)
+    text += "\n\nThe daemon end to end, eager (`--render-capture off`) beside the default (`auto`):\n\n" + md_table(
+        d.get("daemon", []), [("capture", "capture", ""), ("count", "kicks", "d"), ("median_s", "median s", ".4f"),
+                              ("p95_s", "p95 s", ".4f"), ("reserved_mb", "reserved MB", ".0f"),
+                              ("peak_mb", "peak MB", ".0f"), *skip])
+    text += "\n\nRender alone:\n\n" + md_table(d.get("sampling", []), [
         ("model", "model", ""), ("how", "how", ""), ("steps", "steps", "d"), ("batch", "batch", "d"),
         ("median_s", "median s", ".4f"), ("realtime_factor", "x real time", ".0f"), ("warmup_s", "warm-up s", ".1f"),
-        ("peak_gpu_mb", "peak VRAM MB", ".0f"), ("error", "error", ""), ("skipped", "skipped", "")])
-    text += "\n\nThe real training loop on one GPU:\n\n" + md_table(d.get("loop", []), [
-        ("family", "family", ""), ("preset", "preset", ""), ("steps", "steps", "d"),
-        ("samples_per_s", "samples/s", ".1f"), ("error", "error", ""), ("skipped", "skipped", "")])
+        ("peak_gpu_mb", "peak VRAM MB", ".0f"), *skip])
+    text += "\n\nThe real training loop beside its network alone:\n\n" + md_table(d.get("loop", []), [
+        ("family", "family", ""), ("preset", "preset", ""), ("micro_batch", "micro-batch", "d"),
+        ("mixed_precision", "precision", ""), ("samples_per_s", "loop samples/s", ".1f"),
+        ("network_samples_per_s", "network samples/s", ".1f"), ("loop_vs_network", "ratio", ".2f"),
+        ("peak_gpu_mb", "peak VRAM MB", ".0f"), *skip])
+    text += "\n\nThe loop chosen per budget beside the naive loop:\n\n" + md_table(d.get("plan", []), [
+        ("family", "family", ""), ("budget_gb", "budget GB", ""), ("micro_batch", "micro-batch", "d"),
+        ("precision", "precision", ""), ("checkpointing", "checkpointing", ""), ("samples_per_s", "samples/s", ".1f"),
+        ("vs_naive", "x naive", ".2f"), ("peak_gpu_mb", "peak VRAM MB", ".0f"), *skip])
+    c = d.get("custom") or {}
+    if "time_to_model_s" in c:
+        text += (f"\n\nTime to a custom model: {c['user_kicks']} kicks -> served in {c['time_to_model_s']:.0f} s "
+                 f"({c['train_steps']} steps; target {c.get('target_s')} s).")
     return text + "\n"
 
 

@@ -40,9 +40,11 @@ def _vm_hwm_mb() -> float:
 
 
 def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: str = "waveform_diffusion",
-            precision_mode: str | None = None) -> dict:
+            precision_mode: str | None = None, train_overrides: dict | None = None) -> dict:
     """One (family, preset, mode) measured in this process. precision_mode (auto, bf16, fp16, off) overrides
-    the optimised loop's mixed precision (bench/gpu.py compares them); the naive loop is always fp32."""
+    the optimised loop's mixed precision (bench/gpu.py compares them); the naive loop is always fp32.
+    train_overrides: train settings of the optimised loop (micro_batch, mixed_precision, grad_checkpointing) as a
+    real run chose them, so bench/gpu.py sets the network alone beside that run's loop."""
     import torch
 
     from kickmodel.families import get_family, preset
@@ -56,6 +58,8 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
         cfg = cfg.replace("train", micro_batch=cfg.train.batch_size, mixed_precision="off", grad_checkpointing=False)
     elif precision_mode is not None:
         cfg = cfg.replace("train", mixed_precision=precision_mode)
+    if mode != "naive" and train_overrides:
+        cfg = cfg.replace("train", **train_overrides)
     device = resolve_device(device_spec)
     with tempfile.TemporaryDirectory(prefix="kickbench-train-") as tmp:
         options = common.family_options(fam.name, {}, Path(tmp), preset_name)  # e.g. a random VAE to train over

@@ -186,12 +186,6 @@ def test_speedups_compare_each_optimised_row_with_its_naive_twin():
             {"family": "f", "preset": "p", "mode": "naive", "samples_per_s": 10.0, "peak_gpu_mb": 1000.0},
             {"family": "f", "preset": "q", "mode": "optimised", "error": "OOM"}]
     assert speedups(rows) == [{"family": "f", "preset": "p", "speed_x": 3.0, "memory_x": 0.5}]
-    v = gpu.verdicts(rows)
-    assert v == [{"family": "f", "preset": "p", "peak_gpu_mb": 500.0, "within_design_point": True,
-                  "base_within_2gib": None, "speedup": 3.0, "memory_ratio": 0.5, "beats_naive": True}]
-    big = [dict(rows[0], preset="base", peak_gpu_mb=2100.0), dict(rows[1], preset="base", samples_per_s=20.0)]
-    v = gpu.verdicts(big)[0]
-    assert v["base_within_2gib"] is False and v["within_design_point"] is True and v["beats_naive"] is False
 
 
 def test_report_keeps_the_newest_suite_result_per_benchmark_and_device(tmp_path):
@@ -218,21 +212,40 @@ def test_gpu_script_refuses_without_a_gpu(capsys):
 
 
 def test_gpu_sections_run_on_a_cpu_with_tiny_sizes(tmp_path):
-    rows = gpu.train_section("cpu", ["waveform_diffusion"], ["tiny"], steps=1)
-    assert [r["mode"] for r in rows] == ["optimised", "optimised-fp32", "optimised-fp16", "naive"]
-    assert rows[1]["precision"] == "fp32" and rows[2]["precision"] == "torch.float16"
-    assert all(r["samples_per_s"] > 0 for r in rows)
-    late = gpu.train_section("cpu", ["mel_vae"], ["tiny"], modes=(("naive", None),), steps=1,
-                             deadline=gpu.Deadline(0), reserve_s=1)
-    assert late == [{"family": "mel_vae", "preset": "tiny", "mode": "naive", "skipped": "time budget"}]
     art = make_artifact(tmp_path / "w.safetensors")
-    rows = gpu.sampling_section("cpu", [art], None, batches=(1,), reps=1)
+    rows = gpu.sampling_section("cpu", [art], art, batches=(1,), reps=1, capture_modes=("graphs",))  # no inductor
     assert rows[0]["how"] == "eager" and rows[0]["median_s"] > 0 and rows[0]["peak_gpu_mb"] is None
-    from kickmodel.generator import load_generator
-
-    gen = load_generator(art, "cpu")
-    assert gpu.compile_modules(gen, "default") == ["denoiser"]
-    assert isinstance(gen.denoiser, torch._dynamo.eval_frame.OptimizedModule)
+    assert rows[1]["how"] == "graphs" and rows[1]["capture_used"] == "off"
+    assert "CUDA graphs need a CUDA device" in rows[1]["error"]
+    late = gpu.plan_section("cpu", ["mel_vae"], "tiny", budgets=(None,), deadline=gpu.Deadline(0), reserve_s=1)
+    assert late == [{"family": "mel_vae", "preset": "tiny", "budget_gb": None, "skipped": "time budget"}]
+    plan = gpu.plan_section("cpu", ["waveform_diffusion"], "tiny", budgets=(None,), steps=1)
+    assert plan[0]["precision"] == "fp32" and not plan[0]["checkpointing"] and plan[0]["vs_naive"] > 0
     kit = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
-    rows = gpu.loop_section("cpu", ["latent_diffusion"], "tiny", 2, [kit], tmp_path)
-    assert rows[0]["steps"] == 2 and rows[0]["samples_per_s"] > 0
+    loop = gpu.loop_section("cpu", ["latent_diffusion"], "tiny", 2, [kit], tmp_path, network_steps=1)
+    assert loop[0]["steps"] == 2 and loop[0]["samples_per_s"] > 0 and loop[0]["network_samples_per_s"] > 0
+    assert loop[0]["loop_vs_network"] == pytest.approx(loop[0]["samples_per_s"] / loop[0]["network_samples_per_s"])
+    assert loop[0]["micro_batch"] >= 1 and loop[0]["peak_gpu_mb"] is None
+    daemon = gpu.daemon_section("cpu", tmp_path, captures=("off",), counts=(1,), reps=1, warm=0)
+    assert daemon[0]["capture"] == "off" and daemon[0]["median_s"] > 0 and daemon[0]["rss_mb"] > 0
+    assert daemon[0]["target_s"] is None  # the targets are a GPU's
+    got = gpu.summary({"daemon": daemon, "loop": loop, "plan": plan})
+    assert [t["what"] for t in got] == ["latent_diffusion tiny: real loop / network samples/s",
+                                        "waveform_diffusion: default loop / naive loop samples/s"]
+    assert got[0]["met"] == loop[0]["met_ratio_target"]
+
+
+def test_gpu_summary_judges_each_target():
+    payload = {"daemon": [{"capture": "off", "count": 1, "median_s": 0.05},
+                          {"capture": "auto", "count": 1, "median_s": 0.012, "met_target": True, "reserved_mb": 900.0,
+                           "met_resident_target": True},
+                          {"capture": "auto", "count": 8, "median_s": 0.031, "met_target": False}],
+               "custom": {"time_to_model_s": 130.0, "met_target": False}}
+    got = {t["what"]: (t["value"], t["met"]) for t in gpu.summary(payload)}
+    assert got == {"daemon, 1 kick(s) end to end (median s)": (0.012, True),
+                   "daemon resident VRAM (MB reserved)": (900.0, True),
+                   "daemon, 8 kick(s) end to end (median s)": (0.031, False),
+                   "20 kicks -> model served (s)": (130.0, False)}
+    assert gpu.resident_mb(["m", "cuda:0", 0, 0, "why", "cuda:0 reserved 1100 MB, peak 640 MB"]) == {
+        "reserved_mb": 1100.0, "peak_mb": 640.0, "resident_target_mb": 1024.0, "met_resident_target": False}
+    assert gpu.resident_mb(["m", "cpu", 0, 0, "why", "cpu RSS 950 MB"]) == {"rss_mb": 950.0}
