@@ -143,8 +143,10 @@ def test_liblo_errors_and_queries(kick_daemon):
         assert tags == "is"
         oscsend(kick_daemon.port, osc_api.STATUS)
         address, tags, values = d.next(lambda a, t, v: a == osc_api.STATUS)
-        # why the model serves comes last: a client that reads the first four is unchanged
-        assert tags == "ssiis" and values[:2] == ["tiny", "cpu"] and values[4] == "pinned by --model", values
+        # why the model serves, then the memory it holds, come after the first four: a client that reads those is
+        # unchanged
+        assert tags == "ssiiss" and values[:2] == ["tiny", "cpu"] and values[4] == "pinned by --model", values
+        assert values[5].startswith("cpu RSS ") and values[5].endswith(" MB"), values
         oscsend(kick_daemon.port, osc_api.MODELS)
         address, tags, values = d.next(lambda a, t, v: a == osc_api.MODELS)
         assert set(tags) == {"s"} and "tiny" in values
