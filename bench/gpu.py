@@ -10,17 +10,18 @@ every target with its figure and verdict (`targets`):
    default (`auto`: CUDA graphs), one after the other in this run: /kick/generate -> /kick/done of the renamed
    file (bench/latency.measure), one and eight kicks, median and p95, and the memory the daemon reports in
    /kick/status. Targets: one kick <= 15 ms median, eight <= 25 ms, resident VRAM <= 1 GB.
-2. sampling: render alone (no daemon): the bundled model and a random `small` model of each other family eager
-   at their default steps, batch 1 and 8; then the bundled model under kickmodel.capture's "compile" and
-   "graphs", as the daemon applies them (warm-up at load timed; a mode that falls back is a row with why).
-3. loop: the real training loop (`trainer.train.fit` on the starter kit: augmentation, conditioning and the
+2. loop: the real training loop (`trainer.train.fit` on the starter kit: augmentation, conditioning and the
    VAE's encoding included) for LOOP_STEPS steps of each family's `small` preset and latent diffusion's `base`,
    beside its network alone at the loop it chose (bench/train_speed.measure): the ratio (target >= 0.70) and
    the real loop's peak VRAM (latent diffusion: <= 6 GB at small, <= 2 GiB at base).
-4. plan: per family, the loop trainer.loop_plan chooses with no budget, 2 GB and 0.5 GB, and its samples/s
+3. plan: per family, the loop trainer.loop_plan chooses with no budget, 2 GB and 0.5 GB, and its samples/s
    beside the naive loop's (fp32, one micro-batch, no checkpointing): the default at least as fast as naive.
-5. custom: bench/custom on the GPU: 20 of the starter kit's kicks -> a fine-tune of the bundled model served by a
+4. custom: bench/custom on the GPU: 20 of the starter kit's kicks -> a fine-tune of the bundled model served by a
    running daemon (CUSTOM_TRAIN_S of training); target <= 2 minutes from `kicktrain fit` to the first kick.
+5. sampling (last: what time is left): render alone (no daemon): the bundled model and a random `small` model of
+   each other family eager at their default steps, batch 1 and 8; then the bundled model under kickmodel.capture's
+   "compile" and "graphs", as the daemon applies them (warm-up at load timed; a mode that falls back is a row
+   with why).
 
 The logic runs on a CPU too (tests/bench/test_bench_logic.py calls the sections with device "cpu" and tiny
 sizes); only `main` insists on a GPU.
@@ -356,6 +357,13 @@ def summary(payload: dict) -> list[dict]:
     return out
 
 
+def _show(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
+    """common.table of rows with each error cut to its first line (80 characters; the JSON keeps it whole) and a
+    column for rows skipped for time."""
+    short = [dict(r, error=str(r["error"]).strip().splitlines()[0][:80]) if r.get("error") else r for r in rows]
+    return common.table(short, [*columns, ("skipped", "skipped", "")])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="seconds for everything (default 480)")
@@ -386,27 +394,18 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kickbench-gpu-") as tmp:
         work = Path(tmp)
         print("== daemon: one and eight kicks end to end, eager beside the default capture", flush=True)
-        payload["daemon"] = daemon_section(device, work, deadline=deadline, reserve_s=0.80 * budget)
-        print(common.table(payload["daemon"], [("capture", "capture", ""), ("count", "kicks", "d"),
+        payload["daemon"] = daemon_section(device, work, deadline=deadline, reserve_s=0.78 * budget)
+        print(_show(payload["daemon"], [("capture", "capture", ""), ("count", "kicks", "d"),
                                                ("median_s", "median s", ".4f"), ("p95_s", "p95 s", ".4f"),
                                                ("target_s", "target", ".3f"), ("met_target", "met", ""),
                                                ("reserved_mb", "reserved MB", ".0f"), ("error", "error", "")]),
               flush=True)
-        print("== sampling: render alone, eager and captured", flush=True)
-        models = [common.BUNDLED] + [common.random_artifact(work / f"{f}.safetensors", f, "small")
-                                     for f in fams if f != "latent_diffusion"]
-        payload["sampling"] = sampling_section(device, models, common.BUNDLED, deadline=deadline,
-                                               reserve_s=0.65 * budget)
-        print(common.table(payload["sampling"], [("model", "model", ""), ("how", "how", ""), ("batch", "batch", "d"),
-                                                 ("median_s", "median s", ".4f"), ("warmup_s", "warm-up s", ".1f"),
-                                                 ("peak_gpu_mb", "peak MB", ".0f"), ("error", "error", "")]),
-              flush=True)
         print("== loop: the real training loop beside its network alone", flush=True)
         payload["loop"] = loop_section(device, fams, "small", LOOP_STEPS, [common.STARTER_KIT], work,
-                                       deadline=deadline, reserve_s=0.45 * budget)
+                                       deadline=deadline, reserve_s=0.58 * budget)
         payload["loop"] += loop_section(device, ["latent_diffusion"], "base", LOOP_STEPS, [common.STARTER_KIT],
-                                        work, deadline=deadline, reserve_s=0.40 * budget)
-        print(common.table(payload["loop"], [("family", "family", ""), ("preset", "preset", ""),
+                                        work, deadline=deadline, reserve_s=0.55 * budget)
+        print(_show(payload["loop"], [("family", "family", ""), ("preset", "preset", ""),
                                              ("samples_per_s", "loop/s", ".1f"),
                                              ("network_samples_per_s", "network/s", ".1f"),
                                              ("loop_vs_network", "ratio", ".2f"), ("peak_gpu_mb", "peak MB", ".0f"),
@@ -414,8 +413,8 @@ def main(argv: list[str] | None = None) -> int:
                                              ("error", "error", "")]), flush=True)
         print("== plan: the loop chosen per budget beside the naive loop", flush=True)
         payload["plan"] = plan_section(device, fams, "small", work=work, deadline=deadline,
-                                       reserve_s=0.30 * budget)
-        print(common.table(payload["plan"], [("family", "family", ""), ("budget_gb", "budget GB", ""),
+                                       reserve_s=0.42 * budget)
+        print(_show(payload["plan"], [("family", "family", ""), ("budget_gb", "budget GB", ""),
                                              ("micro_batch", "micro", "d"), ("precision", "precision", ""),
                                              ("checkpointing", "ckpt", ""), ("samples_per_s", "samples/s", ".1f"),
                                              ("vs_naive", "vs naive", ".2f"), ("peak_gpu_mb", "peak MB", ".0f"),
@@ -428,8 +427,17 @@ def main(argv: list[str] | None = None) -> int:
         c = payload["custom"]
         print({k: c.get(k) for k in ("time_to_model_s", "target_s", "met_target", "train_steps", "error",
                                       "skipped")}, flush=True)
+        print("== sampling: render alone, eager and captured", flush=True)
+        models = [common.BUNDLED] + [common.random_artifact(work / f"{f}.safetensors", f, "small")
+                                     for f in fams if f != "latent_diffusion"]
+        payload["sampling"] = sampling_section(device, models, common.BUNDLED, deadline=deadline,
+                                               reserve_s=10.0)
+        print(_show(payload["sampling"], [("model", "model", ""), ("how", "how", ""), ("batch", "batch", "d"),
+                                                 ("median_s", "median s", ".4f"), ("warmup_s", "warm-up s", ".1f"),
+                                                 ("peak_gpu_mb", "peak MB", ".0f"), ("error", "error", "")]),
+              flush=True)
     payload["targets"] = summary(payload)
-    print(common.table(payload["targets"], [("what", "target", ""), ("value", "value", ""), ("met", "met", "")]))
+    print(_show(payload["targets"], [("what", "target", ""), ("value", "value", ""), ("met", "met", "")]))
     payload["seconds"] = round(time.monotonic() - t0, 1)
     stamp = payload["date"][:19].replace(":", "").replace("-", "")  # e.g. 20261204T101500
     for tag in (stamp, "latest"):  # gpu-<stamp>.json keeps every run; gpu-latest.json is the one to show
