@@ -32,15 +32,22 @@ class KickInfo:
     a: int | str | None = None
     b: int | str | None = None
     t: float | None = None
+    # a kick from a model's kit map (/kick/near): the point (0..1 each) and the spread around it
+    map_x: float | None = None
+    map_y: float | None = None
+    spread: float | None = None
 
     @property
     def label(self) -> str:
         """What the file name carries after the time stamp: the seed that `/kick/generate` turns into this kick;
         for a variation `v` and its seed (its noise: `/kick/variation SOURCE seed S` makes it again, a generate
         with S another kick); for a kick that no seed regenerates (seed < 0: an interpolation's inner kick, or an
-        end that is a file) `t` and t in thousandths."""
+        end that is a file) `t` and t in thousandths; for a kick from the kit map `m` and its seed (its noise around
+        the point: `/kick/near X Y seed S` with the same spread makes it again)."""
         if self.source is not None:
             return f"v{int(self.seed)}"
+        if self.map_x is not None:
+            return f"m{int(self.seed)}"
         if self.seed >= 0 or self.t is None:
             return str(int(self.seed))
         return f"t{round(float(self.t) * 1000):03d}"
@@ -55,12 +62,25 @@ class KickInfo:
         if self.t is not None:
             ends = [e if isinstance(e, int) else os.path.basename(str(e)) for e in (self.a, self.b)]
             parts += [f"a={ends[0]}", f"b={ends[1]}", f"t={float(self.t):.4f}"]
+        if self.map_x is not None:
+            parts += [f"map_x={exact(self.map_x)}", f"map_y={exact(self.map_y)}", f"spread={exact(self.spread or 0.0)}"]
         return " ".join(parts)
 
     def tags(self, title: str, date: str | None = None) -> dict[str, str]:
         """The RIFF INFO tags of a file named `title` (without .wav), dated `date` (default today, local time)."""
         return {"title": title, "software": self.software, "artist": "kickserver", "comment": self.comment(),
                 "date": date or time.strftime("%Y-%m-%d")}
+
+
+def exact(v: float) -> str:
+    """The shortest decimal that reads back as v: as a float32 when v is one (what an OSC float carries: 0.3, not
+    0.30000001192092896), else as a float64. A kick's tags can then ask for it again exactly."""
+    v = float(v)
+    if np.isfinite(v) and float(np.float32(v)) == v:
+        text = np.format_float_positional(np.float32(v), unique=True, trim="-")
+    else:
+        text = repr(v)
+    return text
 
 
 def encode_wav(x: np.ndarray, sample_rate: int, tags: Mapping[str, str] | None = None) -> bytes:

@@ -3,8 +3,8 @@
 Each kick is written as 24-bit PCM WAV (RIFF INFO tags name the software, model, seed, steps,
 sampler and controls) to a hidden `.kick_....wav.part` in the same folder, flushed, fsynced and
 renamed to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (a variation: `_v<seed>`, as its seed is not one that
-/kick/generate turns into it; an interpolated kick that no seed regenerates: `_t<t in thousandths>` in place
-of the seed; `-2`, `-3`... on collision) with a rename that
+/kick/generate turns into it, and a kick from the kit map `_m<seed>` alike; an interpolated kick that no seed
+regenerates: `_t<t in thousandths>` in place of the seed; `-2`, `-3`... on collision) with a rename that
 refuses to replace an existing name (renameat2 RENAME_NOREPLACE), so a second writer on the same
 folder (another daemon, `kickserver render`) can never be overwritten: the loser of a race takes
 the next name. A folder watcher sees one move to the final name and never a partial `.wav`. A
@@ -42,10 +42,10 @@ log = logging.getLogger("kickserver.writer")
 LEDGER = ".kickserver-ledger.json"
 MAX_LEDGER_BYTES = 64 << 20  # about 600,000 kicks (an entry is about 100 bytes)
 MAX_NAME_TRIES = 100
-# kick_<stamp>_<seed>.wav, kick_<stamp>_v<seed>.wav for a variation, or kick_<stamp>_t<t in thousandths:
-# 000..1000>.wav for an interpolated kick that no seed regenerates
-NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_(\d+|v\d+|t\d{3,4})(-\d+)?\.wav$")
-TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_(\d+|v\d+|t\d{3,4})(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
+# kick_<stamp>_<seed>.wav, kick_<stamp>_v<seed>.wav for a variation, kick_<stamp>_m<seed>.wav for a kick from the kit
+# map, or kick_<stamp>_t<t in thousandths: 000..1000>.wav for an interpolated kick that no seed regenerates
+NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_(\d+|[vm]\d+|t\d{3,4})(-\d+)?\.wav$")
+TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_(\d+|[vm]\d+|t\d{3,4})(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
                      r"|^\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part$")
 
 

@@ -327,3 +327,26 @@ def test_inotifywait_sees_the_final_name_only_as_one_move(tmp_path):
     others = [(e, n) for e, n in watch.events if n != p.name]
     assert others and all(n.startswith(f".{p.name}.") and n.endswith(".part") for _, n in others), watch.events
     assert sf.info(p).frames == 4800
+
+
+def test_kicks_from_the_map_are_named_m_seed_and_tagged_with_their_point(tmp_path, frozen):
+    """Issue 25: a kick from /kick/near is `_m<seed>` (its seed makes it again only with the same point and spread,
+    as a variation's `_v`), and its tags record the point and the spread, each as the shortest decimal that reads back
+    as the very float asked (a float32 from OSC: map_x=0.3, not 0.30000001192092896)."""
+    import numpy as np
+
+    w = KickWriter(tmp_path, SR, max_files=1)
+    p = w.write(kick(), KickInfo(model="tiny", seed=12, steps=None, sampler=None, controls={"pitch_hz": 43.65},
+                                 map_x=float(np.float32(0.3)), map_y=1.0, spread=0.0))
+    assert p.name == f"{frozen}_m12.wav" and NAME_RE.match(p.name)
+    comment = sf.SoundFile(p).copy_metadata()["comment"]
+    assert comment == "model=tiny seed=12 pitch_hz=43.6500 map_x=0.3 map_y=1 spread=0"
+    q = w.write(kick(), KickInfo(model="tiny", seed=3, steps=None, sampler=None, controls={}, map_x=1 / 3,
+                                 map_y=0.125, spread=0.2))
+    comment = sf.SoundFile(q).copy_metadata()["comment"].split()
+    assert float(comment[2].removeprefix("map_x=")) == 1 / 3 and comment[3:] == ["map_y=0.125", "spread=0.2"]
+    w.prune()
+    assert not p.exists() and q.exists()  # retention knows the name
+    (tmp_path / f".{frozen}_m5.wav.123.part").write_bytes(b"RIFF")
+    KickWriter(tmp_path, SR)
+    assert not (tmp_path / f".{frozen}_m5.wav.123.part").exists()
