@@ -12,6 +12,7 @@ import errno
 import ipaddress
 import itertools
 import logging
+import math
 import os
 import random
 import signal
@@ -26,6 +27,7 @@ from typing import Any
 from kickmodel.config import SAMPLE_RATES
 from kickmodel.descriptors import UNIT_CONTROLS
 from kickmodel.generator import Cancelled, StepPolicy
+from kickmodel.generator import Near as MapPoint
 
 from . import __version__, osc_api, state
 from .config import ServerConfig, ServerConfigError, load_config
@@ -439,11 +441,12 @@ class Server:
             return True
         return any(addr in net for net in self.cfg.allow_networks if addr.version == net.version)
 
-    def _replier(self, addr: tuple, *, work: bool = False) -> Callable[[bytes], None]:
+    def _replier(self, addr: tuple, *, work: bool = False, paid: bool = False) -> Callable[[bytes], None]:
         """Replies to a request from addr: to its source port and to the reply port at its IP.
 
         Every reply is charged to the IP's reply budget (ratelimit.py): an immediate one is dropped when the
-        budget cannot pay for it; one answering accepted work (work=True: a kick, a model load) always goes."""
+        budget cannot pay for it; one answering accepted work (work=True: a kick, a model load) always goes;
+        paid=True: the caller has charged the budget already (a reply of several datagrams, all or none)."""
         targets = [addr]
         if addr[1] != self.cfg.reply_port:
             targets.append((addr[0], self.cfg.reply_port) + tuple(addr[2:]))
@@ -451,7 +454,9 @@ class Server:
 
         def reply(data: bytes) -> None:
             n = len(data) * len(targets)
-            if work:
+            if paid:
+                pass
+            elif work:
                 budget.charge(ip, n)
             elif not budget.take(ip, n):
                 dropped = budget.dropped.get(ip, 0)
@@ -597,7 +602,81 @@ class Server:
     def controls(self, req: osc_api.Controls, addr: tuple, reply: Callable[[bytes], None]) -> None:
         assert self.worker is not None
         gen = self.worker.gen
-        reply(osc_api.controls(tuple(gen.controls) + tuple(gen.unit_controls)))  # the dials, then the units
+        # the dials, then the units, then whether it has a kit map
+        reply(osc_api.controls(tuple(gen.controls) + tuple(gen.unit_controls), gen.kit_map is not None))
+
+    # ------------------------------------------------------------ the kit map (issue 25)
+    def _no_map(self) -> str | None:
+        """Why the serving model has no kit map, naming it; None when it has one."""
+        assert self.worker is not None
+        gen, name = self.worker.gen, self.worker.model_name
+        if gen.kit_map is not None:
+            return None
+        why = gen.kit_map_missing or "it stores none"
+        return why if f"model {name} " in why else f"model {name} has no kit map: {why}"
+
+    def kit_map(self, req: osc_api.KitMap, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        """The serving model's map: its points in parts, then the axes' labels, all or none: the datagrams are
+        charged to the address's reply budget together, so a client never gets half a map (a map over the budget is
+        refused saying how large it is and what to change)."""
+        missing = self._no_map()
+        km = self.worker.gen.kit_map if self.worker is not None else None
+        if missing is not None or km is None:
+            reply(osc_api.error(osc_api.NO_ID, missing or "no kit map"))
+            return
+        datagrams = osc_api.kit_map(km.points, km.names) + [osc_api.map_axes(km.axes, km.n)]
+        copies = 1 if addr[1] == self.cfg.reply_port else 2  # as _replier sends them
+        total = sum(len(d) for d in datagrams) * copies
+        if not self.budget.take(addr[0], total):
+            kb, burst = total / 1024, self.budget.burst / 1024
+            wait = (total - max(0.0, self.budget.tokens(addr[0]))) / max(1.0, self.budget.rate)
+            fix = (f"raise reply_burst_kb in the config to at least {math.ceil(kb)}" if total > self.budget.burst
+                   else f"ask again in {math.ceil(wait)} s")
+            log.info("refused /kick/map from %s: %.0f KB is over its reply budget", addr[0], kb)
+            reply(osc_api.error(osc_api.NO_ID, f"the kit map is {kb:.1f} KB of replies ({len(datagrams)} datagrams "
+                                               f"x {copies}), more than your address's reply budget holds now "
+                                               f"({burst:g} KB at most); {fix}"))
+            return
+        send = self._replier(addr, paid=True)
+        for data in datagrams:
+            send(data)
+
+    def near(self, req: osc_api.Near, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        """Kicks from a point of the map, queued as /kick/generate's are (limits, batching, shutdown). The dials are
+        taken and ignored: a kick from the map is the map's latent decoded as it is (kickmodel.generator.map_latents);
+        controls in units stay, for a family that sets them on the decoded kick (kick synth)."""
+        assert self.worker is not None
+        named = req.id if req.id is not None else osc_api.NO_ID
+        missing = self._no_map()
+        if missing is not None:
+            log.info("refused near %d: %s", named, missing)
+            reply(osc_api.error(named, missing))
+            return
+        units = {k: v for k, v in req.controls.items() if k in self.worker.gen.unit_controls}
+        base = req.seed if req.seed is not None else osc_api.pick_seed(self._rng, req.count)
+        id = req.id if req.id is not None else self._next_id()
+        job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=self._replier(addr, work=True),
+                  steps=req.steps, sampler=req.sampler, controls=units, client=addr[:2],
+                  near=MapPoint(req.x, req.y, req.spread))
+        self._submit(job, named, reply)
+
+    def locate(self, req: osc_api.Locate, addr: tuple, reply: Callable[[bytes], None]) -> None:
+        """Where a file's kick lies on the map: the file opened and checked here (as a variation's source), decoded,
+        encoded and placed by the worker, which owns the model; queued as one kick."""
+        assert self.worker is not None
+        missing = self._no_map()
+        if missing is not None:
+            reply(osc_api.error(osc_api.NO_ID, missing))
+            return
+        try:
+            source = open_source(req.source, self.cfg.out_dir, self.cfg.read_root_dirs)
+        except SourceError as e:
+            log.info("refused locate: %s", e)
+            reply(osc_api.error(osc_api.NO_ID, str(e)))
+            return
+        job = Job(id=osc_api.NO_ID, seeds=[osc_api.NO_SEED], reply=self._replier(addr, work=True), source=source,
+                  client=addr[:2], locate=req.source)
+        self._submit(job, osc_api.NO_ID, reply)
 
     def select_model(self, req: osc_api.SelectModel, addr: tuple, reply: Callable[[bytes], None]) -> None:
         w = self.worker

@@ -29,12 +29,17 @@ MODELS = "/kick/models"
 MODEL = "/kick/model"
 INTERPOLATE = "/kick/interpolate"
 CONTROLS = "/kick/controls"
-ADDRESSES: tuple[str, ...] = (PING, GENERATE, VARIATION, STATUS, MODELS, MODEL, INTERPOLATE, CONTROLS)
+MAP = "/kick/map"  # the serving model's kit map (issue 25): its kicks' points, in parts, then MAP_AXES
+NEAR = "/kick/near"  # kicks from a point of the map
+LOCATE = "/kick/locate"  # where a file's kick lies on the map
+ADDRESSES: tuple[str, ...] = (PING, GENERATE, VARIATION, STATUS, MODELS, MODEL, INTERPOLATE, CONTROLS, MAP, NEAR,
+                              LOCATE)
 
 PONG = "/kick/pong"
 DONE = "/kick/done"
 ERROR = "/kick/error"
-REPLY_ADDRESSES: tuple[str, ...] = (PONG, DONE, ERROR, STATUS, MODELS, MODEL, CONTROLS)
+MAP_AXES = "/kick/map/axes"
+REPLY_ADDRESSES: tuple[str, ...] = (PONG, DONE, ERROR, STATUS, MODELS, MODEL, CONTROLS, MAP, MAP_AXES, LOCATE)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_STRING = 256  # longest string accepted in a request
@@ -55,6 +60,10 @@ GENERATE_KEYS = ("id", "count", "seed", "steps", "sampler")
 VARIATION_KEYS = ("id", "count", "seed", "steps", "sampler", "strength")
 INTERPOLATE_KEYS = ("id", "a", "b", "t", "count", "steps", "sampler")
 INTERPOLATE_DEFAULT_COUNT = 5  # /kick/interpolate with neither t nor count: t = 0, 0.25, 0.5, 0.75, 1
+NEAR_KEYS = ("id", "count", "spread", "seed", "steps", "sampler")
+NEAR_DEFAULT_SPREAD = 0.2
+# /kick/controls' last word: whether the serving model has a kit map (clients that build dials from the names skip it)
+HAS_MAP, NO_MAP = "map", "no-map"
 NO_SEED = -1  # the seed field of a /kick/done for a kick that no seed regenerates (an interpolation's inner kicks)
 
 
@@ -130,6 +139,27 @@ class Variation(Generate):
 
 
 @dataclass
+class Near(Generate):
+    """`count` kicks from the kit map's point (x, y) (0..1 each, y up), each its seed's noise scaled by spread."""
+
+    x: float = 0.5
+    y: float = 0.5
+    spread: float = NEAR_DEFAULT_SPREAD
+
+
+@dataclass
+class KitMap:
+    pass
+
+
+@dataclass
+class Locate:
+    """Where a file's kick (a source, as /kick/variation reads it) lies on the kit map."""
+
+    source: str
+
+
+@dataclass
 class Interpolate:
     """A morph from a to b, each a seed (int) or a file name (str, opened like a variation's source): one kick
     per t in `ts`."""
@@ -157,7 +187,7 @@ class Interpolate:
         return NO_SEED
 
 
-Request = Ping | Status | Models | Controls | SelectModel | Generate | Variation | Interpolate
+Request = Ping | Status | Models | Controls | SelectModel | Generate | Variation | Interpolate | Near | KitMap | Locate
 
 
 @dataclass(frozen=True)
@@ -340,6 +370,8 @@ def _fill(req: Generate, pairs: list[tuple[str, Any]], keys: tuple[str, ...], li
             req.sampler = s
         elif k == "strength" and k in keys and isinstance(req, Variation):
             req.strength = as_float("strength", v, 0.0, 1.0, id)
+        elif k == "spread" and k in keys and isinstance(req, Near):
+            req.spread = as_float("spread", v, 0.0, 1.0, id)
         elif not _control(req.controls, k, v, limits, id):
             known = ", ".join(keys + limits.control_keys)
             raise RequestError(f"unknown key {clip(k, 40)!r}; this request takes {known}", id)
@@ -461,6 +493,27 @@ def _parse_variation(address: str, args: list[Any], limits: Limits, id: int) -> 
     return req
 
 
+def _parse_near(address: str, args: list[Any], limits: Limits, id: int) -> Near:
+    """`/kick/near x y key value...`: x and y floats 0..1 (an int 0 or 1 counts), then NEAR_KEYS and the controls."""
+    if len(args) < 2 or isinstance(args[0], str):
+        raise RequestError(f"{NEAR} needs x and y (each 0..1, y up) as its first two arguments, then key/value "
+                           "pairs (count, spread, seed, ...)", id)
+    req = Near(x=as_float("x", args[0], 0.0, 1.0, id), y=as_float("y", args[1], 0.0, 1.0, id))
+    _fill(req, _pairs(args[2:], id), NEAR_KEYS, limits, id)
+    return req
+
+
+def _parse_locate(address: str, args: list[Any], limits: Limits, id: int) -> Locate:
+    if not args:
+        raise RequestError(f"{LOCATE} needs a source (a file name, as /kick/variation reads it) as its one argument")
+    if len(args) > 1:
+        raise RequestError(f"{LOCATE} takes one argument (a source file name), got {len(args)}")
+    source = as_str("source", args[0])
+    if not source:
+        raise RequestError("source is empty")
+    return Locate(source)
+
+
 @dataclass(frozen=True)
 class Route:
     """One address the daemon serves: how its arguments are read into a request, whether the request may carry
@@ -482,6 +535,9 @@ ROUTES: dict[str, Route] = {
     INTERPOLATE: Route(lambda address, args, limits, id: _parse_interpolate(args, limits, id), "interpolate",
                        takes_id=True),
     CONTROLS: Route(_no_args(Controls), "controls"),
+    MAP: Route(_no_args(KitMap), "kit_map"),
+    NEAR: Route(_parse_near, "near", takes_id=True),
+    LOCATE: Route(_parse_locate, "locate"),
 }
 assert tuple(ROUTES) == ADDRESSES
 
@@ -497,6 +553,9 @@ class Handlers(Protocol):
     def select_model(self, req: SelectModel, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def interpolate(self, req: Interpolate, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def controls(self, req: Controls, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def kit_map(self, req: KitMap, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def near(self, req: Near, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def locate(self, req: Locate, client: tuple, reply: Callable[[bytes], None]) -> None: ...
 
 
 def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
@@ -689,8 +748,84 @@ def model(name: str) -> bytes:
     return build(MODEL, [("s", name)])
 
 
-def controls(names: Sequence[str]) -> bytes:
-    """`/kick/controls name...`: the serving model's control names, its dials then the controls in units it takes
-    (`decay pitch click decay_s pitch_hz click_db` for a kick-synth model; none for a model without controls), as
-    many as fit in one datagram."""
-    return _names(CONTROLS, names)
+def controls(names: Sequence[str], has_map: bool) -> bytes:
+    """`/kick/controls name... map|no-map`: the serving model's control names, its dials then the controls in units
+    it takes (`decay pitch click decay_s pitch_hz click_db` for a kick-synth model; none for a model without
+    controls), as many as fit in one datagram, and always last whether it has a kit map (HAS_MAP / NO_MAP, issue 25;
+    clients that build dials from the names skip the word)."""
+    names, word = list(names), HAS_MAP if has_map else NO_MAP
+    while True:
+        data = build(CONTROLS, [("s", n) for n in names + [word]])
+        if len(data) <= MAX_DATAGRAM or not names:
+            return data
+        names.pop()
+
+
+# ------------------------------------------------------------------ the kit map (issue 25)
+
+
+def _padded(n: int) -> int:
+    """An OSC string or blob of n bytes with its NUL, padded to 4 bytes."""
+    return (n // 4 + 1) * 4
+
+
+def _map_size(count: int, payload: int) -> int:
+    """Bytes of `/kick/map part parts` with `count` points whose arguments take `payload` bytes."""
+    return _padded(len(MAP)) + _padded(len(",ii") + 3 * count) + 8 + payload
+
+
+def kit_map(points: Sequence[Sequence[float]], names: Sequence[str]) -> list[bytes]:
+    """`/kick/map <part:i> <parts:i> x:f y:f name:s ...`: every point of the map, in order, in as few datagrams of at
+    most MAX_DATAGRAM bytes (OSC padding counted) as the names allow, parts numbered 1..parts."""
+    chunks: list[list[int]] = [[]]
+    payload = 0
+    for i, name in enumerate(names):
+        size = 8 + _padded(len(_osc_str(name).encode("utf-8")))
+        if chunks[-1] and _map_size(len(chunks[-1]) + 1, payload + size) > MAX_DATAGRAM:
+            chunks.append([])
+            payload = 0
+        chunks[-1].append(i)
+        payload += size
+    out = []
+    for part, chunk in enumerate(chunks, start=1):
+        args: list[tuple[str, Any]] = [("i", part), ("i", len(chunks))]
+        for i in chunk:
+            args += [("f", float(points[i][0])), ("f", float(points[i][1])), ("s", names[i])]
+        data = build(MAP, args)
+        assert len(data) <= MAX_DATAGRAM, (len(data), part)  # _map_size is exact
+        out.append(data)
+    return out
+
+
+# What an axis of the map means: the descriptor it follows most (largest |r| of its correlations), in words for its
+# direction, when |r| >= max(AXIS_MIN_R, 2 / sqrt(N)); else "mixed". 0.3 is Cohen's "medium" correlation: the axis
+# then accounts for 9 % of that descriptor's variance across the kit; below it, moving along the axis changes the
+# descriptor too little on average for a label to promise it. 2 / sqrt(N) is about the 95 % band of r for N kicks
+# with no relation at all (20 kicks: 0.45), so a small kit's chance correlation is not read as meaning.
+AXIS_MIN_R = 0.3
+AXIS_WORDS = {"decay": ("longer decay", "shorter decay"), "pitch": ("higher pitch", "lower pitch"),
+              "click": ("more click", "less click")}
+MIXED = "mixed"
+
+
+def axis_label(correlations: Any, n: int) -> str:
+    """A short label of what moving along an axis (toward 1: right, up) does: `longer decay ->`, or MIXED."""
+    rs = {d: float(r) for d, r in dict(correlations or {}).items()
+          if d in AXIS_WORDS and isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r)}
+    if not rs:
+        return MIXED
+    d = max(rs, key=lambda k: abs(rs[k]))
+    r = rs[d]
+    if abs(r) < max(AXIS_MIN_R, 2.0 / math.sqrt(max(1, n))):
+        return MIXED
+    return f"{AXIS_WORDS[d][0 if r > 0 else 1]} ->"
+
+
+def map_axes(axes: Any, n: int) -> bytes:
+    """`/kick/map/axes <x:s> <y:s>`: each axis' label (axis_label) from the map's correlations over its n kicks."""
+    return build(MAP_AXES, [("s", axis_label(axes.get("x"), n)), ("s", axis_label(axes.get("y"), n))])
+
+
+def located(x: float, y: float, source: str) -> bytes:
+    """`/kick/locate <x:f> <y:f> <source:s>`: where the source's kick lies on the map; source as the client named it."""
+    return build(LOCATE, [("f", x), ("f", y), ("s", source)])

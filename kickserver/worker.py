@@ -39,7 +39,7 @@ import torch
 
 from kickmodel.capture import CaptureReport, capture
 from kickmodel.clips import BadAudio
-from kickmodel.generator import MODEL_DEFAULTS, Cancelled, Endpoint, Interpolation, Item, StepPolicy, Variation
+from kickmodel.generator import MODEL_DEFAULTS, Cancelled, Endpoint, Interpolation, Item, Near, StepPolicy, Variation
 
 from . import osc_api
 from .reload import warm_up
@@ -117,6 +117,8 @@ class Job:
     client: Any = None  # whose queue the kicks join (the daemon: the source address and port; see `host`)
     ends: tuple[End, End] | None = None  # an interpolation's a and b
     ts: list[float] | None = None  # an interpolation's t per kick (0: a, 1: b), in the order of seeds
+    near: Near | None = None  # /kick/near: kicks from the kit map's point, each its seed's noise scaled by the spread
+    locate: str | None = None  # /kick/locate: no kick, the map point of `source`, replied with the name asked
     _failed: str | None = None  # an interpolation the model refused: its later batches get the same reason
     _source_audio: Any = None
     _source_error: Exception | None = None  # a source that failed to decode fails the job's later batches alike
@@ -308,6 +310,10 @@ class Worker:
 
     def _key(self, u: _Unit) -> tuple:
         j = u.job
+        if j.locate is not None:
+            return ("locate", id(j))
+        if j.near is not None:
+            return ("near", id(j))  # its kicks share a point and spread (steps and sampler do not apply)
         if j.source is not None:
             return ("variation", id(j))
         if j.ends is not None:
@@ -492,11 +498,14 @@ class Worker:
     def _generate(self, batch: list[_Unit]) -> None:
         gen = self.gen
         job0 = batch[0].job
+        if job0.locate is not None:
+            self._locate(batch)
+            return
         if job0._failed is not None:  # an earlier batch of this interpolation was refused by the model
             self._answer_all(batch, job0._failed)
             return
         s = gen.settings(job0.steps, job0.sampler, self.policy)
-        steps, sampler = s.steps, s.sampler
+        steps, sampler = (s.steps, s.sampler) if job0.near is None else (None, None)  # a map kick is decoded at once
         items = [Item(seed=max(0, u.seed), controls=dict(u.job.controls)) for u in batch]  # -1: an inner morph kick
         if self.threads:
             torch.set_num_threads(self.threads)  # see _run
@@ -505,7 +514,7 @@ class Worker:
             variation = Variation(self._source(job0), job0.strength) if job0.source is not None else None
             interpolation = self._interpolation(job0, batch) if job0.ends is not None else None
             audio = gen.render(items, steps=steps, sampler=sampler, variation=variation, interpolation=interpolation,
-                               sample_rate=self.sample_rate, cancel=self._cancel.is_set)
+                               sample_rate=self.sample_rate, cancel=self._cancel.is_set, near=job0.near)
         except Cancelled:
             self._answer_all(batch, "shutting down")
             return
@@ -552,7 +561,8 @@ class Worker:
                                 source=str(u.job.source) if u.job.source else None,
                                 strength=u.job.strength if u.job.source else None,
                                 a=u.job.ends[0].tag if u.job.ends else None,
-                                b=u.job.ends[1].tag if u.job.ends else None, t=u.t)
+                                b=u.job.ends[1].tag if u.job.ends else None, t=u.t,
+                                **_map_tags(u.job.near))
                 path = self.writer.write(audio[i], info)
             except WriteError as e:
                 log.error("request %d: %s", u.job.id, e)
@@ -570,3 +580,38 @@ class Worker:
         except Exception as e:  # noqa: BLE001 - every kick is answered by now; retention tries again next batch
             log.error("retention failed in %s: %s: %s", self.writer.out_dir, type(e).__name__, e,
                       exc_info=log.isEnabledFor(logging.DEBUG))
+
+    def _locate(self, batch: list[_Unit]) -> None:
+        """A /kick/locate: the source decoded from the descriptor the receive loop opened, prepared as a variation's
+        source is, encoded and placed on the serving model's map; `/kick/locate x y source` (the name as asked), or
+        the reason it cannot be, answered in order with the kicks' replies (the writer thread)."""
+        (u,) = batch
+        job = u.job
+        try:
+            audio, rate = job.source.decode()
+            x, y = self.gen.locate(self.gen.prepare_source(audio, rate))
+            data = osc_api.located(x, y, job.locate)
+        except BadAudio as e:
+            data = osc_api.error(job.id, f"cannot use source {job.source.name}: {e}")
+        except (SourceError, ValueError) as e:  # a model without a map (swapped in meanwhile), a file gone bad
+            data = osc_api.error(job.id, str(e))
+        except Exception as e:  # noqa: BLE001 - one request's failure is its reply
+            log.error("locating %s failed: %s: %s", job.source.name, type(e).__name__, e,
+                      exc_info=log.isEnabledFor(logging.DEBUG))
+            data = osc_api.error(job.id, f"cannot locate {job.source.name}: {type(e).__name__}: {e}")
+        finally:
+            job.close()
+
+        def answer() -> None:
+            try:
+                u.answer(data)
+            finally:
+                with self._cond:
+                    self._writing -= 1
+
+        self._post(answer, 1)
+
+
+def _map_tags(near: Near | None) -> dict[str, float]:
+    """A kick's tags for the map point it was asked at (KickInfo's map_x, map_y, spread), none for other kicks."""
+    return {} if near is None else {"map_x": near.x, "map_y": near.y, "spread": near.spread}

@@ -258,14 +258,14 @@ def test_send_waits_for_every_kick_of_an_interpolation(daemon):
 
 
 def test_controls_lists_the_serving_models_controls_also_after_a_swap(daemon):
-    assert daemon.send("/kick/controls") == [("/kick/controls", ["decay", "pitch", "click"])]
+    assert daemon.send("/kick/controls") == [("/kick/controls", ["decay", "pitch", "click", "no-map"])]
     try:
         assert daemon.send("/kick/model", "onecontrol", timeout=60) == [("/kick/model", ["onecontrol"])]
-        assert daemon.send("/kick/controls") == [("/kick/controls", ["decay"])]
+        assert daemon.send("/kick/controls") == [("/kick/controls", ["decay", "no-map"])]
         _, reason = error_reason(daemon, "/kick/interpolate", "a", 1, "b", 2, "pitch", 0.5)
         assert "unknown key 'pitch'" in reason
     finally:
         assert daemon.send("/kick/model", "tiny", timeout=60) == [("/kick/model", ["tiny"])]
-    assert daemon.send("/kick/controls") == [("/kick/controls", ["decay", "pitch", "click"])]
+    assert daemon.send("/kick/controls") == [("/kick/controls", ["decay", "pitch", "click", "no-map"])]
     _, reason = error_reason(daemon, "/kick/controls", "decay")
     assert "takes no arguments" in reason

@@ -12,8 +12,9 @@ LIM = Limits(controls=("decay", "pitch"), max_steps=200)
 
 def test_addresses_constant():
     assert osc_api.ADDRESSES == ("/kick/ping", "/kick/generate", "/kick/variation", "/kick/status", "/kick/models",
-                                 "/kick/model", "/kick/interpolate", "/kick/controls")
-    assert "/kick/controls" in osc_api.REPLY_ADDRESSES
+                                 "/kick/model", "/kick/interpolate", "/kick/controls", "/kick/map", "/kick/near",
+                                 "/kick/locate")
+    assert {"/kick/controls", "/kick/map", "/kick/map/axes", "/kick/locate"} <= set(osc_api.REPLY_ADDRESSES)
 
 
 def test_interpolate_forms():
@@ -52,8 +53,51 @@ def test_controls_request_and_reply():
     assert parse("/kick/controls", [], LIM) == Controls()
     with pytest.raises(RequestError, match="takes no arguments"):
         parse("/kick/controls", ["decay"], LIM)
-    assert osc_api.controls(["decay", "pitch"]) == osc_api.build("/kick/controls", [("s", "decay"), ("s", "pitch")])
-    assert len(osc_api.controls([f"control{i}" + "x" * 60 for i in range(100)])) <= osc_api.MAX_DATAGRAM
+    assert osc_api.controls(["decay", "pitch"], True) == osc_api.build(
+        "/kick/controls", [("s", "decay"), ("s", "pitch"), ("s", "map")])
+    assert osc_api.controls([], False) == osc_api.build("/kick/controls", [("s", "no-map")])
+    many = osc_api.controls([f"control{i}" + "x" * 60 for i in range(100)], False)
+    assert len(many) <= osc_api.MAX_DATAGRAM and many.rstrip(b"\0").endswith(b"no-map")  # the word stays last
+
+
+def test_near_and_locate_requests():
+    """/kick/near x y then key/value pairs (issue 25); /kick/locate one source; /kick/map nothing."""
+    lim = Limits(controls=("decay",), samplers=("ddim",))
+    r = parse("/kick/near", [0.25, 1, "count", 3.0, "spread", 0, "seed", 4, "id", 2, "decay", 0.5, "steps", 3], lim)
+    assert r == osc_api.Near(id=2, count=3, seed=4, steps=3, controls={"decay": 0.5}, x=0.25, y=1.0, spread=0.0)
+    assert parse("/kick/near", [0, 0.5], lim).spread == osc_api.NEAR_DEFAULT_SPREAD == 0.2
+    with pytest.raises(RequestError, match="x must be within 0..1, got 1.5") as e:
+        parse("/kick/near", [1.5, 0.5, "id", 3], lim)
+    assert e.value.id == 3
+    with pytest.raises(RequestError, match="sampler"):
+        parse("/kick/near", [0.5, 0.5, "sampler", "euler"], lim)
+    assert parse("/kick/locate", ["k.wav"], lim) == osc_api.Locate("k.wav")
+    assert parse("/kick/map", [], lim) == osc_api.KitMap()
+    with pytest.raises(RequestError, match="takes no arguments"):
+        parse("/kick/map", [1], lim)
+
+
+def test_map_replies_split_under_the_datagram_limit_and_axes_read_their_correlations():
+    names = [f"{i:04d}" + "n" * (i % 61) for i in range(700)]
+    points = [(i / 700, 1 - i / 700) for i in range(700)]
+    datagrams = osc_api.kit_map(points, names)
+    assert len(datagrams) > 1 and all(len(d) <= osc_api.MAX_DATAGRAM for d in datagrams)
+    got = []
+    for part, d in enumerate(datagrams, start=1):
+        address, args = osc_api.decode_message(d)
+        assert address == "/kick/map" and args[:2] == [part, len(datagrams)]
+        got += args[2:]
+    assert got[2::3] == names
+    # as full as the limit allows: each part but the last would overflow with the next point
+    sizes = [len(d) for d in datagrams[:-1]]
+    assert min(sizes) > osc_api.MAX_DATAGRAM - 3 * 80
+    label = osc_api.axis_label
+    assert label({"decay": 0.5, "pitch": -0.6, "click": None}, 100) == "lower pitch ->"
+    assert label({"decay": 0.31, "pitch": 0.1, "click": 0.0}, 100) == "longer decay ->"
+    assert label({"decay": 0.29, "pitch": 0.1, "click": -0.2}, 100) == "mixed"  # under 0.3
+    assert label({"decay": 0.4, "pitch": 0.1, "click": 0.2}, 20) == "mixed"  # under 2 / sqrt(20) = 0.45: chance
+    assert label({"decay": None, "pitch": None, "click": -0.9}, 30) == "less click ->"
+    assert label({"decay": None, "pitch": None, "click": None}, 30) == "mixed"
 
 
 def test_generate_forms():
@@ -217,9 +261,10 @@ def test_every_route_has_its_handler_on_the_daemon():
             return lambda req, client, reply: calls.append((name, type(req).__name__))
 
     calls: list = []
-    args = {osc_api.MODEL: ["default"], osc_api.VARIATION: ["k.wav"], osc_api.INTERPOLATE: ["a", 1, "b", 2]}
+    args = {osc_api.MODEL: ["default"], osc_api.VARIATION: ["k.wav"], osc_api.INTERPOLATE: ["a", 1, "b", 2],
+            osc_api.NEAR: [0.5, 0.5], osc_api.LOCATE: ["k.wav"]}
     for address in osc_api.ROUTES:
         osc_api.dispatch(Seen(), address, args.get(address, []), LIM, ("127.0.0.1", 1), lambda b: None)
     assert calls == [("ping", "Ping"), ("generate", "Generate"), ("generate", "Variation"), ("status", "Status"),
                      ("models", "Models"), ("select_model", "SelectModel"), ("interpolate", "Interpolate"),
-                     ("controls", "Controls")]
+                     ("controls", "Controls"), ("kit_map", "KitMap"), ("near", "Near"), ("locate", "Locate")]

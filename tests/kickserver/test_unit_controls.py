@@ -116,7 +116,7 @@ def refused(d, address, *args) -> tuple[int, str]:
 
 
 def test_controls_lists_the_dials_then_the_units(daemon):
-    assert daemon.send("/kick/controls") == [("/kick/controls", list(DIALS + UNITS))]
+    assert daemon.send("/kick/controls") == [("/kick/controls", list(DIALS + UNITS) + ["no-map"])]
 
 
 def test_generate_in_hz_measures_as_asked(daemon):
@@ -141,13 +141,13 @@ def test_the_daemon_refuses_units_clearly(daemon, address, first):
 def test_a_model_without_units_refuses_them_naming_what_it_takes(daemon):
     try:
         assert daemon.send("/kick/model", "latent", timeout=60) == [("/kick/model", ["latent"])]
-        assert daemon.send("/kick/controls") == [("/kick/controls", list(DIALS))]
+        assert daemon.send("/kick/controls") == [("/kick/controls", list(DIALS) + ["no-map"])]
         reason = "pitch_hz: the serving model takes no controls in units; it takes decay, pitch, click (dials 0..1)"
         assert refused(daemon, "/kick/generate", "pitch_hz", 60.0, "id", 9) == (9, reason)
         assert refused(daemon, "/kick/interpolate", "a", 1, "b", 2, "pitch_hz", 60.0, "id", 10) == (10, reason)
     finally:
         assert daemon.send("/kick/model", "synth", timeout=60) == [("/kick/model", ["synth"])]
-    assert daemon.send("/kick/controls") == [("/kick/controls", list(DIALS + UNITS))]
+    assert daemon.send("/kick/controls") == [("/kick/controls", list(DIALS + UNITS) + ["no-map"])]
 
 
 def test_a_variation_in_hz_measures_as_asked(daemon):
