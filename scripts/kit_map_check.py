@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     ek = (raw - mu) / sd
     picked = [int(i) for i in np.linspace(0, km.n - 1, min(n_picked, km.n)).round()]
     t0 = time.perf_counter()
-    nearer, curve, moved = [], {s: [] for s in SPREADS}, []
+    nearer, own, curve, moved = [], [], {s: [] for s in SPREADS}, []
     for i in picked:
         x, y = (float(v) for v in km.points[i])
         others = np.median(np.delete(np.linalg.norm(ek - ek[i], axis=1), i))
@@ -56,12 +56,17 @@ def main(argv: list[str]) -> int:
             curve[s].append(float(d.mean()))
             if s == 0:
                 nearer.append(bool(d[0] < others))
+                e = (emb(kicks, gen.sample_rate) - mu) / sd
+                to_kit = np.linalg.norm(ek - e[0], axis=1)  # the made kick to every kit kick
+                own.append(bool(to_kit[i] < np.median(np.delete(to_kit, i))))
         lx, ly = gen.locate(kit[i])
         moved.append(float(np.hypot(lx - x, ly - y)))
     print(f"{gen.name} ({gen.family}): {km.method} map of {km.n} kicks, bandwidth {km.bandwidth:.3f} (map units), "
           f"locate bandwidth {km.locate_bandwidth:.3f}")
     print(f"nearer its kit kick than the median kit kick (spread 0): {sum(nearer)} of {len(nearer)} "
           f"({np.mean(nearer):.2f})")
+    print(f"nearer its kit kick than to the median other kit kick (spread 0): {sum(own)} of {len(own)} "
+          f"({np.mean(own):.2f})")
     print("mean embedding distance to the point's kit kick by spread (RMS z-units x sqrt(91)): "
           + ", ".join(f"{s:g}: {np.mean(v):.2f}" for s, v in curve.items()))
     print(f"locate of the kit kick's own clip: median {np.median(moved):.4f}, max {max(moved):.4f} from its point")

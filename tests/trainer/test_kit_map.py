@@ -121,13 +121,15 @@ def bundled():
 def test_a_kick_at_a_kit_kicks_point_is_nearer_that_kick_than_the_median_kit_kick(bundled):
     gen, km, _, ek, embed = bundled
     picked = list(range(0, km.n, km.n // 8))[:8]
-    nearer = []
+    nearer, own = [], []
     for i in picked:
         kick = gen.render([Item(seed=0)], near=Near(*(float(v) for v in km.points[i]), spread=0.0))
-        d = np.linalg.norm(embed(kick)[0] - ek[i])
-        others = np.delete(np.linalg.norm(ek - ek[i], axis=1), i)
-        nearer.append(d < np.median(others))
-    assert np.mean(nearer) >= 0.75, nearer  # measured: 8 of 8 (20 of 20: scripts/kit_map_check.py)
+        to_kit = np.linalg.norm(ek - embed(kick)[0], axis=1)  # the made kick to every kit kick
+        nearer.append(to_kit[i] < np.median(np.delete(np.linalg.norm(ek - ek[i], axis=1), i)))  # than kit kicks are
+        own.append(to_kit[i] < np.median(np.delete(to_kit, i)))  # than it is to the median other kit kick
+    # the second is the one a kit-average kick fails (every point decoded from the kit's mean latent: it passes the
+    # first for most kicks, the kit's mean kick being central); measured with scripts/kit_map_check.py
+    assert np.mean(nearer) >= 0.75 and np.mean(own) >= 0.75, (nearer, own)
 
 
 def test_spread_widens_the_kicks_around_a_point(bundled):
