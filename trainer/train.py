@@ -19,8 +19,9 @@ and its loss. Why it looks the way it does:
   boundary, then exit 0). Checkpoints are atomic; see checkpoint.py.
 - Low-VRAM switches: mixed precision (bf16 autocast where supported, else fp16 with a gradient
   scaler), gradient accumulation (batch_size = micro_batch x accumulation), gradient checkpointing,
-  pinned host memory, cudnn.benchmark. `vram_budget_gb` probes peak memory on the GPU and takes the
-  largest micro-batch that fits.
+  pinned host memory, cudnn.benchmark. They only cost time where memory is not short, so loop_plan.py
+  picks micro-batch, precision and checkpointing: the fastest loop whose measured step fits the budget
+  (`vram_budget_gb`, else the GPU's free memory; the plain loop on a CPU).
 - Controls (decay, pitch, click) are measured on each augmented batch, mapped to 0..1 by the
   training set's quantiles, and randomly dropped (wholly or per control) so the same network
   serves free generation and classifier-free guidance.
@@ -37,7 +38,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,7 @@ from .checkpoint import list_checkpoints, load_latest, rng_state, save_checkpoin
 from .data import default_cache_dir, prepare
 from .distributed import Dist, per_rank_batch
 from .export import artifact_from_state
+from .loop_plan import choose_loop, explicit_settings
 
 Log = Callable[[str], None]
 Hook = Callable[["Trainer", dict], None]
@@ -185,48 +187,6 @@ def set_grad_checkpointing(module: torch.nn.Module, on: bool) -> None:
             m.grad_checkpointing = on
 
 
-def probe_micro_batch(cfg: Config, device: torch.device, budget_gb: float, log: Log,
-                      ctx: FitContext | None = None) -> int:
-    """Largest micro-batch (a divisor of batch_size) whose training step peaks under budget_gb on the GPU.
-    ctx: the run's (a family may need its run folder or options to build what it trains, e.g. a VAE)."""
-    if device.type != "cuda":
-        log(f"--vram-budget {budget_gb} GB ignored: training on {device.type}, not a GPU")
-        return cfg.train.micro_batch
-    budget = budget_gb * 1024**3
-    amp_dtype, _ = precision(cfg.train.mixed_precision, device)
-    candidates = [m for m in range(cfg.train.batch_size, 0, -1) if cfg.train.batch_size % m == 0]
-    ctx = dataclasses.replace(ctx, device=device, log=log) if ctx is not None else FitContext(device=device, log=log)
-    objective = get_family(cfg.family).objective(cfg, ctx)
-    net = objective.module
-    set_grad_checkpointing(net, cfg.train.grad_checkpointing)
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-6)
-    chosen = None
-    g = torch.Generator().manual_seed(0)
-    for m in candidates:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-        try:
-            x = torch.randn(m, cfg.data.length, generator=g).mul_(0.1).to(device)
-            ctx = torch.autocast("cuda", dtype=amp_dtype) if amp_dtype else nullcontext()
-            with ctx:
-                loss, _ = objective.loss(net, objective.prepare_batch(x), None, None, g, 0)
-            loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            peak = torch.cuda.max_memory_allocated(device)
-        except torch.cuda.OutOfMemoryError:
-            peak = float("inf")
-        log(f"vram probe: micro-batch {m}: peak {peak / 1024**3:.2f} GB")
-        if peak <= 0.9 * budget:
-            chosen = m
-            break
-    del net, objective, opt
-    torch.cuda.empty_cache()
-    if chosen is None:
-        raise TrainingError(f"no micro-batch fits in {budget_gb} GB of VRAM; try a smaller preset")
-    return chosen
-
-
 def peak_memory_mb(device: torch.device) -> float:
     """Peak memory of this process so far: the GPU's allocator on CUDA, else the resident set's high water mark."""
     if device.type == "cuda":
@@ -251,8 +211,35 @@ def _finite_or_none(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
 
+CLIPS_DEVICE_SHARE = 0.25  # the training clips go to the GPU when they take at most this share of its free memory
+
+
+def _bytes(n: float) -> str:
+    return next(f"{n / f:.0f} {u}" for f, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")) if n >= f or f == 1)
+
+
+def place_clips(audio: torch.Tensor, device: torch.device, log: Log, free_bytes: int | None = None) -> torch.Tensor:
+    """The training clips [N, L] where each step is drawn from them: on the training device (a step's clips are then
+    indexed, augmented and measured there and nothing crosses the bus), unless they would take more than
+    CLIPS_DEVICE_SHARE of its free memory: then they stay in RAM, each step's clips are moved, and the log says so.
+    free_bytes: the device's free memory (default: CUDA's own figure; other devices are not asked)."""
+    if device.type == "cpu":
+        return audio
+    if free_bytes is None and device.type == "cuda":
+        free_bytes = torch.cuda.mem_get_info(device)[0]
+    size = audio.numel() * audio.element_size()
+    if free_bytes is not None and size > CLIPS_DEVICE_SHARE * free_bytes:
+        log(f"data: the {len(audio)} clips ({_bytes(size)}) kept on the CPU: more than {CLIPS_DEVICE_SHARE:.0%} of "
+            f"the {_bytes(free_bytes)} free on {device}; each step's clips are moved there")
+        return audio
+    return audio.to(device)
+
+
 class Trainer:
     """A run, set up and (where a checkpoint exists) resumed. See the module docstring for the loop."""
+
+    # while profiling: waits for the device, called at each phase's start and end (trainer.profiling sets it)
+    _phase_sync: Callable[[], None] | None = None
 
     def __init__(self, opts: FitOptions, log: Log = print) -> None:
         self.opts = opts
@@ -292,7 +279,10 @@ class Trainer:
             if old.preset != cfg.preset and cfg.preset != "custom":
                 raise TrainingError(f"{self.run_dir} was trained with preset {old.preset!r}, not {cfg.preset!r}; "
                                     "use a new --run-dir")
-            differ = differences(old, cfg)
+            # the loop (micro-batch, checkpointing, precision) is the plan's, not the user's, unless they set it
+            planned = tuple(f"train.{k}" for k in ("micro_batch", "grad_checkpointing", "mixed_precision")
+                            if k not in explicit_settings(cfg))
+            differ = differences(old, cfg, ignore=("train.max_steps", *planned))
             if differ:
                 log(f"resuming keeps the run's saved config; the command line asked otherwise for: {', '.join(differ)}")
             cfg = old
@@ -351,7 +341,7 @@ class Trainer:
             self.train_groups = data.groups(self.train_idx)
             log(f"data: drawing the {len(self.train_idx)} training clips as {len(self.train_groups)} kicks "
                 "(velocity layers and near-copies of one kick drawn as one: train.balance_layers)")
-        self.audio = torch.from_numpy(np.array(data.audio))  # a writable copy in RAM: kick sets are small
+        self.audio = place_clips(torch.from_numpy(np.array(data.audio)), device, log)  # kick sets are small
 
         self.controls = tuple(cfg.controls)
         self.ctrl_cols = [CONTROL_NAMES.index(c) for c in self.controls]
@@ -360,16 +350,16 @@ class Trainer:
             raw = measure(self.audio[torch.from_numpy(self.train_idx)], cfg.data.sample_rate)[:, self.ctrl_cols]
             self.quantiles = fit_quantiles(raw)
 
-        micro = tc.micro_batch
-        if opts.vram_budget_gb:
-            micro = probe_micro_batch(cfg, device, opts.vram_budget_gb, log, ctx)
-            cfg = cfg.replace("train", micro_batch=micro)
-            tc = cfg.train
+        # micro-batch, checkpointing and precision: the fastest loop that fits the budget (loop_plan.py)
+        plan = choose_loop(cfg, device, opts.vram_budget_gb, ctx, log, world=self.dist.world, resumed=resuming)
+        cfg = plan.apply(cfg)
+        tc = cfg.train
         self.cfg = cfg
         try:
-            self.per_rank, self.micro = per_rank_batch(tc.batch_size, micro, self.dist.world)
+            self.per_rank, self.micro = per_rank_batch(tc.batch_size, tc.micro_batch, self.dist.world)
         except ValueError as e:
             raise TrainingError(str(e)) from None
+        log(plan.line(self.per_rank))
         self.n_micro = self.per_rank // self.micro
         if self.dist.enabled:
             log(f"world size {self.dist.world}, per-rank batch {self.per_rank} ({self.n_micro} x {self.micro}), "
@@ -482,12 +472,38 @@ class Trainer:
         if not self.controls:
             return None, None
         cc = self.cfg.conditioning
-        raw = measure(x, self.cfg.data.sample_rate)[:, self.ctrl_cols]
+        raw = measure(x, self.cfg.data.sample_rate)[:, self.ctrl_cols]  # on x's device
         c = to_unit(raw, self.quantiles)
+        # the drops: drawn from the CPU generator, as on every device, then moved
         mask = (torch.rand(c.shape, generator=g) > cc.drop_each).float()
         drop_all = torch.rand(c.shape[0], generator=g) < cc.drop_all
         mask[drop_all] = 0.0
-        return c.to(self.device), mask.to(self.device)
+        return c.to(self.device), mask.to(self.device, non_blocking=True)
+
+    @contextmanager
+    def _phase(self, name: str):
+        """A phase of a step as a profiler range. While profiling (`_phase_sync` set) the device is waited for at its
+        start and end, so on a GPU the range holds the phase's work, not only its launches; never otherwise."""
+        sync = self._phase_sync
+        if sync is None:
+            with record_function(name):
+                yield
+            return
+        sync()
+        with record_function(name):
+            yield
+            sync()
+
+    def _clips(self, idx: np.ndarray) -> torch.Tensor:
+        """Clips idx [B, L] on the training device: indexed there when the clips live there (place_clips), else
+        indexed in RAM and moved (pinned first on a GPU with train.pin_memory)."""
+        at = torch.from_numpy(idx)
+        if self.audio.device.type != "cpu" or self.device.type == "cpu":  # (a "cuda" device holds them as "cuda:0")
+            return self.audio[at.to(self.audio.device, non_blocking=True)]
+        x = self.audio[at]
+        if self.device.type == "cuda" and self.cfg.train.pin_memory:
+            x = x.pin_memory()
+        return x.to(self.device, non_blocking=True)
 
     def train_step(self) -> dict[str, Any]:
         """One optimiser step over batch_size augmented clips (n_micro micro-batches, accumulated)."""
@@ -502,24 +518,23 @@ class Trainer:
         drawn from generators seeded by (seed, step, rank), so it can run ahead on another thread and a
         resumed run still repeats it exactly. Returns the batches and the step's noise generator, advanced
         past the control drops, for the loss's draws."""
-        tc, device = self.cfg.train, self.device
+        tc = self.cfg.train
         stream = 1000 * self.dist.rank  # each process its own randomness; rank 0's is a single process's
         g_aug = step_generator(tc.seed, step, 1 + stream)
         g_noise = step_generator(tc.seed, step, 2 + stream)
         out = []
         with torch.no_grad():
-            with record_function("data"):
+            with self._phase("data"):
                 flat = batch_indices(self.train_idx, tc.seed, step, tc.batch_size, 1, self.train_groups)[0]
                 micro_batches = self.dist.shard(flat, self.micro)
             for idx in micro_batches:
-                with record_function("augment"):
-                    x = self.augmenter(self.audio[torch.from_numpy(idx)], g_aug)
-                with record_function("conditioning"):
+                with self._phase("data"):
+                    x = self._clips(idx)  # on the device from here on
+                with self._phase("augment"):
+                    x = self.augmenter(x, g_aug)
+                with self._phase("conditioning"):
                     c, m = self.conditioning(x, g_noise)
-                if device.type == "cuda" and tc.pin_memory:
-                    x = x.pin_memory()
-                x = x.to(device, non_blocking=True)
-                with record_function("prepare"):
+                with self._phase("prepare"):
                     out.append((self.objective.prepare_batch(x), c, m))
         return out, g_noise
 
@@ -541,36 +556,54 @@ class Trainer:
         lr = lr_at(self.step, self.base_lr, tc.warmup_steps)
         for group in self.opt.param_groups:
             group["lr"] = lr
-        loss_sum = 0.0
-        extra: dict[str, float] = {}
+        losses: list[torch.Tensor] = []
+        figures_each: list[dict[str, Any]] = []
         micro_batches, g_noise = self._batches(self.step)
         for i, (x, c, m) in enumerate(micro_batches):
             amp = torch.autocast(self.device.type, dtype=self.amp_dtype) if self.amp_dtype else nullcontext()
             # gradients are all-reduced once per step: on the last micro-batch
             sync = self.ddp_module.no_sync() if self.dist.enabled and i < len(micro_batches) - 1 else nullcontext()
             with sync:
-                with record_function("forward"), amp:
+                with self._phase("forward"), amp:
                     loss, figures = self.objective.loss(self.ddp_module, x, c, m, g_noise, self.step)
-                with record_function("backward"):
+                with self._phase("backward"):
                     self.scaler.scale(loss / self.n_micro).backward()
-            loss_sum += loss.item() / self.n_micro
-            for k, v in figures.items():
-                extra[k] = extra.get(k, 0.0) + float(v) / self.n_micro
+            losses.append(loss.detach())  # read back with the step's others, not one wait per micro-batch
+            figures_each.append(figures)
+        loss_sum, extra = self._read_back(losses, figures_each)
         if not math.isfinite(loss_sum) and not self.use_scaler:  # fp16's scaler skips such steps itself
             raise TrainingError(f"loss became {loss_sum} at step {self.step}; lower the learning rate or "
                                 "turn mixed precision off")
-        with record_function("optimizer"):
+        with self._phase("optimizer"):
             self.scaler.unscale_(self.opt)
             for group in self.objective.clip_groups():
                 torch.nn.utils.clip_grad_norm_(group, tc.grad_clip)
             self.scaler.step(self.opt)
             self.scaler.update()
             self.opt.zero_grad(set_to_none=True)
-        with record_function("ema"):
+        with self._phase("ema"):
             self.ema.update(self.module)
         self.step += 1
         self.smoothed = loss_sum if self.smoothed is None else 0.95 * self.smoothed + 0.05 * loss_sum
         return {"loss": loss_sum, "lr": lr, **extra}
+
+    def _read_back(self, losses: list[torch.Tensor], figures_each: list[dict[str, Any]]
+                   ) -> tuple[float, dict[str, float]]:
+        """A step's micro-batch losses and figures (tensors on the device, or numbers) as their means over the
+        micro-batches, read back in one transfer (one wait for the device a step), then summed in the order and
+        with the arithmetic of reading each on its own, so a CPU run logs what it logged."""
+        tensors = losses + [v for f in figures_each for v in f.values() if isinstance(v, torch.Tensor)]
+        wide = torch.float32 if self.device.type == "mps" else torch.float64  # exact for every float dtype
+        values = iter(torch.stack([t.detach().reshape(()).to(self.device, wide) for t in tensors]).tolist())
+        loss_sum = 0.0
+        for _ in losses:
+            loss_sum += next(values) / self.n_micro
+        extra: dict[str, float] = {}
+        for figures in figures_each:
+            for k, v in figures.items():
+                v = next(values) if isinstance(v, torch.Tensor) else float(v)
+                extra[k] = extra.get(k, 0.0) + v / self.n_micro
+        return loss_sum, extra
 
     # ------------------------------------------------------------------ what hooks call
     @torch.no_grad()
@@ -785,7 +818,7 @@ def write_samples(tr: Trainer, real: torch.Tensor, n: int = 4) -> list[Path]:
         atomic_write_bytes(p, encode_wav(clip, sr))
         paths.append(p)
     png = folder / f"step-{step:08d}.png"
-    spectrogram_grid([("generated", clips), ("real", real.numpy())], sr, png, title=f"step {step}")
+    spectrogram_grid([("generated", clips), ("real", real.cpu().numpy())], sr, png, title=f"step {step}")
     if tr.tb is not None:
         for i, clip in enumerate(clips[:2]):
             tr.tb.add_audio(f"samples/{i}", torch.from_numpy(clip)[None], step, sample_rate=sr)

@@ -179,3 +179,4 @@ def test_a_resumed_run_keeps_the_loop_its_first_session_chose(peaks, tmp_path, c
     assert (train["micro_batch"], train["grad_checkpointing"], train["batch_size"]) == (1, True, 4)
     assert "loop: micro-batch 1 x 4, fp32, checkpointing on: a resumed run keeps the loop" in err
     assert "resumed from step 2" in err
+    assert "asked otherwise" not in err  # the loop was the plan's choice, not something the command line asked
