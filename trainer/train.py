@@ -646,9 +646,28 @@ class Trainer:
         return artifact_from_state(self.objective, self.cfg, self.ema.model.state_dict(), name=name, step=self.step,
                                    control_quantiles=self.quantiles, training=training)
 
-    def export(self, path: Path) -> Path:
-        """The EMA weights as a served artifact at path (atomic)."""
-        return self.artifact(Path(path).name.removesuffix(".safetensors"), self.training_summary()).save(path)
+    def export(self, path: Path, *, with_map: bool = False) -> Path:
+        """The EMA weights as a served artifact at path (atomic); with_map: holding the map of its training kicks
+        (kickmodel.kitmap, the map the daemon's /kick/map and /kick/near serve) where its family can encode."""
+        art = self.artifact(Path(path).name.removesuffix(".safetensors"), self.training_summary())
+        if with_map:
+            self.attach_kit_map(art)
+        return art.save(path)
+
+    def attach_kit_map(self, art: Artifact) -> None:
+        """art.kit_map from the run's own data folders (its training split), or a line saying why it has none: a
+        family without an encoder, kicks no longer there. Costs a decode, an encode and a t-SNE of the kit: seconds
+        for the VAE families, about a second per kick for kick-synth (its encoder is a fit), so only the run's last
+        export pays it."""
+        from .latent_map import MapError, attach_map
+
+        t0 = time.perf_counter()
+        try:
+            attach_map(art, list(self.opts.data), log=self.log)
+        except MapError as e:
+            self.log(f"the export carries no kit map: {e}")
+            return
+        self.log(f"kit map of {art.kit_map.n} kicks made in {time.perf_counter() - t0:.1f} s")
 
     def checkpoint(self) -> None:
         """Rank 0 saves (and exports); every rank then checks that all hold the same weights, and waits."""
@@ -660,7 +679,9 @@ class Trainer:
                 folder = Path(self.opts.export_dir)
                 folder.mkdir(parents=True, exist_ok=True)
                 clean_stale_temp_files(folder, prefix=f".{name}.safetensors.")
-                self.export(folder / f"{name}.safetensors")
+                # the run's last export carries its kit's map; those before it (served live meanwhile) do not
+                last = self.step >= self.total or self.stop_reason is not None
+                self.export(folder / f"{name}.safetensors", with_map=last)
                 if not self._export_noted:
                     self._export_noted = True
                     self.log(f"exported {name} to {folder}: a kickserver serving from this folder without --model "

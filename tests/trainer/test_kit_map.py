@@ -92,6 +92,28 @@ def test_export_with_map_data_stores_the_runs_training_kicks(tmp_path, synth_kic
     assert load_artifact(plain).kit_map is None and any("--map-data" in m for m in logs)
 
 
+def test_fit_exports_its_last_model_with_the_map_of_its_training_kicks(tmp_path, synth_kicks, capsys):
+    """`kicktrain fit --export-dir`: the run's last export holds the map of its training split (the daemon serves it
+    at once); an export before the end (a checkpoint served live meanwhile) holds none; a family without an encoder
+    says why its export has none and still exports."""
+    models = tmp_path / "models"
+    fast = ["--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard", "--export-dir", str(models)]
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "run"), "--family", "mel-vae", *fast,
+                    "--max-steps", "2", "--export-name", "mine", "--set", "train.ckpt_every=1"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    art = load_artifact(models / "mine.safetensors")
+    train = [Path(e["name"]).stem for e in art.training["split"]["train"]]
+    assert art.kit_map is not None and sorted(art.kit_map.names) == sorted(train), err
+    assert err.count("kit map of") == 1  # the step-1 export (ckpt_every 1) made none
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "wave"), "--family", "waveform-diffusion", *fast,
+                    "--max-steps", "1", "--export-name", "wave"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert load_artifact(models / "wave.safetensors").kit_map is None
+    assert "the export carries no kit map" in err and "no encoder" in err
+
+
 # ------------------------------------------------------------------ the bundled model and its starter kit
 
 @pytest.fixture(scope="module")
