@@ -68,11 +68,20 @@ from kickmodel.config import Config, TrainConfig
 from kickmodel.families import get_family, preset
 from kickmodel.families.base import FitContext
 
+from .errors import TrainingError
+
 Log = Callable[[str], None]
 
 _MODE = {"fp32": "off", "bf16": "bf16", "fp16": "fp16"}  # LoopPlan.precision -> train.mixed_precision
 USABLE = 0.9  # share of the budget a measured step may peak at (the rest: what it does not show, e.g. the EMA copy)
 MiB = 2**20
+
+
+def set_grad_checkpointing(module: torch.nn.Module, on: bool) -> None:
+    """Every submodule that offers gradient checkpointing (a `grad_checkpointing` flag) gets `on`."""
+    for m in module.modules():
+        if hasattr(m, "grad_checkpointing"):
+            m.grad_checkpointing = on
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,8 +244,6 @@ class StepProbe:
         self.can_checkpoint = any(hasattr(m, "grad_checkpointing") for m in self.net.modules())
 
     def _step(self, c: Candidate) -> None:
-        from .train import set_grad_checkpointing
-
         set_grad_checkpointing(self.net, c.grad_checkpointing)
         x = torch.randn(c.micro_batch, self.cfg.data.length, generator=self.g).mul_(0.1).to(self.device)
         amp = (torch.autocast(self.device.type, dtype=getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}
@@ -289,8 +296,6 @@ def choose_loop(cfg: Config, device: torch.device, budget_gb: float | None, ctx:
     """The fastest loop whose one-step peak fits 0.9 x the budget (see the module docstring).
     measure_peak(candidate) -> MB replaces the real probe (tests); world: processes sharing batch_size;
     resumed: keep the loop cfg records."""
-    from .train import TrainingError
-
     tc = cfg.train
     batch = tc.batch_size // world if world > 1 and tc.batch_size % world == 0 else tc.batch_size
     if budget_gb is not None and not (math.isfinite(budget_gb) and budget_gb > 0):

@@ -60,15 +60,12 @@ from .augment import Augmenter
 from .checkpoint import list_checkpoints, load_latest, rng_state, save_checkpoint, set_rng_state
 from .data import default_cache_dir, prepare
 from .distributed import Dist, per_rank_batch
+from .errors import TrainingError
 from .export import artifact_from_state
-from .loop_plan import choose_loop, explicit_settings
+from .loop_plan import choose_loop, explicit_settings, set_grad_checkpointing
 
 Log = Callable[[str], None]
 Hook = Callable[["Trainer", dict], None]
-
-
-class TrainingError(RuntimeError):
-    """A problem the user can fix (bad run folder, mismatched config); printed without a traceback."""
 
 
 @dataclasses.dataclass
@@ -178,13 +175,6 @@ def lr_at(step: int, base: float, warmup: int) -> float:
     """Linear warm-up, then constant (the EMA does the averaging). Not tied to max_steps, so a run
     that is resumed with a larger --max-steps continues on the same curve."""
     return base * min(1.0, (step + 1) / max(1, warmup))
-
-
-def set_grad_checkpointing(module: torch.nn.Module, on: bool) -> None:
-    """Every submodule that offers gradient checkpointing (a `grad_checkpointing` flag) gets `on`."""
-    for m in module.modules():
-        if hasattr(m, "grad_checkpointing"):
-            m.grad_checkpointing = on
 
 
 def peak_memory_mb(device: torch.device) -> float:
