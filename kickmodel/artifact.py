@@ -130,6 +130,13 @@ def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, 
     if kit_map is not None:
         map_tensors, meta[KITMAP_KEY] = kit_map.to_stored()
         tensors.update({k: torch.from_numpy(v) for k, v in map_tensors.items()})
+    for key, value in meta.items():  # what the reader refuses is never written: it would be a model that cannot load
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_META_VALUE:
+            fix = ("map fewer kicks, or give them shorter names" if key == KITMAP_KEY
+                   else "this is a bug: please report it")
+            raise ArtifactError(f"{path}: metadata {key!r} would take {size} bytes, more than the {MAX_META_VALUE} an "
+                                f"artifact may hold, so it would not load; nothing written ({fix})")
     atomic_write_bytes(Path(path), st_save(tensors, metadata=meta))
     return Path(path)
 

@@ -338,7 +338,7 @@ class KitMap:
     def to_stored(self) -> tuple[dict[str, np.ndarray], str]:
         """({"kitmap.points": [N, 2], "kitmap.latents": [N, D]} float32, the `kitmap` metadata JSON)."""
         return ({PREFIX + "points": np.array(self.points), PREFIX + "latents": np.array(self.latents)},
-                json.dumps(self.meta(), allow_nan=False, sort_keys=True))
+                json.dumps(self.meta(), allow_nan=False, sort_keys=True, ensure_ascii=False))  # é: 2 bytes, not 6
 
     @classmethod
     def check_shapes(cls, shapes: Mapping[str, Sequence[int]], latent_dim: int | None) -> int:

@@ -261,24 +261,26 @@ def encode_kicks(gen, clips: np.ndarray, batch: int = 32) -> np.ndarray:
     return np.concatenate([gen.encode(clips[i:i + batch]) for i in range(0, len(clips), batch)])
 
 
-def map_kicks(gen, data: Sequence[str | Path], *, split: str | None = None, limit: int | None = None,
-              perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0, max_tsne: int | None = None,
-              log: Callable[[str], None] = print):
-    """(sources, latents, descriptors, t-SNE or None, PCA) of the kicks under data as gen places them: decoded as
-    training decodes them, only the artifact's training split when split == "train", at most `limit` kicks (an even
-    subsample beyond, said in a line)."""
-    import torch
-
+def _check_can_map(gen, perplexity: float) -> None:
     from kickmodel.families import cli_name
     from kickmodel.generator import ENCODE
-
-    from .evaluation.sets import load_folder
 
     if ENCODE not in gen.capabilities:  # declared by its generator (kickmodel.generator.CAPABILITIES)
         raise MapError(f"model {gen.name} is a {cli_name(gen.family)} model, which has no encoder to place kicks "
                        f"on a map (it can: {', '.join(sorted(gen.capabilities)) or 'only make new kicks'})")
     if perplexity <= 0:
         raise MapError("--perplexity must be > 0")
+
+
+def map_kicks(gen, data: Sequence[str | Path], *, split: str | None = None, limit: int | None = None,
+              perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0, max_tsne: int | None = None,
+              log: Callable[[str], None] = print):
+    """(sources, latents, descriptors, t-SNE or None, PCA) of the kicks under data as gen places them: decoded as
+    training decodes them, only the artifact's training split when split == "train", at most `limit` kicks (an even
+    subsample beyond, said in a line)."""
+    from .evaluation.sets import load_folder
+
+    _check_can_map(gen, perplexity)
     if split not in (None, "all", "train"):
         raise MapError(f"--split is train or all, not {split!r}")
     clips, sources, shas, _ = load_folder(list(data), gen.config.data, log)
@@ -286,6 +288,19 @@ def map_kicks(gen, data: Sequence[str | Path], *, split: str | None = None, limi
     if split == "train":
         keep = training_kicks(gen.artifact.training, sources, shas)
         log(f"{len(keep)} of {len(sources)} kicks are in the model's training split")
+    return map_clips(gen, clips[keep], [sources[i] for i in keep], limit=limit, perplexity=perplexity, seed=seed,
+                     max_tsne=max_tsne, log=log)
+
+
+def map_clips(gen, clips: np.ndarray, sources: Sequence[str], *, limit: int | None = None,
+              perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0, max_tsne: int | None = None,
+              log: Callable[[str], None] = print):
+    """map_kicks for clips already decoded as training decodes them ([n, length], e.g. a run's training clips in
+    memory), named by their sources."""
+    import torch
+
+    _check_can_map(gen, perplexity)
+    keep = list(range(len(sources)))
     if limit is not None and len(keep) > limit:
         log(f"{len(keep)} kicks are more than the {limit} a stored map holds; mapping an even subsample of {limit}")
         keep = [keep[i] for i in even_subsample(len(keep), limit)]
@@ -302,19 +317,28 @@ def map_kicks(gen, data: Sequence[str | Path], *, split: str | None = None, limi
     return sources, latents, desc, tsne, pca
 
 
-def attach_map(art, data: Sequence[str | Path], *, perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0,
-               log: Callable[[str], None] = print):
-    """Set art.kit_map (an Artifact, e.g. an export in memory) to the map of its training kicks found under data (the
-    split it records; every kick when it records none), on the CPU. MapError when its family has no encoder or no
-    kick is usable."""
+def attach_map(art, data: Sequence[str | Path] | None = None, *, clips: np.ndarray | None = None,
+               sources: Sequence[str] | None = None, limit: int = MAX_POINTS, perplexity: float = DEFAULT_PERPLEXITY,
+               seed: int = 0, log: Callable[[str], None] = print):
+    """Set art.kit_map (an Artifact, e.g. an export in memory) to the map of its training kicks: found under data
+    (the split it records; every kick when it records none), or given as clips (decoded as training decodes them)
+    with their sources; at most `limit` (an even subsample beyond); on the CPU. MapError when its family has no
+    encoder or no kick is usable."""
     import torch
 
     from kickmodel.families import get_family
 
     gen = get_family(art.family).load_generator(art, torch.device("cpu"))
-    split = "train" if isinstance((art.training or {}).get("split"), dict) else None
-    sources, latents, desc, tsne, pca = map_kicks(gen, data, split=split, limit=MAX_POINTS, perplexity=perplexity,
-                                                  seed=seed, max_tsne=MAX_TSNE_KICKS, log=log)
+    limit = min(limit, MAX_POINTS)
+    if clips is not None:
+        sources, latents, desc, tsne, pca = map_clips(gen, clips, list(sources or ()), limit=limit,
+                                                      perplexity=perplexity, seed=seed, max_tsne=MAX_TSNE_KICKS,
+                                                      log=log)
+    else:
+        split = "train" if isinstance((art.training or {}).get("split"), dict) else None
+        sources, latents, desc, tsne, pca = map_kicks(gen, data or [], split=split, limit=limit,
+                                                      perplexity=perplexity, seed=seed, max_tsne=MAX_TSNE_KICKS,
+                                                      log=log)
     art.kit_map = kit_map_of(tsne, pca, latents, desc, sources)
     log(f"the artifact stores the {art.kit_map.method} map of its {art.kit_map.n} training kicks")
     return art

@@ -65,6 +65,7 @@ from .export import artifact_from_state
 from .loop_plan import choose_loop, explicit_settings, set_grad_checkpointing
 
 Log = Callable[[str], None]
+AUTO_MAP_KICKS = 256  # the map a fit's last export makes: at most this many kicks (an even subsample beyond)
 Hook = Callable[["Trainer", dict], None]
 
 
@@ -645,17 +646,25 @@ class Trainer:
         return art.save(path)
 
     def attach_kit_map(self, art: Artifact) -> None:
-        """art.kit_map from the run's own data folders (its training split), or a line saying why it has none: a
-        family without an encoder, kicks no longer there. Costs a decode, an encode and a t-SNE of the kit: seconds
-        for the VAE families, about a second per kick for kick-synth (its encoder is a fit), so only the run's last
-        export pays it."""
+        """art.kit_map from the run's training clips, already in memory (the folders they came from may have moved
+        since), or one line saying why it has none (a family without an encoder, anything that fails: the export
+        goes on without a map, and `kicktrain map --into` can add one later). Costs an encode and a t-SNE of the
+        kit: seconds for the VAE families, about a second per kick for kick-synth (its encoder is a fit), so only
+        the run's last export pays it, for at most AUTO_MAP_KICKS kicks."""
         from .latent_map import MapError, attach_map
 
         t0 = time.perf_counter()
+        idx = np.asarray(self.train_idx)
         try:
-            attach_map(art, list(self.opts.data), log=self.log)
+            clips = self.audio[torch.from_numpy(idx).to(self.audio.device)].cpu().numpy()
+            sources = [str(self.data.manifest[int(i)]["source"]) for i in idx]
+            attach_map(art, clips=clips, sources=sources, limit=AUTO_MAP_KICKS, log=self.log)
         except MapError as e:
             self.log(f"the export carries no kit map: {e}")
+            return
+        except Exception as e:  # noqa: BLE001 -- a map is a bonus: the trained model is exported without one
+            self.log(f"the export carries no kit map ({type(e).__name__}: {e}); add one with `kicktrain map MODEL "
+                     "KIT --into MODEL`")
             return
         self.log(f"kit map of {art.kit_map.n} kicks made in {time.perf_counter() - t0:.1f} s")
 

@@ -223,3 +223,23 @@ def test_kicks_from_a_map_point_render_per_seed(mel):
         gen.render([Item(seed=1)], near=Near(x, y, 2.0))
     loc = gen.locate(gen.prepare_source(a[0], gen.sample_rate))
     assert all(0.0 <= v <= 1.0 for v in loc)
+
+
+def test_a_map_the_reader_would_refuse_is_never_written(mel, tmp_path):
+    """A 4096-kick map with long non-ASCII names: stored as UTF-8 (é takes 2 bytes, not a 6-byte escape) it still
+    loads; one that would pass the reader's metadata limit is refused before anything is written (it made a model
+    that could not load: `kicktrain map --into` replaced a working model with it)."""
+    plain, _, dim = mel
+    art = load_artifact(plain)
+    small = _map(dim)
+    reps = MAX_POINTS // small.n + 1
+    pts, lat = np.tile(small.points, (reps, 1))[:MAX_POINTS], np.tile(small.latents, (reps, 1))[:MAX_POINTS]
+    accents = tuple(f"{i:04d}" + "é" * (MAX_NAME - 4) for i in range(MAX_POINTS))
+    art.kit_map = dataclasses.replace(small, points=pts, latents=lat, names=accents)
+    ok = art.save(tmp_path / "accents.safetensors")
+    assert load_artifact(ok).kit_map.names == accents
+    drums = ("\U0001f941" * MAX_NAME,) * MAX_POINTS  # 4 bytes a character: over 1 MiB of names
+    art.kit_map = dataclasses.replace(small, points=pts, latents=lat, names=drums)
+    with pytest.raises(ArtifactError, match="would not load; nothing written .map fewer kicks"):
+        art.save(tmp_path / "drums.safetensors")
+    assert list(tmp_path.iterdir()) == [ok]

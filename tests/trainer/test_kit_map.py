@@ -106,12 +106,48 @@ def test_fit_exports_its_last_model_with_the_map_of_its_training_kicks(tmp_path,
     train = [Path(e["name"]).stem for e in art.training["split"]["train"]]
     assert art.kit_map is not None and sorted(art.kit_map.names) == sorted(train), err
     assert err.count("kit map of") == 1  # the step-1 export (ckpt_every 1) made none
-    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "wave"), "--family", "waveform-diffusion", *fast,
-                    "--max-steps", "1", "--export-name", "wave"])
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "wave"), "--family", "waveform-diffusion",
+                    *fast, "--max-steps", "1", "--export-name", "wave"])
     err = capsys.readouterr().err
     assert rc == 0, err
     assert load_artifact(models / "wave.safetensors").kit_map is None
     assert "the export carries no kit map" in err and "no encoder" in err
+
+
+def test_the_map_at_export_needs_no_folder_and_never_costs_the_model(tmp_path, synth_kicks, monkeypatch):
+    """The last export's map is made from the run's clips in memory: the data folder moved away during training
+    does not matter; and a map that fails for any reason leaves the model exported, without a map, with a line."""
+    from kickmodel.families import preset
+    from trainer import latent_map
+    from trainer.train import FitOptions, fit
+
+    data = tmp_path / "kicks"
+    shutil.copytree(synth_kicks, data)
+    logs: list[str] = []
+
+    def log(m: str) -> None:
+        logs.append(m)
+        if m.startswith("data:") and data.exists():  # the clips are loaded: the folder goes (an unmounted disk)
+            data.rename(tmp_path / "gone")
+
+    def run(name: str) -> Path:
+        fit(FitOptions(data=[str(data)], run_dir=tmp_path / name, cfg=preset("tiny", "mel_vae"), device="cpu",
+                       max_steps=1, progress=False, tensorboard=False, export_dir=tmp_path / "models",
+                       export_name=name, cache_dir=tmp_path / f"cache-{name}"), log=log)
+        return tmp_path / "models" / f"{name}.safetensors"
+
+    art = load_artifact(run("moved"))
+    assert not data.exists() and art.kit_map is not None and art.kit_map.n == art.training["train_clips"], logs
+
+    def broken(*a, **k):
+        raise RuntimeError("t-SNE ran out of memory")
+
+    (tmp_path / "gone").rename(data)
+    monkeypatch.setattr(latent_map, "attach_map", broken)
+    logs.clear()
+    art = load_artifact(run("broken"))
+    assert art.kit_map is None and art.step == 1
+    assert any("no kit map (RuntimeError: t-SNE ran out of memory)" in m for m in logs), logs
 
 
 # ------------------------------------------------------------------ the bundled model and its starter kit
