@@ -102,9 +102,11 @@ class Objective:
         return x
 
     def loss(self, module: torch.nn.Module, x: Any, cond: torch.Tensor | None, mask: torch.Tensor | None,
-             g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float]]:
+             g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float | torch.Tensor]]:
         """(scalar loss to backpropagate, extra figures to log) for a prepared batch (`prepare_batch`);
-        all randomness from g (seeded by the step), so a resumed run repeats the same step exactly."""
+        all randomness from g (seeded by the step), so a resumed run repeats the same step exactly. Figures may
+        be 0-d tensors on the device: the loop reads them back once a step, so a figure read with .item() or
+        float() here would wait for the GPU once per micro-batch."""
         raise NotImplementedError
 
     @torch.no_grad()
@@ -129,8 +131,9 @@ class Objective:
         raise NotImplementedError
 
     def fit_data(self, clips: torch.Tensor) -> None:
-        """Called once on a new run with the training clips [N, L] (clean, on the CPU), before the first
-        step: e.g. a latent family measures its latents' statistics. Resumed runs restore state instead."""
+        """Called once on a new run with the training clips [N, L] (clean, on the training device: a GPU's when the
+        run trains on one, so call .cpu() before .numpy()), before the first step: e.g. a latent family measures its
+        latents' statistics. Resumed runs restore state instead."""
 
     def clip_groups(self) -> list[list[torch.nn.Parameter]]:
         """Parameter groups whose gradients are clipped (to train.grad_clip) each on its own: parts trained
