@@ -132,6 +132,46 @@ def layout(latents: np.ndarray, perplexity: float = DEFAULT_PERPLEXITY, seed: in
     return tsne, pca
 
 
+def orient(xy: np.ndarray | None, desc: np.ndarray) -> np.ndarray | None:
+    """xy turned (a rotation, perhaps with a mirror: distances and so t-SNE's neighbourhoods unchanged) so that its
+    axes read as sounds: x along the direction in which the best-explained descriptor (decay, pitch or click: the
+    largest R^2 of a linear fit on the layout) grows, y across it, pointing where the better correlated of the other
+    two grows. t-SNE's and PCA's own axes are arbitrary (t-SNE's any rotation of the same map; PCA's by variance,
+    whatever sound that is), so without this a pad's axes read "mixed", or both the same descriptor (both followed
+    click on the starter kit). None stays None; fewer than 3 kicks or no usable descriptor: unchanged."""
+    if xy is None:
+        return None
+    xy = np.asarray(xy, np.float64)
+    d = np.asarray(desc, np.float64)
+    centre = xy.mean(axis=0)
+    c = xy - centre
+    fits = []
+    for j in range(d.shape[1]):
+        ok = np.isfinite(d[:, j])
+        v = d[ok, j] - d[ok, j].mean() if ok.sum() >= 3 else None
+        if v is None or not np.any(v) or np.linalg.matrix_rank(c[ok]) < 2:
+            continue
+        w, *_ = np.linalg.lstsq(c[ok], v, rcond=None)
+        r2 = 1.0 - float(np.sum((v - c[ok] @ w) ** 2)) / float(np.sum(v * v))
+        fits.append((r2, j, w, ok))
+    if not fits:
+        return xy
+    fits.sort(key=lambda f: -f[0])
+    _, first, w, _ = fits[0]
+    u = w / np.linalg.norm(w)  # x grows with the first descriptor
+    v = np.array([-u[1], u[0]])
+    rest = [(abs(_corr(c[ok] @ v, d[ok, j])), _corr(c[ok] @ v, d[ok, j])) for _, j, _, ok in fits[1:]]
+    if rest and max(rest)[1] < 0:  # y grows with the better correlated of the others
+        v = -v
+    return c @ np.stack([u, v], axis=1) + centre
+
+
+def _corr(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a - a.mean(), b - b.mean()
+    den = float(np.sqrt(np.sum(a * a) * np.sum(b * b)))
+    return float(np.sum(a * b)) / den if den > 0 else 0.0
+
+
 def map_figure(tsne: np.ndarray | None, pca: np.ndarray, desc: np.ndarray, names: Sequence[str], title: str):
     """Rows t-SNE (when there) and PCA; columns coloured by decay, pitch, click, each with a colour bar clipped to
     colour_limits; some dots named (labelled)."""
@@ -314,7 +354,7 @@ def map_clips(gen, clips: np.ndarray, sources: Sequence[str], *, limit: int | No
         log(f"{len(sources)} kicks are too few for t-SNE at perplexity {perplexity:g}; laying out at {fit:g}")
         perplexity = fit
     tsne, pca = layout(latents, perplexity, seed, log, max_tsne=max_tsne)
-    return sources, latents, desc, tsne, pca
+    return sources, latents, desc, orient(tsne, desc), orient(pca, desc)
 
 
 def attach_map(art, data: Sequence[str | Path] | None = None, *, clips: np.ndarray | None = None,

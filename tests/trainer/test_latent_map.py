@@ -83,3 +83,24 @@ def test_map_figure_labels_the_dots_and_clips_each_colour_scale():
     pitch = scatter_axes[1].collections[0]
     assert pitch.get_clim() == pytest.approx(colour_limits(desc[:, 1]))
     assert pitch.get_clim()[1] < 61.0  # the 400 Hz kick is clipped, not the top of the scale
+
+
+def test_orient_turns_the_layout_so_its_axes_read_as_sounds():
+    """kicktrain map turns the layout (t-SNE's axes are arbitrary) so that x grows with the descriptor the layout
+    explains best and y with the better of the others: distances between kicks are kept exactly."""
+    from trainer.latent_map import orient
+
+    rng = np.random.default_rng(3)
+    xy = rng.normal(size=(60, 2)) * [3.0, 1.0]
+    a = np.deg2rad(35.0)
+    turn = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+    decay = (xy @ turn)[:, 0] + 0.05 * rng.normal(size=60)   # decay along one direction of the layout
+    pitch = -(xy @ turn)[:, 1] + 0.4 * rng.normal(size=60)   # pitch across it, running the other way, noisier
+    click = rng.normal(size=60)                               # click unrelated
+    desc = np.column_stack([decay, pitch, click])
+    out = orient(xy, desc)
+    d = lambda p: np.linalg.norm(p[:, None] - p[None], axis=-1)  # noqa: E731
+    np.testing.assert_allclose(d(out), d(xy), atol=1e-9)
+    assert np.corrcoef(out[:, 0], decay)[0, 1] > 0.95 and np.corrcoef(out[:, 1], pitch)[0, 1] > 0.8
+    assert orient(None, desc) is None
+    np.testing.assert_array_equal(orient(xy, np.full((60, 3), np.nan)), xy)  # nothing to read: unchanged
