@@ -147,10 +147,14 @@ def publish(src: Path, dst: Path) -> bool:
 
 
 class KickWriter:
-    """Writes kicks into one folder and keeps its ledger; used by the worker thread only."""
+    """Writes kicks into one folder and keeps its ledger; used by one thread only (the worker's writer thread), which
+    also makes its successor (Worker.set_output).
+
+    clean_temps: remove the temp files a killed run left in the folder (clean_stray_temps); pass False for a folder
+    this process may be writing into right now (a new writer on the same folder), whose .part files are not stray."""
 
     def __init__(self, out_dir: Path, sample_rate: int, *, max_files: int | None = None,
-                 max_mb: float | None = None) -> None:
+                 max_mb: float | None = None, clean_temps: bool = True) -> None:
         self.out_dir = Path(out_dir)
         self.sample_rate = int(sample_rate)
         self.max_files = max_files
@@ -158,7 +162,14 @@ class KickWriter:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._ledger: list[dict] = self._read_ledger()
         self._ledger_dirty = False
-        self.clean_stray_temps()
+        if clean_temps:
+            self.clean_stray_temps()
+
+    def adopt_ledger(self, other: KickWriter) -> None:
+        """Take the ledger of the writer this one replaces on the same folder, as it is in memory (its entries not
+        saved yet included); saved with this writer's next prune."""
+        self._ledger = list(other._ledger)
+        self._ledger_dirty = self._ledger_dirty or other._ledger_dirty
 
     # ------------------------------------------------------------ start-up
     def clean_stray_temps(self) -> int:
@@ -204,8 +215,9 @@ class KickWriter:
         return name
 
     # ------------------------------------------------------------ writing
-    def write(self, audio: np.ndarray, info: KickInfo) -> Path:
-        """Write one finished kick ([L] float, at self.sample_rate) and return its final absolute path."""
+    def write(self, audio: np.ndarray, info: KickInfo, *, sample_rate: int | None = None) -> Path:
+        """Write one finished kick ([L] float, at sample_rate: the rate it was rendered at; default self.sample_rate)
+        and return its final absolute path."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         if not np.isfinite(x).all():
             raise WriteError("refusing to write a kick with NaN or inf samples")
@@ -217,7 +229,8 @@ class KickWriter:
         name = self.final_name(info.label)
         final = self.out_dir / name
         tmp = self.out_dir / f".{name}.{os.getpid()}.part"
-        data = encode_wav(x, self.sample_rate, info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")))
+        data = encode_wav(x, int(sample_rate or self.sample_rate),
+                          info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")))
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
             try:
