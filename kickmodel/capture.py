@@ -13,8 +13,13 @@ Griffin-Lim, a VAE's decode method) stays eager and still works.
 The warm-up renders at the generator's default settings, twice for each batch size in `batches` (and, for a model
 with controls, once more with every control set, as classifier-free guidance doubles the network's batch), so
 compiling and graph recording happen here, not on a musician's first kick. Another batch size compiles on its
-first use (dynamic=False). If wrapping or the warm-up raises, the eager modules are put back and the report says it
-fell back, with the error's type and first line; the caller logs that once.
+first use (dynamic=False), so a server pads each batch up to the next size it warmed up (capture_sizes: 1, 2, 4, ...
+and its largest batch) and drops the padding rows. If wrapping or the warm-up raises, the eager modules are put back
+and the report says it fell back, with the error's type and first line; the caller logs that once.
+
+release(gen) undoes a capture before another model is captured: the eager modules back on gen, torch's compiled
+code, guards and CUDA graph pools dropped (torch.compiler.reset), then the garbage collected and, on CUDA, the
+allocator's cache emptied, so repeated hot swaps do not pile up graphs and recompiles (pytorch#104095).
 
 Under "graphs" each network call first marks a new step (torch.compiler.cudagraph_mark_step_begin) and returns a
 copy of its output: a graph's output buffer is overwritten by its next replay, and the samplers and the row-by-row
@@ -25,6 +30,7 @@ in the thread that renders.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +42,7 @@ import torch
 MODES = ("auto", "off", "compile", "graphs")
 TORCH_MODE = {"compile": "default", "graphs": "reduce-overhead"}  # the torch.compile mode of each capture mode
 GRAPHS_NEED_CUDA = "CUDA graphs need a CUDA device"
+EAGER_ATTR = "_capture_eager"  # on a captured generator: its eager modules by attribute name (release() puts them back)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,42 @@ def resolve_mode(mode: str, device: Any) -> str:
     if mode == "auto":
         return "graphs" if torch.device(device).type == "cuda" else "off"
     return mode
+
+
+def capture_sizes(max_batch: int) -> tuple[int, ...]:
+    """The batch sizes a server captures and pads its batches up to: the powers of two below max_batch, then
+    max_batch (8: 1, 2, 4, 8; 6: 1, 2, 4, 6). A batch is padded by less than its own size (under 2x the work, and
+    only a batch that is not a captured size), and the warm-up grows with log2(max_batch), not with max_batch (one
+    warmed size per count would be 8 warm-ups at the default 8, 64 at 64). With guidance doubling each size, the
+    networks see these sizes and their doubles: 5 distinct at the default 8, 8 at 64, which is torch's recompile
+    limit per network (torch._dynamo.config.recompile_limit, 8 in torch 2.11); past it torch runs eagerly."""
+    top = max(1, int(max_batch))
+    sizes, b = [], 1
+    while b < top:
+        sizes.append(b)
+        b *= 2
+    return (*sizes, top)
+
+
+def padded_size(n: int, sizes: Sequence[int]) -> int:
+    """The smallest of sizes that holds n kicks (n itself when none does, or sizes is empty: nothing to pad to)."""
+    return min((s for s in sizes if s >= n), default=n)
+
+
+def release(gen: Any = None) -> None:
+    """Drop a capture's compiled state before another model is captured (in the thread that renders): gen's eager
+    modules put back (when capture() wrapped them), torch's compile caches and CUDA graph trees reset, the garbage
+    collected and, on CUDA, the allocator's cached blocks returned. Never raises for a reset that fails."""
+    eager = vars(gen).pop(EAGER_ATTR, None) if gen is not None else None
+    for name, module in (eager or {}).items():
+        setattr(gen, name, module)
+    try:
+        torch._dynamo.reset()
+    except Exception:  # noqa: BLE001, S110 - a failed reset leaves caches behind, never a model that cannot serve
+        logging.getLogger(__name__).debug("torch._dynamo.reset failed", exc_info=True)
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _first_line(e: BaseException) -> str:
@@ -158,4 +201,5 @@ def capture(gen: Any, mode: str, log: logging.Logger | None = None, *, batches: 
         if log is not None:
             log.debug("capture %s failed", used, exc_info=True)
         return CaptureReport(mode, "off", time.perf_counter() - t0, _first_line(e), (), sizes)
+    setattr(gen, EAGER_ATTR, eager)
     return CaptureReport(mode, used, time.perf_counter() - t0, None, tuple(eager), sizes)
