@@ -359,9 +359,8 @@ class Server:
         assert w is not None and self.loader is not None
         if (new.out_dir, new.sample_rate, new.max_files, new.max_mb) != (
                 old.out_dir, old.sample_rate, old.max_files, old.max_mb):
-            try:
-                w.set_writer(KickWriter(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb))
-                w.sample_rate = new.sample_rate
+            try:  # the worker swaps writer and rate together, between batches (kickserver.worker: set_output)
+                w.set_output(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb)
             except OSError as e:
                 log.error("SIGHUP: cannot use the output folder %s (%s); keeping %s", new.out_dir, e, old.out_dir)
                 new.out, new.sample_rate = old.out, old.sample_rate

@@ -13,11 +13,21 @@ request for variations and interpolations) are generated together, up to `max_ba
 taken one per host per pass.
 A new model handed over by `offer_model` is swapped in between batches, so no request is lost; before it serves
 (and the first model before the first batch) its render is captured in this thread (kickmodel.capture: CUDA graphs or
-torch.compile per `capture`, warmed up; eager when that fails), logged in one line with its resident memory.
+torch.compile per `capture`, warmed up; eager when that fails), logged in one line with its resident memory. Nothing
+renders meanwhile: queued kicks wait for the new model's warm-up and are then made by it (no wait under "off", the
+CPU default, where capture does nothing). The old model's compiled state is released first (kickmodel.capture.release).
+Under a capture mode every batch is padded up to the next size warmed up (kickmodel.capture.capture_sizes) with
+copies of its first kick, whose rows are dropped after the render: the networks never meet a size they were not
+captured for (dynamic=False would compile or record a graph on a musician's request, and past torch's recompile
+limit run eagerly while the log says "graphs"). Kicks do not depend on their batch (test_batch_independence).
 Writing is off the render's critical path: a rendered batch goes to the writer thread (`kick-writer`, through a
 queue of one batch), which writes its files (KickWriter.write: temp file, fsync, rename), answers its kicks and
 applies retention, while this thread renders the next batch. Every reply after a render goes through that thread in
 order, so one client's replies keep the order of its kicks, and only that thread touches the KickWriter's ledger.
+A new output (SIGHUP: folder, sample rate, retention; `set_output`) goes the same way: this thread takes it between
+batches and hands the writer thread the change after every batch rendered before it, so each batch is rendered and
+written at one rate and lands in one folder; there the old writer saves its ledger, then the new one is made (stray
+temp files cleaned only in a folder that changed, never while a write is in flight).
 `stop` cancels the batch on the device (the generator checks between network calls and raises),
 lets the file being written land, and answers every other kick "shutting down".
 """
@@ -37,7 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kickmodel.capture import CaptureReport, capture
+from kickmodel.capture import CaptureReport, capture, capture_sizes, padded_size, release
 from kickmodel.clips import BadAudio
 from kickmodel.generator import MODEL_DEFAULTS, Cancelled, Endpoint, Interpolation, Item, Near, StepPolicy, Variation
 
@@ -53,13 +63,18 @@ WRITE_QUEUE = 1  # rendered batches waiting for the writer thread (the next one 
 
 
 def resident_memory(device: Any) -> str:
-    """What the daemon holds now, in one phrase: on CUDA the device's reserved memory and the peak allocated since
-    start (torch's allocator; a hot swap holds two models for a moment), else the process's resident set size."""
+    """What the daemon holds now, in one phrase. On CUDA: "cuda:0 allocator reserved <MB> MB, peak <MB> MB, device
+    used <MB> of <MB> MB": torch's caching allocator's reserve now and the peak allocated since start (a hot swap
+    holds two models for a moment) -- neither counts the CUDA context or the kernels, often hundreds of MB -- then
+    the device's memory in use (torch.cuda.mem_get_info: total - free), which counts those and every other
+    process on the device. Else the process's resident set size."""
     dev = torch.device(device)
     if dev.type == "cuda":
         mb = 1 << 20
-        return (f"{dev} reserved {torch.cuda.memory_reserved(dev) / mb:.0f} MB, "
-                f"peak {torch.cuda.max_memory_allocated(dev) / mb:.0f} MB")
+        free, total = torch.cuda.mem_get_info(dev)
+        return (f"{dev} allocator reserved {torch.cuda.memory_reserved(dev) / mb:.0f} MB, "
+                f"peak {torch.cuda.max_memory_allocated(dev) / mb:.0f} MB, "
+                f"device used {(total - free) / mb:.0f} of {total / mb:.0f} MB")
     return f"{dev} RSS {_rss_bytes() / 1e6:.0f} MB"
 
 
@@ -170,6 +185,19 @@ class _Offer:
     on_swap: Callable[[], None] | None = None  # called in the worker thread once gen serves
 
 
+@dataclass
+class _Output:
+    """Where and at what rate kicks go: what set_output asked for and, once the writer thread has made it (in order
+    with the batches), its KickWriter (the previous one where the new folder could not be used). A batch keeps the
+    _Output it was rendered for, so its files carry the rate it was rendered at."""
+
+    sample_rate: int
+    out_dir: Any
+    max_files: int | None = None
+    max_mb: float | None = None
+    writer: KickWriter | None = None
+
+
 class Worker:
     def __init__(self, gen: Any, name: str, writer: KickWriter, *, sample_rate: int, queue_limit: int = 64,
                  client_limit: int = 32, max_batch: int = 8, software: str = "kickserver", threads: int = 0,
@@ -178,8 +206,10 @@ class Worker:
         self.policy = policy  # the server's default steps and cap (--steps, --max-steps); SIGHUP replaces it
         self.threads = int(threads)
         self.model_name = name
-        self.writer = writer
-        self.sample_rate = int(sample_rate)
+        self.writer = writer  # the writer thread's; replaced there (set_output)
+        self.sample_rate = int(sample_rate)  # the rate kicks render at now; replaced by this thread (set_output)
+        self._out = _Output(self.sample_rate, writer.out_dir, writer.max_files, writer.max_mb, writer)
+        self._new_out: _Output | None = None  # set_output's, not taken by the worker thread yet
         self.queue_limit = int(queue_limit)
         self.client_limit = int(client_limit)
         self.max_batch = int(max_batch)
@@ -253,9 +283,17 @@ class Worker:
             self._offer = _Offer(gen, name, reply, on_swap)
             self._cond.notify()
 
-    def set_writer(self, writer: KickWriter) -> None:
+    def set_output(self, out_dir: Any, sample_rate: int, *, max_files: int | None = None,
+                   max_mb: float | None = None) -> None:
+        """Write kicks rendered from now on at sample_rate into out_dir (with this retention); every batch rendered
+        before is written as it was rendered, into the folder it was rendered for (see the module doc). Raises
+        OSError, now, when out_dir cannot be created; the KickWriter itself is made by the writer thread."""
+        from pathlib import Path
+
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         with self._cond:
-            self.writer = writer
+            self._new_out = _Output(int(sample_rate), Path(out_dir), max_files, max_mb)
+            self._cond.notify()
 
     def stop(self) -> None:
         with self._cond:
@@ -274,8 +312,11 @@ class Worker:
             offer, self._offer = self._offer, None
         if offer is None:
             return
+        if self.capture_report is not None and (self.capture_report.used != "off" or self.capture_report.fell_back):
+            release(self.gen)  # the old model's compiled modules, caches and graph pools: it renders no more
         try:
-            report = self._capture(offer.gen)  # before it serves; the old model serves again after (queued kicks)
+            # Nothing renders during the capture: queued kicks wait for the new model's warm-up (none under "off")
+            report = self._capture(offer.gen)
         except Cancelled:
             if offer.reply is not None:
                 self._post(lambda: offer.reply(osc_api.error(osc_api.NO_ID, "shutting down")))
@@ -296,10 +337,45 @@ class Worker:
             self._post(lambda: offer.reply(osc_api.model(offer.name)))  # after the old model's kicks' replies
 
     def _capture(self, gen: Any) -> CaptureReport:
-        """gen's render captured (kickmodel.capture) for batches of 1 and max_batch, in this thread, which renders."""
+        """gen's render captured (kickmodel.capture) for the batch sizes batches are padded to (capture_sizes), in
+        this thread, which renders."""
         if self.threads:
             torch.set_num_threads(self.threads)  # see _run
-        return capture(gen, self.capture, log, batches=(1, self.max_batch), cancel=self._cancel.is_set)
+        return capture(gen, self.capture, log, batches=capture_sizes(self.max_batch), cancel=self._cancel.is_set)
+
+    def _pad_to(self, n: int) -> int:
+        """The batch size n kicks render as: the next captured size under a capture mode that serves, else n."""
+        r = self.capture_report
+        if r is None or r.used == "off":
+            return n
+        return padded_size(n, r.batches)
+
+    def _switch_output(self) -> None:
+        """Take set_output's change (this thread, between batches): later batches render at its rate, and the writer
+        thread makes its KickWriter after writing every batch handed to it before."""
+        with self._cond:
+            new, self._new_out = self._new_out, None
+            if new is None:
+                return
+            old = self._out
+            self._out, self.sample_rate = new, new.sample_rate
+
+        def switch() -> None:
+            prev = old.writer or self.writer
+            prev.save_ledger()  # what the old writer wrote stays in its folder's ledger
+            same = os.path.realpath(prev.out_dir) == os.path.realpath(new.out_dir)
+            try:
+                w = KickWriter(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb,
+                               clean_temps=not same)
+            except OSError as e:
+                log.error("cannot use the output folder %s (%s); kicks still go to %s", new.out_dir, e, prev.out_dir)
+                new.writer = prev
+                return
+            if same and prev.retention and w.retention:
+                w.adopt_ledger(prev)  # the same folder: the old writer's ledger, as it is in memory
+            new.writer = self.writer = w
+
+        self._post(switch)
 
     def _log_capture(self, name: str, report: CaptureReport) -> None:
         """The one line per model load: family, capture asked and used, warm-up time, why it fell back, memory."""
@@ -397,13 +473,15 @@ class Worker:
     def _serve(self) -> None:
         while True:
             self._swap_if_offered()
+            self._switch_output()
             with self._cond:
-                while not self._waiting and not self._stopping and self._offer is None:
+                while (not self._waiting and not self._stopping and self._offer is None
+                       and self._new_out is None):
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break
-                if not self._waiting:
-                    continue  # a model offer woke us
+                if not self._waiting or self._new_out is not None:
+                    continue  # a model offer or a new output woke us: taken before the next batch
                 batch = self._take_batch()
                 self._running = len(batch)
             try:
@@ -433,10 +511,12 @@ class Worker:
     # ------------------------------------------------------------ the writer thread
     def _post(self, fn: Callable[[], None], kicks: int = 0) -> None:
         """Hand fn to the writer thread (after everything handed before it); waits while WRITE_QUEUE batches wait.
-        kicks: how many kicks fn answers (counted in `queued` until it has run)."""
+        kicks: how many of the running batch's kicks fn answers: they move from `running` to `writing` (counted in
+        `queued` until fn has run) in one step, so `queued` never counts them twice while this waits."""
         if kicks:
             with self._cond:
                 self._writing += kicks
+                self._running = max(0, self._running - kicks)
         self._writes.put(fn)
 
     def _write_loop(self) -> None:
@@ -507,14 +587,20 @@ class Worker:
         s = gen.settings(job0.steps, job0.sampler, self.policy)
         steps, sampler = (s.steps, s.sampler) if job0.near is None else (None, None)  # a map kick is decoded at once
         items = [Item(seed=max(0, u.seed), controls=dict(u.job.controls)) for u in batch]  # -1: an inner morph kick
+        pad = self._pad_to(len(items)) - len(items)  # copies of the first kick up to a captured size, dropped after
+        items += [Item(seed=items[0].seed, controls=dict(items[0].controls)) for _ in range(pad)]
+        with self._cond:
+            out = self._out  # the rate this batch renders at and the folder it goes to, together
         if self.threads:
             torch.set_num_threads(self.threads)  # see _run
         t0 = time.perf_counter()
         try:
             variation = Variation(self._source(job0), job0.strength) if job0.source is not None else None
             interpolation = self._interpolation(job0, batch) if job0.ends is not None else None
+            if interpolation is not None and pad:
+                interpolation.ts += [interpolation.ts[0]] * pad
             audio = gen.render(items, steps=steps, sampler=sampler, variation=variation, interpolation=interpolation,
-                               sample_rate=self.sample_rate, cancel=self._cancel.is_set, near=job0.near)
+                               sample_rate=out.sample_rate, cancel=self._cancel.is_set, near=job0.near)[:len(batch)]
         except Cancelled:
             self._answer_all(batch, "shutting down")
             return
@@ -535,7 +621,7 @@ class Worker:
 
         def write() -> None:
             try:
-                self._write(batch, audio, steps, sampler, model_name)
+                self._write(batch, audio, steps, sampler, model_name, out)
             except Exception as e:  # noqa: BLE001 - as _serve's catch-all: answer the kicks not answered yet
                 log.error("batch failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
                 for u in batch:
@@ -548,9 +634,11 @@ class Worker:
         self._post(write, len(batch))
 
     def _write(self, batch: list[_Unit], audio: np.ndarray, steps: int | None, sampler: str | None,
-               model_name: str) -> None:
+               model_name: str, out: _Output) -> None:
         """In the writer thread: drop each rendered kick (unless stopping: the one being written lands, the rest are
-        answered "shutting down"), answer it, then apply retention and save the ledger."""
+        answered "shutting down"), answer it, then apply retention and save the ledger -- all with the writer of
+        `out`, the output the batch was rendered for, and at its rate."""
+        writer = out.writer or self.writer
         for i, u in enumerate(batch):
             if self._stopping:
                 u.answer(osc_api.error(u.job.id, "shutting down"))
@@ -563,7 +651,7 @@ class Worker:
                                 a=u.job.ends[0].tag if u.job.ends else None,
                                 b=u.job.ends[1].tag if u.job.ends else None, t=u.t,
                                 **_map_tags(u.job.near))
-                path = self.writer.write(audio[i], info)
+                path = writer.write(audio[i], info, sample_rate=out.sample_rate)
             except WriteError as e:
                 log.error("request %d: %s", u.job.id, e)
                 u.answer(osc_api.error(u.job.id, str(e)))
@@ -576,9 +664,9 @@ class Worker:
             self.generated += 1
             u.answer(osc_api.done(u.job.id, str(path), u.job.reply_seed(u.seed)))
         try:
-            self.writer.prune()
+            writer.prune()
         except Exception as e:  # noqa: BLE001 - every kick is answered by now; retention tries again next batch
-            log.error("retention failed in %s: %s: %s", self.writer.out_dir, type(e).__name__, e,
+            log.error("retention failed in %s: %s: %s", writer.out_dir, type(e).__name__, e,
                       exc_info=log.isEnabledFor(logging.DEBUG))
 
     def _locate(self, batch: list[_Unit]) -> None:

@@ -136,6 +136,16 @@ def big_header_artifact(src: Path, dst: Path, seed: int = 0, mb: float = 7.6) ->
     return _rewrite(src, dst, edit)
 
 
+def wait_until(cond, timeout: float = 10.0) -> bool:
+    """Poll cond() until it holds (True) or timeout seconds pass (False): a condition with a deadline, not a sleep."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def free_udp_port(host: str = "127.0.0.1") -> int:
     """A UDP port that was free a moment ago (bind to 0, read, close)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:

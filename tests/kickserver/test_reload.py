@@ -201,6 +201,28 @@ def test_sighup_rereads_config(daemon):
     assert daemon.alive() and status_model(daemon) == "tiny"
 
 
+def test_sighup_changes_the_sample_rate_and_retention_between_batches(tmp_path, models_dir):
+    """Through the daemon: a SIGHUP that changes sample_rate and max_files reaches the worker as one change
+    (Worker.set_output, made by the writer thread): kicks asked after it are written at the new rate, with a header
+    that matches their length, retention keeps the ledger of the kicks written before, and no temp file is left.
+    (The mid-batch case, a write held in its rename, is tests/kickserver/test_worker.py's.)"""
+    with start_daemon(tmp_path, models_dir, model="tiny") as d:
+        (a, p), = d.send("/kick/generate", "steps", 2, timeout=30)
+        assert a == "/kick/done" and sf.info(p[1]).samplerate == 44100
+        first = Path(p[1])
+        (tmp_path / f"config-{d.port}.toml").write_text("sample_rate = 48000\nmax_files = 100\n")
+        d.signal(signal.SIGHUP)
+        assert d.wait_for_log("SIGHUP: config re-read", timeout=10), d.stderr_text()
+        replies = d.send("/kick/generate", 3, "steps", 2, expect=3, timeout=30)
+        assert [a for a, _ in replies] == ["/kick/done"] * 3, replies
+        frames = sf.info(first).frames
+        for _, p in replies:
+            info = sf.info(p[1])
+            assert info.samplerate == 48000 and abs(info.frames - frames * 48000 / 44100) < 1.5, (p[1], info)
+        assert first.is_file() and not [x for x in d.out_dir.iterdir() if x.name.endswith(".part")]
+        assert "cannot use the output folder" not in d.stderr_text()
+
+
 # ---------------------------------------------------------------- in process: the loader alone
 
 

@@ -6,15 +6,23 @@ daemon serves eagerly, says so in one log line per model load (at start, and aga
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import time
+import weakref
 from pathlib import Path
 
+import numpy as np
+import pytest
 import soundfile as sf
-from daemon_util import make_artifact, models_folder, start_daemon
+import torch
+from daemon_util import make_artifact, models_folder, start_daemon, wait_until
 
+from kickmodel.generator import Item, load_generator
 from kickserver.config import CAPTURE_MODES, ServerConfig, ServerConfigError, load_config
+from kickserver.worker import Job, Worker, resident_memory
+from kickserver.writer import KickWriter
 
 FELL_BACK = "fell back to eager: CUDA graphs need a CUDA device; the model is on cpu"
 
@@ -30,6 +38,18 @@ def _wait_count(d, needle: str, n: int, timeout: float = 30.0) -> int:
             break
         time.sleep(0.05)
     return _count(d, needle)
+
+
+class Collect:
+    """A job's reply callable: every reply parsed, in order."""
+
+    def __init__(self):
+        self.replies: list[tuple[str, list]] = []
+
+    def __call__(self, data: bytes):
+        from daemon_util import parse_replies
+
+        self.replies.extend(parse_replies(data))
 
 
 def _kick(d, seed: int) -> str:
@@ -93,3 +113,141 @@ def test_the_daemons_modes_are_captures_modes():
     from kickmodel.capture import MODES
 
     assert CAPTURE_MODES == MODES
+
+
+# ------------------------------------------------------------------ the worker under a capture mode (stand-in compile)
+
+
+class _StandIn(torch.nn.Module):
+    """What torch.compile(dynamic=False) gives, for these tests: a module that runs the eager one, records the batch
+    size of every call (each new size is a compile, or a graph recorded, on a musician's request) and, as dynamo's
+    caches do (pytorch#104095), stays referenced from a process-wide cache until torch._dynamo.reset()."""
+
+    cache: list = []
+
+    def __init__(self, module, sizes):
+        super().__init__()
+        self.inner, self.sizes = module, sizes
+        _StandIn.cache.append(self)
+
+    def forward(self, x, *a, **k):
+        self.sizes.append(int(x.shape[0]))
+        return self.inner(x, *a, **k)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["inner"], name)
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    sizes: list[int] = []
+    resets: list[int] = []
+    _StandIn.cache = []
+    monkeypatch.setattr(torch, "compile", lambda module, mode, dynamic: _StandIn(module, sizes))
+
+    def reset():
+        resets.append(len(_StandIn.cache))
+        _StandIn.cache.clear()
+
+    monkeypatch.setattr(torch._dynamo, "reset", reset)
+    yield sizes, resets
+    _StandIn.cache = []
+
+
+def _worker(gen, out, **kw):
+    return Worker(gen, "tiny", KickWriter(out, gen.sample_rate), sample_rate=gen.sample_rate, capture="compile", **kw)
+
+
+def test_under_a_capture_mode_only_captured_batch_sizes_reach_the_network(tmp_path, tiny_artifact, stand_in):
+    """Kicks in batches of 3, 5, 6 and 7 (and 1) are padded to the sizes warmed up at load (1, 2, 4, 8), so the
+    networks never see a size they were not captured for; the padding is neither written nor answered, and each
+    kick is the one an eager model makes unpadded (kicks are batch-independent: test_batch_independence)."""
+    sizes, _ = stand_in
+    gen = load_generator(tiny_artifact, "cpu")
+    w = _worker(gen, tmp_path / "out", max_batch=8)
+    w.start()
+    assert wait_until(lambda: w.capture_report is not None, 20)
+    assert w.capture_report.used == "compile" and w.capture_report.batches == (1, 2, 4, 8)
+    warmed = set(sizes)
+    sizes.clear()
+    r = Collect()
+    jobs = {1: 3, 2: 5, 3: 6, 4: 7, 5: 1}
+    answered = 0
+    for j, n in jobs.items():  # one at a time, so each batch is its job
+        w.submit(Job(id=j, seeds=list(range(10 * j, 10 * j + n)), reply=r, steps=2, controls={"decay": 0.4}))
+        answered += n
+        assert wait_until(lambda want=answered: len(r.replies) == want, 30)
+    w.stop()
+    assert w.join(10)
+    assert [a for a, _ in r.replies] == ["/kick/done"] * 22, r.replies
+    assert sizes and set(sizes) <= warmed, (sorted(set(sizes)), sorted(warmed))
+    assert len(list((tmp_path / "out").glob("kick_*.wav"))) == 22
+    eager = load_generator(tiny_artifact, "cpu")
+    lsb = 2.0 ** -23
+    for j in jobs:
+        paths = [p[1] for _, p in r.replies if p[0] == j]
+        seeds = [p[2] for _, p in r.replies if p[0] == j]
+        assert seeds == list(range(10 * j, 10 * j + jobs[j]))
+        want = eager.render([Item(seed=s, controls={"decay": 0.4}) for s in seeds], steps=2)
+        for path, kick in zip(paths, want, strict=True):
+            got, _ = sf.read(path, dtype="float64")
+            assert np.abs(got - kick).max() <= 10 * lsb, (path, np.abs(got - kick).max() / lsb)
+
+
+def test_under_off_nothing_is_padded(tmp_path, tiny_artifact, stand_in):
+    sizes, _ = stand_in
+    gen = load_generator(tiny_artifact, "cpu")
+    seen = []
+    real = gen.render
+    gen.render = lambda items, **k: seen.append(len(items)) or real(items, **k)
+    w = Worker(gen, "tiny", KickWriter(tmp_path, gen.sample_rate), sample_rate=gen.sample_rate, capture="off",
+               max_batch=8)
+    r = Collect()
+    w.submit(Job(id=1, seeds=[1, 2, 3], reply=r, steps=2))
+    w.start()
+    assert wait_until(lambda: len(r.replies) == 3, 30)
+    w.stop()
+    assert w.join(10)
+    assert seen == [3] and not sizes
+
+
+def test_a_hot_swap_under_a_capture_mode_releases_the_old_models_compiled_state(tmp_path, tiny_artifact, stand_in):
+    """Before the new model is captured the old one's compiled state is dropped (torch._dynamo.reset, then the
+    garbage and the CUDA cache), so repeated swaps do not pile up compiled graphs: the old wrapped modules are gone
+    once the new model serves."""
+    _, resets = stand_in
+    w = _worker(load_generator(tiny_artifact, "cpu"), tmp_path / "out", max_batch=2)
+    w.start()
+    assert wait_until(lambda: w.capture_report is not None, 20)
+    old = [weakref.ref(m) for m in vars(w.gen).values() if isinstance(m, _StandIn)]
+    assert old
+    r = Collect()
+    w.offer_model(load_generator(tiny_artifact, "cpu"), "tiny2", r)
+    assert wait_until(lambda: len(r.replies) == 1, 30)
+    assert r.replies == [("/kick/model", ["tiny2"])]
+    assert resets and resets[-1] >= len(old)  # reset before the new capture: the old model's modules were cached
+    assert all(isinstance(m, _StandIn) for m in vars(w.gen).values() if isinstance(m, torch.nn.Module))
+    gc.collect()
+    assert [ref() for ref in old] == [None] * len(old)
+    w.submit(Job(id=1, seeds=[1], reply=r, steps=2))
+    assert wait_until(lambda: len(r.replies) == 2, 30)
+    w.stop()
+    assert w.join(10)
+    assert r.replies[1][0] == "/kick/done"
+
+
+# ------------------------------------------------------------------ the memory /kick/status shows on CUDA
+
+
+def test_cuda_memory_says_what_the_allocator_holds_and_what_the_device_has_in_use(monkeypatch):
+    """torch.cuda.memory_reserved is the caching allocator's reserve, not the CUDA context or kernels: the phrase
+    names it as such and adds the device's own figure (mem_get_info: total - free, every process's)."""
+    mb = 1 << 20
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda dev=None: 300 * mb)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda dev=None: 250 * mb)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev=None: (140_000 * mb, 143_771 * mb))
+    assert resident_memory("cuda:0") == ("cuda:0 allocator reserved 300 MB, peak 250 MB, "
+                                         "device used 3771 of 143771 MB")

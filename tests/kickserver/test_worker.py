@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from daemon_util import wait_until
 
 from kickmodel.generator import GeneratorBase, load_generator
 from kickserver import osc_api
@@ -115,10 +118,10 @@ def test_model_swap_happens_between_batches(tmp_path):
 
 def test_stop_lets_the_file_being_written_land(tmp_path):
     class SlowWriter(KickWriter):
-        def write(self, audio, info):
+        def write(self, audio, info, **kw):
             started.set()
             time.sleep(0.3)
-            return super().write(audio, info)
+            return super().write(audio, info, **kw)
 
     started = threading.Event()
     w = Worker(FakeGen(), "fake", SlowWriter(tmp_path, 44100), sample_rate=44100, max_batch=4)
@@ -239,11 +242,11 @@ def test_a_write_failing_with_any_exception_answers_only_that_kick(tmp_path):
     class Flaky(KickWriter):
         calls = 0
 
-        def write(self, audio, info):
+        def write(self, audio, info, **kw):
             self.calls += 1
             if self.calls == 2:
                 raise RuntimeError("codec exploded")  # not a WriteError
-            return super().write(audio, info)
+            return super().write(audio, info, **kw)
 
     r = Collect()
     got = _run_one(Worker(FakeGen(), "fake", Flaky(tmp_path, 44100), sample_rate=44100), 3, r)
@@ -568,9 +571,9 @@ def test_the_next_batch_renders_while_the_last_one_is_written(tmp_path):
     seen = []
 
     class Waiting(KickWriter):
-        def write(self, audio, info):
+        def write(self, audio, info, **kw):
             seen.append((threading.current_thread().name, gen.renders[1].wait(5)))
-            return super().write(audio, info)
+            return super().write(audio, info, **kw)
 
     w = Worker(gen, "fake", Waiting(tmp_path, 44100, max_files=10), sample_rate=44100, max_batch=2)
     r = Collect()
@@ -592,9 +595,9 @@ def test_one_clients_replies_keep_the_order_of_its_kicks(tmp_path):
     gen = RenderLog()
 
     class Slow(KickWriter):
-        def write(self, audio, info):
+        def write(self, audio, info, **kw):
             gen.renders[1].wait(5)  # the refused request's render has happened
-            return super().write(audio, info)
+            return super().write(audio, info, **kw)
 
     w = Worker(gen, "fake", Slow(tmp_path, 44100), sample_rate=44100, max_batch=2)
     r = Collect()
@@ -615,10 +618,10 @@ def test_stop_during_writes_loses_no_file_and_leaves_no_temp_file(tmp_path):
     started = threading.Event()
 
     class Slow(KickWriter):
-        def write(self, audio, info):
+        def write(self, audio, info, **kw):
             started.set()
             time.sleep(0.05)
-            return super().write(audio, info)
+            return super().write(audio, info, **kw)
 
     w = Worker(FakeGen(), "fake", Slow(tmp_path, 44100, max_files=100), sample_rate=44100, max_batch=2)
     r = Collect()
@@ -634,4 +637,95 @@ def test_stop_during_writes_loses_no_file_and_leaves_no_temp_file(tmp_path):
     assert sorted(done) == sorted(str(p) for p in tmp_path.glob("kick_*.wav"))  # every file answered, none lost
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]
     assert sorted(w.writer.written) == sorted(p.name for p in tmp_path.glob("kick_*.wav"))
+    assert w.queued == 0
+
+
+@pytest.mark.parametrize("move", [False, True], ids=["same-folder", "new-folder"])
+def test_a_new_output_rate_and_folder_apply_between_batches_written_whole(tmp_path, monkeypatch, move):
+    """SIGHUP changes sample_rate (and maybe the folder) while a batch is being written (held in its rename, its
+    .part on disk) and another, rendered at the old rate, waits for the writer. Every file's header says the rate it
+    was rendered at (its length matches), each batch lands whole in one folder, no .part is removed under the writer
+    (stray temp files are cleaned in a new folder only), and the old folder's ledger keeps every kick written there."""
+    import soundfile as sf
+
+    from kickserver import writer as writer_mod
+
+    held, go = threading.Event(), threading.Event()
+    real_publish = writer_mod.publish
+
+    def publish(src, dst):
+        if not held.is_set():
+            held.set()
+            go.wait(10)
+        return real_publish(src, dst)
+
+    monkeypatch.setattr(writer_mod, "publish", publish)
+    old_dir = tmp_path / "out"
+    new_dir = tmp_path / "new" if move else old_dir
+    gen = FakeGen()
+    w = Worker(gen, "fake", KickWriter(old_dir, 44100, max_files=100), sample_rate=44100, max_batch=2)
+    r = Collect()
+    w.submit(job(1, 2, r))
+    w.submit(job(2, 2, r))
+    w.start()
+    assert held.wait(5)  # batch 1's first kick: its .part written, not yet renamed
+    assert wait_until(lambda: len(gen.calls) == 2)  # batch 2 rendered at 44100, waiting for the writer
+    assert [p.name for p in old_dir.iterdir() if p.name.endswith(".part")]
+    other = ".kick_20260101-000000_5.wav.99999.part"  # another writer's (kickserver render) on the same folder
+    (old_dir / other).write_bytes(b"RIFF")
+    if move:
+        new_dir.mkdir()
+        (new_dir / ".kick_20250101-000000_6.wav.99998.part").write_bytes(b"RIFF")  # a killed run's: removed
+    w.set_output(new_dir, 48000, max_files=100)  # what the daemon's SIGHUP does
+    w.submit(job(3, 2, r))  # rendered after: at 48000, into the new folder
+    time.sleep(0.2)  # let a wrong implementation do its damage before the writer goes on
+    go.set()
+    got = r.wait(6)
+    w.stop()
+    assert w.join(5)
+    assert sorted(a for a, _ in got) == ["/kick/done"] * 6, got
+    by_job = {}
+    for _, p in got:
+        by_job.setdefault(p[0], []).append(p[1])
+    for j, (folder, rate) in {1: (old_dir, 44100), 2: (old_dir, 44100), 3: (new_dir, 48000)}.items():
+        for path in by_job[j]:
+            info = sf.info(path)
+            assert (Path(path).parent, info.samplerate) == (folder, rate), (j, path, info.samplerate)
+            assert abs(info.frames - 512 * rate / 44100) < 1.5, (j, path, info.frames)
+    # the folder is cleaned of stray temp files only when it changes: never under a writer still using it
+    assert sorted(p.name for p in tmp_path.rglob("*.part")) == [other]
+    old_names = sorted(Path(p).name for j in (1, 2) for p in by_job[j])
+    on_disk = json.loads((old_dir / ".kickserver-ledger.json").read_text())["files"]
+    assert set(old_names) <= {f["name"] for f in on_disk}
+    assert sorted(w.writer.written) == sorted(p.name for p in new_dir.glob("kick_*.wav"))
+
+
+def test_queued_counts_a_kick_once_while_the_worker_waits_for_the_writer(tmp_path):
+    """Six kicks, batches of two, the writer held in its first write: one batch in the writer, one waiting in its
+    queue, the third rendered and waiting to be handed over. /kick/status's queued is 6 throughout, never 8."""
+    go = threading.Event()
+
+    class Held(KickWriter):
+        def write(self, audio, info, **kw):
+            go.wait(10)
+            return super().write(audio, info, **kw)
+
+    gen = FakeGen()
+    w = Worker(gen, "fake", Held(tmp_path, 44100), sample_rate=44100, max_batch=2)
+    r = Collect()
+    w.submit(job(1, 6, r))
+    w.start()
+    try:
+        assert wait_until(lambda: len(gen.calls) == 3)
+        seen = set()
+        deadline = time.monotonic() + 1.0  # the third batch's hand-over blocks; watch it a while
+        while time.monotonic() < deadline:
+            seen.add(w.queued)
+            time.sleep(0.005)
+        assert seen == {6}, seen
+    finally:
+        go.set()
+    assert len(r.wait(6)) == 6
+    w.stop()
+    assert w.join(5)
     assert w.queued == 0
