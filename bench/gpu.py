@@ -248,13 +248,18 @@ def plan_section(device: str, families, preset_name: str, budgets=PLAN_BUDGETS_G
 
 
 def resident_mb(status: list) -> dict:
-    """The memory figures in a /kick/status reply's last argument ("cuda:0 reserved 812 MB, peak 640 MB" or
-    "cpu RSS 950 MB"), with the verdict against RESIDENT_TARGET_MB on CUDA; {} when the daemon reports none."""
+    """The memory figures in a /kick/status reply's last argument ("cuda:0 allocator reserved 812 MB, peak 640 MB,
+    device used 1400 of 143771 MB" or "cpu RSS 950 MB"), with the verdict against RESIDENT_TARGET_MB on CUDA; {}
+    when the daemon reports none. The target is judged on the allocator's reserve (what the daemon's tensors and
+    graph pools hold); the device's memory in use is kept beside it (device_used_mb: it adds the CUDA context and
+    kernels, and counts every process on the device)."""
     import re
 
     text = str(status[5]) if len(status) > 5 else ""
     out: dict = {}
     for key, pattern in (("reserved_mb", r"reserved ([0-9.]+) MB"), ("peak_mb", r"peak ([0-9.]+) MB"),
+                         ("device_used_mb", r"device used ([0-9.]+) of"),
+                         ("device_total_mb", r"device used [0-9.]+ of ([0-9.]+) MB"),
                          ("rss_mb", r"RSS ([0-9.]+) MB")):
         m = re.search(pattern, text)
         if m:
