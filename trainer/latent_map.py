@@ -15,8 +15,9 @@ and two lowest of that panel's measure and the three dots farthest from the rest
 per file: path, name (the file name without extension), tsne_x, tsne_y, pca_x, pca_y, decay, pitch, click
 (t-SNE columns empty when skipped).
 
-t-SNE needs more points than its perplexity: a folder of fewer than 3 x perplexity + 1 kicks gets a
-message saying so and a PCA-only map. A family without an encoder (waveform diffusion) is refused.
+t-SNE needs more points than its perplexity: a folder of fewer than 3 x perplexity + 1 kicks is laid out at the
+largest perplexity it allows, (N - 1) // 3 (said in a line; 26 for 81 kicks), down to 2; fewer than 7 kicks get a
+PCA-only map. A family without an encoder (waveform diffusion) is refused.
 
 The model can keep the map (kickmodel/kitmap.py, issue 25):
 
@@ -122,7 +123,7 @@ def layout(latents: np.ndarray, perplexity: float = DEFAULT_PERPLEXITY, seed: in
     pca[:, :k] = PCA(n_components=k, random_state=seed).fit_transform(z)
     if n < min_points(perplexity):
         log(f"{n} kicks are too few for t-SNE at perplexity {perplexity:g} (it needs at least "
-            f"{min_points(perplexity)}); writing the PCA map only (try --perplexity {max(1.0, (n - 1) / 3):.0f})")
+            f"{min_points(perplexity)}); writing the PCA map only (try --perplexity {max(1, (n - 1) // 3)})")
         return None, pca
     if max_tsne is not None and n > max_tsne:
         log(f"{n} kicks are more than the {max_tsne} a stored map lays out by t-SNE (it would take minutes); "
@@ -347,9 +348,10 @@ def map_clips(gen, clips: np.ndarray, sources: Sequence[str], *, limit: int | No
     clips, sources = clips[keep], [sources[i] for i in keep]
     latents = encode_kicks(gen, clips)
     desc = measure(torch.from_numpy(clips), gen.sample_rate).numpy()
-    if max_tsne is not None and len(sources) < min_points(perplexity) and len(sources) >= min_points(2.0):
-        # a stored map: t-SNE's layout, whose neighbourhoods its kernel regression reads, at the largest perplexity
-        # these kicks allow, rather than PCA's (the first two components put unlike kicks side by side)
+    if len(sources) < min_points(perplexity) and len(sources) >= min_points(2.0):
+        # t-SNE's layout (a stored map's kernel regression reads its neighbourhoods) at the largest perplexity these
+        # kicks allow, rather than PCA's (the first two components put unlike kicks side by side); the same for
+        # map.csv and a stored map, so the CSV of `kicktrain map --out` is the layout `--into` stores
         fit = float(int((len(sources) - 1) / 3))
         log(f"{len(sources)} kicks are too few for t-SNE at perplexity {perplexity:g}; laying out at {fit:g}")
         perplexity = fit

@@ -312,11 +312,19 @@ def test_kicktrain_map_writes_the_picture_and_one_row_per_kick(tmp_path, capsys)
     assert all(r["tsne_x"] and float(r["pitch"]) > 20 for r in rows)
     png = (tmp_path / "m" / "map.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
-    # too few kicks for the perplexity: a clear message and a PCA-only map
+    # too few kicks for the perplexity: laid out at the largest one they allow, said in a line (the CSV is then the
+    # layout `--into` stores); too few even for perplexity 2: a clear message and a PCA-only map
+    capsys.readouterr()
     assert kicktrain(["map", str(art), str(kicks), "--out", str(tmp_path / "p")]) == 0
-    assert "too few for t-SNE at perplexity 30" in capsys.readouterr().err
+    assert "12 kicks are too few for t-SNE at perplexity 30; laying out at 3" in capsys.readouterr().err
     rows = list(csv.DictReader((tmp_path / "p" / "map.csv").open()))
-    assert len(rows) == 12 and all(r["tsne_x"] == "" and r["pca_x"] for r in rows)
+    assert len(rows) == 12 and all(r["tsne_x"] and r["pca_x"] for r in rows)
+    few = _kick_folder(tmp_path / "few", 5)
+    assert kicktrain(["map", str(art), str(few), "--out", str(tmp_path / "q")]) == 0
+    err = capsys.readouterr().err
+    assert "too few for t-SNE at perplexity 30" in err and "(try --perplexity 1)" in err
+    rows = list(csv.DictReader((tmp_path / "q" / "map.csv").open()))
+    assert len(rows) == 5 and all(r["tsne_x"] == "" and r["pca_x"] for r in rows)
 
 
 def test_kicktrain_map_refuses_a_family_without_an_encoder(tmp_path, tiny_artifact, capsys):
