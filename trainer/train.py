@@ -65,6 +65,7 @@ from .export import artifact_from_state
 from .loop_plan import choose_loop, explicit_settings, set_grad_checkpointing
 
 Log = Callable[[str], None]
+NAMED_HELD_OUT = 8  # the log names the held-out clips when there are at most this many (they are not on the map)
 AUTO_MAP_KICKS = 256  # the map a fit's last export makes: at most this many kicks (an even subsample beyond)
 Hook = Callable[["Trainer", dict], None]
 
@@ -326,7 +327,9 @@ class Trainer:
         self.train_idx, self.val_idx = data.split(cfg.data.val_fraction)
         if len(self.train_idx) == 0:
             raise TrainingError("no training clips left after the validation split")
-        log(f"data: {len(self.train_idx)} training clips, {len(self.val_idx)} validation clips")
+        held = [Path(str(data.manifest[int(i)]["source"])).name for i in self.val_idx]
+        log(f"data: {len(self.train_idx)} training clips, {len(self.val_idx)} validation clips"
+            + (f" (held out: {', '.join(held)})" if 0 < len(held) <= NAMED_HELD_OUT else ""))
         self.train_groups: list[np.ndarray] | None = None
         if tc.balance_layers:
             self.train_groups = data.groups(self.train_idx)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -106,6 +107,10 @@ def test_fit_exports_its_last_model_with_the_map_of_its_training_kicks(tmp_path,
     train = [Path(e["name"]).stem for e in art.training["split"]["train"]]
     assert art.kit_map is not None and sorted(art.kit_map.names) == sorted(train), err
     assert err.count("kit map of") == 1  # the step-1 export (ckpt_every 1) made none
+    # the log names the held-out kicks, which the map leaves out
+    named = re.search(r"validation clips \(held out: ([^)]*)\)", err)
+    held = {e["name"] for e in art.training["split"]["heldout"]}
+    assert held and named and set(named.group(1).split(", ")) == held, err
     rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "wave"), "--family", "waveform-diffusion",
                     *fast, "--max-steps", "1", "--export-name", "wave"])
     err = capsys.readouterr().err
