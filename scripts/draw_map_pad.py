@@ -4,11 +4,12 @@
     .venv/bin/python scripts/draw_map_pad.py /tmp/map/map.csv --out docs/img/map-pad.png
 
 Reads `kicktrain map`'s map.csv (the t-SNE layout, or --layout pca), moves it to 0..1 as the model's stored map does
-(kickmodel/kitmap.py: one scale for both axes, 1 / the larger range, centred at 0.5), and labels each axis with the
-descriptor it follows most closely (Pearson's r of the axis with decay, pitch and click over the kit), in the words
-the device shows (`longer decay ->`). The pad is drawn as the device draws it: the kit's kicks as blue-grey dots,
-kicks asked from the pad as orange marks, a located kick as a white square; the marks here are example clicks
-(--mark X Y, repeatable; --locate X Y), not replies from a daemon.
+(kickmodel.kitmap.normalise_points: one scale for both axes, 1 / the larger range, centred at 0.5), and labels each
+axis as the daemon's /kick/map/axes does (kickserver.osc_api.axis_label on kickmodel.kitmap.axis_correlations: the
+descriptor it follows most, `longer decay ->`, or `mixed` under the threshold).
+The pad is drawn as the device draws it: the kit's kicks as blue-grey dots, kicks asked from the pad as orange
+marks, a located kick as a white square; the marks here are example clicks (--mark X Y, repeatable; --locate X Y),
+not replies from a daemon.
 """
 
 from __future__ import annotations
@@ -24,27 +25,27 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from a checkout
 
 from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
+from kickmodel.kitmap import AXES, DESCRIPTORS, axis_correlations, normalise_points  # noqa: E402
+from kickserver.osc_api import axis_label  # noqa: E402
 
 MAX_ROWS = 4096  # a map.csv is one row per kit kick; the stored map holds fewer
-WORDS = {"decay": ("longer decay", "shorter decay"), "pitch": ("higher pitch", "lower pitch"),
-         "click": ("more click", "less click")}
 
 
-def read_map(path: Path, layout: str) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]:
-    """The layout's points [N, 2], the descriptors per kick, the names; ValueError naming the file if it is not
-    a `kicktrain map` CSV."""
+def read_map(path: Path, layout: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The layout's points [N, 2], the descriptors per kick [N, 3] (kickmodel.kitmap.DESCRIPTORS), the names;
+    ValueError naming the file if it is not a `kicktrain map` CSV."""
     with path.open(newline="") as f:
         rows = []
         for i, row in enumerate(csv.DictReader(f)):
             if i >= MAX_ROWS:
                 raise ValueError(f"{path}: more than {MAX_ROWS} rows; is this a kicktrain map CSV?")
             rows.append(row)
-    cols = [f"{layout}_x", f"{layout}_y", *WORDS, "name"]
+    cols = [f"{layout}_x", f"{layout}_y", *DESCRIPTORS, "name"]
     if not rows or any(c not in rows[0] for c in cols):
         raise ValueError(f"{path}: not a kicktrain map CSV (needs the columns {', '.join(cols)})")
     try:
         xy = np.array([[float(r[cols[0]]), float(r[cols[1]])] for r in rows])
-        desc = {d: np.array([float(r[d]) for r in rows]) for d in WORDS}
+        desc = np.array([[float(r[d]) for d in DESCRIPTORS] for r in rows])
     except ValueError as e:
         raise ValueError(f"{path}: a value is not a number ({e})") from None
     if not np.isfinite(xy).all():
@@ -52,31 +53,19 @@ def read_map(path: Path, layout: str) -> tuple[np.ndarray, dict[str, np.ndarray]
     return xy, desc, [r["name"] for r in rows]
 
 
-def to_unit(xy: np.ndarray) -> np.ndarray:
-    """As kickmodel/kitmap.py stores the map: (xy - centre) / scale + 0.5, centre the middle of each axis' range,
-    scale the larger range (so the aspect ratio, and t-SNE's neighbourhoods, are kept)."""
-    lo, hi = xy.min(axis=0), xy.max(axis=0)
-    scale = float((hi - lo).max()) or 1.0
-    return (xy - (lo + hi) / 2) / scale + 0.5
+def axis_labels(points: np.ndarray, desc: np.ndarray) -> list[tuple[str, str, float]]:
+    """Per axis (x, y): the label the daemon's /kick/map/axes gives it (kickserver.osc_api.axis_label on
+    kickmodel.kitmap.axis_correlations, as the stored map holds them), the descriptor it follows most, and r."""
+    corr = axis_correlations(points, desc)
+    out = []
+    for axis in AXES:
+        known = {d: r for d, r in corr[axis].items() if r is not None}
+        d = max(known, key=lambda k: abs(known[k])) if known else ""
+        out.append((axis_label(corr[axis], len(points)), d, known.get(d, 0.0)))
+    return out
 
 
-def axis_label(values: np.ndarray, desc: dict[str, np.ndarray]) -> tuple[str, str, float]:
-    """The descriptor an axis follows most closely: its words in the axis' direction, the descriptor, r."""
-    best = None
-    for d, v in desc.items():
-        ok = np.isfinite(v)
-        if ok.sum() < 3 or np.std(v[ok]) == 0:
-            continue
-        r = float(np.corrcoef(values[ok], v[ok])[0, 1])
-        if best is None or abs(r) > abs(best[1]):
-            best = (d, r)
-    if best is None:
-        return "?", "", 0.0
-    d, r = best
-    return WORDS[d][0 if r > 0 else 1] + " ->", d, r
-
-
-def draw(points: np.ndarray, desc: dict[str, np.ndarray], marks: list[tuple[float, float]],
+def draw(points: np.ndarray, desc: np.ndarray, marks: list[tuple[float, float]],
          located: tuple[float, float] | None, title: str) -> bytes:
     import matplotlib
 
@@ -84,8 +73,7 @@ def draw(points: np.ndarray, desc: dict[str, np.ndarray], marks: list[tuple[floa
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    xlab, xd, xr = axis_label(points[:, 0], desc)
-    ylab, yd, yr = axis_label(points[:, 1], desc)
+    (xlab, xd, xr), (ylab, yd, yr) = axis_labels(points, desc)
     fig, ax = plt.subplots(figsize=(4.2, 4.9), dpi=150)
     fig.patch.set_facecolor("#2b2b2b")
     ax.set_facecolor("#282828")
@@ -143,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, argparse.ArgumentTypeError) as e:
         print(f"draw_map_pad: {e}", file=sys.stderr)
         return 2
-    png = draw(to_unit(xy), desc, marks, located, args.title)
+    png = draw(normalise_points(xy)[0], desc, marks, located, args.title)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(args.out, png)
     print(f"draw_map_pad: wrote {args.out} ({len(xy)} kicks)")
