@@ -251,8 +251,8 @@ class FakeDaemon:
         self.thread.start()
 
     def _run(self) -> None:
-        kicks = 0
-        controls = ["decay", "pitch", "click"]
+        self.kicks = 0
+        self.controls = ["decay", "pitch", "click"]
         while not self._stop.is_set():
             try:
                 data, addr = self.sock.recvfrom(65536)
@@ -260,18 +260,21 @@ class FakeDaemon:
                 continue
             for address, args in parse_replies(data):
                 self.requests.append((address, args))
-                if address == osc_api.GENERATE:
-                    kicks += 1
-                    seed = int(args[args.index("seed") + 1])
-                    reply = build_message(osc_api.DONE, [("i", kicks), ("s", f"/tmp/kick_{seed}.wav"), ("i", seed)])
-                elif address == osc_api.MODEL:
-                    controls = ["decay"]
-                    reply = build_message(osc_api.MODEL, [("s", args[0])])
-                elif address == osc_api.CONTROLS:
-                    reply = build_message(osc_api.CONTROLS, [("s", c) for c in controls])
-                else:
-                    reply = build_message(osc_api.ERROR, [("i", kicks), ("s", self.reason)])
-                self.sock.sendto(reply, addr)
+                for reply in self.answer(address, args):
+                    self.sock.sendto(reply, addr)
+
+    def answer(self, address: str, args: list) -> list[bytes]:
+        """The replies to one request (see the class doc)."""
+        if address == osc_api.GENERATE:
+            self.kicks += 1
+            seed = int(args[args.index("seed") + 1])
+            return [build_message(osc_api.DONE, [("i", self.kicks), ("s", f"/tmp/kick_{seed}.wav"), ("i", seed)])]
+        if address == osc_api.MODEL:
+            self.controls = ["decay"]
+            return [build_message(osc_api.MODEL, [("s", args[0])])]
+        if address == osc_api.CONTROLS:
+            return [build_message(osc_api.CONTROLS, [("s", c) for c in self.controls])]
+        return [build_message(osc_api.ERROR, [("i", self.kicks), ("s", self.reason)])]
 
     def close(self) -> None:
         self._stop.set()
@@ -394,36 +397,26 @@ class PadDaemon(FakeDaemon):
     the axes, /kick/near answers one /kick/done per kick with the request's id, /kick/locate places the kick at
     (0.3, 0.6). Requests are recorded as FakeDaemon's are."""
 
-    def _run(self) -> None:
-        kicks = 0
-        while not self._stop.is_set():
-            try:
-                data, addr = self.sock.recvfrom(65536)
-            except (TimeoutError, OSError):
-                continue
-            for address, args in parse_replies(data):
-                self.requests.append((address, args))
-                replies = []
-                if address == osc_api.CONTROLS:
-                    replies = [build_message(osc_api.CONTROLS, [("s", w) for w in ("decay", "pitch", "click", "map")])]
-                elif address == MAP:
-                    parts = [PAD_POINTS[:2], PAD_POINTS[2:]]
-                    replies = [build_message(MAP, [("i", i + 1), ("i", 2)] + [a for x, y, name in part for a in
-                                                                               (("f", x), ("f", y), ("s", name))])
-                               for i, part in enumerate(parts)]
-                    replies.append(build_message(MAP_AXES, [("s", "longer decay ->"), ("s", "higher pitch ->")]))
-                elif address == NEAR:
-                    pairs = dict(zip(args[2::2], args[3::2]))
-                    for _ in range(int(pairs.get("count", 1))):
-                        kicks += 1
-                        replies.append(build_message(osc_api.DONE, [("i", int(pairs["id"])),
-                                                                    ("s", f"/tmp/kick_near_{kicks}.wav"), ("i", 7)]))
-                elif address == LOCATE:
-                    replies = [build_message(LOCATE, [("f", 0.3), ("f", 0.6), ("s", args[0])])]
-                else:
-                    replies = [build_message(osc_api.ERROR, [("i", -1), ("s", self.reason)])]
-                for reply in replies:
-                    self.sock.sendto(reply, addr)
+    def answer(self, address: str, args: list) -> list[bytes]:
+        if address == osc_api.CONTROLS:
+            return [build_message(osc_api.CONTROLS, [("s", w) for w in ("decay", "pitch", "click", "map")])]
+        if address == MAP:
+            parts = [PAD_POINTS[:2], PAD_POINTS[2:]]
+            return [build_message(MAP, [("i", i + 1), ("i", 2)] + [a for x, y, name in part for a in
+                                                                   (("f", x), ("f", y), ("s", name))])
+                    for i, part in enumerate(parts)] + [
+                build_message(MAP_AXES, [("s", "longer decay ->"), ("s", "higher pitch ->")])]
+        if address == NEAR:
+            pairs = dict(zip(args[2::2], args[3::2]))
+            replies = []
+            for _ in range(int(pairs.get("count", 1))):
+                self.kicks += 1
+                replies.append(build_message(osc_api.DONE, [("i", int(pairs["id"])),
+                                                            ("s", f"/tmp/kick_near_{self.kicks}.wav"), ("i", 7)]))
+            return replies
+        if address == LOCATE:
+            return [build_message(LOCATE, [("f", 0.3), ("f", 0.6), ("s", args[0])])]
+        return [build_message(osc_api.ERROR, [("i", -1), ("s", self.reason)])]
 
 
 def pad_dots(saved: Path) -> list[tuple[float, float, int]]:
