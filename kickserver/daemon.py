@@ -644,20 +644,7 @@ class Server:
         """Kicks from a point of the map, queued as /kick/generate's are (limits, batching, shutdown). The dials are
         taken and ignored: a kick from the map is the map's latent decoded as it is (kickmodel.generator.map_latents);
         controls in units stay, for a family that sets them on the decoded kick (kick synth)."""
-        assert self.worker is not None
-        named = req.id if req.id is not None else osc_api.NO_ID
-        missing = self._no_map()
-        if missing is not None:
-            log.info("refused near %d: %s", named, missing)
-            reply(osc_api.error(named, missing))
-            return
-        units = {k: v for k, v in req.controls.items() if k in self.worker.gen.unit_controls}
-        base = req.seed if req.seed is not None else osc_api.pick_seed(self._rng, req.count)
-        id = req.id if req.id is not None else self._next_id()
-        job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=self._replier(addr, work=True),
-                  steps=req.steps, sampler=req.sampler, controls=units, client=addr[:2],
-                  near=MapPoint(req.x, req.y, req.spread))
-        self._submit(job, named, reply)
+        self._enqueue(req, addr, reply)
 
     def locate(self, req: osc_api.Locate, addr: tuple, reply: Callable[[bytes], None]) -> None:
         """Where a file's kick lies on the map: the file opened and checked here (as a variation's source), decoded,
@@ -694,7 +681,7 @@ class Server:
             self.loader.request(path, name, self._replier(addr, work=True))
 
     def generate(self, req: osc_api.Generate, addr: tuple, reply: Callable[[bytes], None]) -> None:
-        self._enqueue(req, addr, reply)  # /kick/generate and /kick/variation
+        self._enqueue(req, addr, reply)  # /kick/generate and /kick/variation (and /kick/near: self.near)
 
     def interpolate(self, req: osc_api.Interpolate, addr: tuple, reply: Callable[[bytes], None]) -> None:
         self._enqueue_interpolation(req, addr, reply)
@@ -707,8 +694,16 @@ class Server:
     def _enqueue(self, req: osc_api.Generate, addr: tuple, reply: Callable[[bytes], None]) -> None:
         assert self.worker is not None
         named = req.id if req.id is not None else osc_api.NO_ID  # what a refusal carries (README: one rule)
-        source = None
-        if isinstance(req, osc_api.Variation):
+        source, near, controls = None, None, dict(req.controls)
+        if isinstance(req, osc_api.Near):
+            missing = self._no_map()
+            if missing is not None:
+                log.info("refused near %d: %s", named, missing)
+                reply(osc_api.error(named, missing))
+                return
+            near = MapPoint(req.x, req.y, req.spread)
+            controls = {k: v for k, v in controls.items() if k in self.worker.gen.unit_controls}  # dials: ignored
+        elif isinstance(req, osc_api.Variation):
             try:
                 source = open_source(req.source, self.cfg.out_dir, self.cfg.read_root_dirs)
             except SourceError as e:
@@ -718,8 +713,8 @@ class Server:
         base = req.seed if req.seed is not None else osc_api.pick_seed(self._rng, req.count)
         id = req.id if req.id is not None else self._next_id()
         job = Job(id=id, seeds=[base + i for i in range(req.count)], reply=self._replier(addr, work=True),
-                  steps=req.steps, sampler=req.sampler, controls=dict(req.controls), source=source,
-                  strength=req.strength if isinstance(req, osc_api.Variation) else 0.5, client=addr[:2])
+                  steps=req.steps, sampler=req.sampler, controls=controls, source=source,
+                  strength=req.strength if isinstance(req, osc_api.Variation) else 0.5, client=addr[:2], near=near)
         self._submit(job, named, reply)
 
     def _submit(self, job: Job, named: int, reply: Callable[[bytes], None]) -> None:
