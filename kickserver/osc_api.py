@@ -723,8 +723,9 @@ def error(id: int, reason: str) -> bytes:
 
 def status(model: str, device: str, queued: int, generated: int, why: str, memory: str | None = None) -> bytes:
     """`/kick/status model device queued generated why memory`: `why` the model serves (e.g. "pinned by --model")
-    came after the first four, and `memory` (what the daemon holds: "cuda:0 reserved <MB> MB, peak <MB> MB" or
-    "cpu RSS <MB> MB") after it, so clients that read only the first ones are unchanged."""
+    came after the first four, and `memory` (what the daemon holds: kickserver.worker.resident_memory, "cuda:0
+    allocator reserved <MB> MB, peak <MB> MB, device used <MB> of <MB> MB" or "cpu RSS <MB> MB") after it, so
+    clients that read only the first ones are unchanged."""
     args = [("s", model), ("s", device), ("i", queued), ("i", generated), ("s", why)]
     return build(STATUS, args + ([("s", clip(_osc_str(memory), 200))] if memory is not None else []))
 
