@@ -150,7 +150,8 @@ def loo_bandwidth(x: np.ndarray, y: np.ndarray) -> float:
     return best
 
 
-def _finite_corr(a: np.ndarray, b: np.ndarray) -> float | None:
+def finite_corr(a: np.ndarray, b: np.ndarray) -> float | None:
+    """Pearson's r over the rows where both are finite; None under 3 such rows or for a constant side."""
     ok = np.isfinite(a) & np.isfinite(b)
     if ok.sum() < 3 or np.std(a[ok]) == 0 or np.std(b[ok]) == 0:
         return None
@@ -161,7 +162,7 @@ def axis_correlations(points: np.ndarray, desc: np.ndarray) -> dict[str, dict[st
     """{"x": {"decay": r, "pitch": r, "click": r}, "y": {...}}: Pearson's r of each axis with each descriptor
     (kickmodel.descriptors.measure's columns; None where undefined: a constant column or under 3 finite values)."""
     desc = np.asarray(desc, np.float64)
-    return {a: {d: _finite_corr(points[:, i], desc[:, j]) for j, d in enumerate(DESCRIPTORS)}
+    return {a: {d: finite_corr(points[:, i], desc[:, j]) for j, d in enumerate(DESCRIPTORS)}
             for i, a in enumerate(AXES)}
 
 

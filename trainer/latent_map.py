@@ -43,7 +43,7 @@ import numpy as np
 
 from kickmodel.descriptors import CONTROL_NAMES, measure
 from kickmodel.fsutil import atomic_write_bytes
-from kickmodel.kitmap import MAX_POINTS, KitMap
+from kickmodel.kitmap import MAX_POINTS, KitMap, finite_corr
 
 DEFAULT_PERPLEXITY = 30.0
 UNITS = {"decay": "s", "pitch": "Hz", "click": "dB"}
@@ -161,16 +161,10 @@ def orient(xy: np.ndarray | None, desc: np.ndarray) -> np.ndarray | None:
     _, first, w, _ = fits[0]
     u = w / np.linalg.norm(w)  # x grows with the first descriptor
     v = np.array([-u[1], u[0]])
-    rest = [(abs(_corr(c[ok] @ v, d[ok, j])), _corr(c[ok] @ v, d[ok, j])) for _, j, _, ok in fits[1:]]
-    if rest and max(rest)[1] < 0:  # y grows with the better correlated of the others
+    rest = [finite_corr(c[ok] @ v, d[ok, j]) or 0.0 for _, j, _, ok in fits[1:]]
+    if rest and max(rest, key=abs) < 0:  # y grows with the better correlated of the others
         v = -v
     return c @ np.stack([u, v], axis=1) + centre
-
-
-def _corr(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a - a.mean(), b - b.mean()
-    den = float(np.sqrt(np.sum(a * a) * np.sum(b * b)))
-    return float(np.sum(a * b)) / den if den > 0 else 0.0
 
 
 def map_figure(tsne: np.ndarray | None, pca: np.ndarray, desc: np.ndarray, names: Sequence[str], title: str):
