@@ -529,14 +529,15 @@ class Worker:
             except Exception as e:  # noqa: BLE001 - the writer thread must not die: later batches need it
                 log.error("writing failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
 
-    def _answer_all(self, batch: list[_Unit], reason: str, *, only_unanswered: bool = False) -> None:
-        """Answer the batch's kicks (those not answered yet, with only_unanswered) with reason, in the writer thread
-        (so after the replies of earlier batches)."""
+    def _answer_all(self, batch: list[_Unit], reason: str | None = None, *, only_unanswered: bool = False,
+                    data: bytes | None = None) -> None:
+        """Answer the batch's kicks (those not answered yet, with only_unanswered) with an error giving reason, or
+        with data, in the writer thread (so after the replies of earlier batches)."""
         def answer() -> None:
             try:
                 for u in batch:
                     if not (only_unanswered and u.answered):
-                        u.answer(osc_api.error(u.job.id, reason))
+                        u.answer(data if data is not None else osc_api.error(u.job.id, reason or ""))
             finally:
                 with self._cond:
                     self._writing -= len(batch)
@@ -673,11 +674,9 @@ class Worker:
         """A /kick/locate: the source decoded from the descriptor the receive loop opened, prepared as a variation's
         source is, encoded and placed on the serving model's map; `/kick/locate x y source` (the name as asked), or
         the reason it cannot be, answered in order with the kicks' replies (the writer thread)."""
-        (u,) = batch
-        job = u.job
+        job = batch[0].job
         try:
-            audio, rate = job.source.decode()
-            x, y = self.gen.locate(self.gen.prepare_source(audio, rate))
+            x, y = self.gen.locate(self._source(job))
             data = osc_api.located(x, y, job.locate)
         except BadAudio as e:
             data = osc_api.error(job.id, f"cannot use source {job.source.name}: {e}")
@@ -689,15 +688,7 @@ class Worker:
             data = osc_api.error(job.id, f"cannot locate {job.source.name}: {type(e).__name__}: {e}")
         finally:
             job.close()
-
-        def answer() -> None:
-            try:
-                u.answer(data)
-            finally:
-                with self._cond:
-                    self._writing -= 1
-
-        self._post(answer, 1)
+        self._answer_all(batch, data=data)
 
 
 def _map_tags(near: Near | None) -> dict[str, float]:
