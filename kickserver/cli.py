@@ -17,7 +17,6 @@ import argparse
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -252,8 +251,7 @@ _IS_IT_RUNNING = ("is kickserver running (systemctl --user status kickserver)? i
 def cmd_send(ns: argparse.Namespace) -> int:
     """Send one message; print each reply as it comes. Exit 0 when every expected reply arrived, 1 at the first
     /kick/error for this request (or when the wait runs out), 2 for a bad argument."""
-    from pythonosc.osc_message_builder import OscMessageBuilder
-    from pythonosc.osc_packet import OscPacket, ParseError
+    from .client import NOT_OSC, Client, build_message, parse_replies
 
     try:
         args = [_typed(a) for a in ns.args]
@@ -263,9 +261,6 @@ def cmd_send(ns: argparse.Namespace) -> int:
     if ns.timeout is not None and not (0 < ns.timeout < float("inf")):
         print(f"kickserver send: --timeout must be a positive number of seconds, got {ns.timeout:g}", file=sys.stderr)
         return 2
-    b = OscMessageBuilder(address=ns.address)
-    for tag, v in args:
-        b.add_arg(v, tag)
     count, steps = _count_and_steps(ns.address, args)
     expect = ns.expect if ns.expect is not None else count
     # an explicit --timeout is a fixed limit; the default grows with the work asked for and with progress
@@ -274,32 +269,24 @@ def cmd_send(ns: argparse.Namespace) -> int:
     ours = {_given_id(args)} - {None}  # request ids that are this request's (learnt from /kick/done too)
     host = ns.host if ns.host is not None else "127.0.0.1"
     port = ns.port if ns.port is not None else 9000
-    info = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)
-    family, _, _, _, addr = info[0]
     got = 0
     started = time.monotonic()
-    with socket.socket(family, socket.SOCK_DGRAM) as s:
-        s.sendto(b.build().dgram, addr)
+    with Client(host, port).open() as conv:
+        conv.send(build_message(ns.address, args))
         deadline = started + timeout
         while got < expect:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            s.settimeout(left)
             try:
-                data, _ = s.recvfrom(65536)
-            except TimeoutError:
-                break
+                data = conv.datagram(deadline - time.monotonic(), refused_raises=True)
             except ConnectionRefusedError:
                 print(f"kickserver send: nothing listens on {host}:{port}: {_IS_IT_RUNNING}", file=sys.stderr)
                 return 1
-            try:
-                msgs = OscPacket(data).messages
-            except ParseError:
+            if data is None:
+                break
+            msgs = parse_replies(data)
+            if msgs and msgs[0][0] == NOT_OSC:
                 print(f"<not OSC: {len(data)} bytes>")
                 continue
-            for m in msgs:
-                address, params = m.message.address, list(m.message.params)
+            for address, params in msgs:
                 print(" ".join([address] + [str(p) for p in params]), flush=True)
                 rid = params[0] if params and isinstance(params[0], int) else None
                 if address == "/kick/error":

@@ -1,4 +1,4 @@
-"""Run a real kickserver daemon in a subprocess and talk to it over UDP (for tests).
+"""Run a real kickserver daemon in a subprocess and talk to it over UDP (for tests), through kickserver.client.
 
     from daemon_util import start_daemon      # tests/ is on sys.path (conftest.py lives there)
     with start_daemon(tmp_path, models_dir) as d:          # waits until /kick/ping answers
@@ -19,17 +19,15 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pythonosc.osc_message import OscMessage
-from pythonosc.osc_message_builder import OscMessageBuilder
-from pythonosc.osc_packet import OscPacket, ParseError
+
+from kickserver.client import Client, Reply, build_message, parse_replies, receive
 
 REPO = Path(__file__).resolve().parents[1]
-
-Reply = tuple[str, list]
 
 
 def models_folder(folder: Path, *artifacts: Path) -> Path:
@@ -153,45 +151,6 @@ def free_udp_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def build_message(address: str, args: Iterable[Any]) -> bytes:
-    """One OSC message; plain args auto-typed, (tag, value) tuples typed explicitly."""
-    b = OscMessageBuilder(address=address)
-    for a in args:
-        if isinstance(a, tuple) and len(a) == 2 and isinstance(a[0], str) and len(a[0]) == 1:
-            b.add_arg(a[1], a[0])
-        else:
-            b.add_arg(a)
-    return b.build().dgram
-
-
-def parse_replies(data: bytes) -> list[Reply]:
-    """Messages in one datagram (a message or a bundle) as (address, [args])."""
-    try:
-        packet = OscPacket(data)
-    except ParseError:
-        return [("<not OSC>", [data])]
-    return [(m.message.address, list(m.message.params)) for m in packet.messages]
-
-
-def receive(sock: socket.socket, expect: int, timeout: float) -> list[Reply]:
-    """Read replies from sock until `expect` arrived or `timeout` seconds passed."""
-    out: list[Reply] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < expect:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        sock.settimeout(left)
-        try:
-            data, _ = sock.recvfrom(65536)
-        except TimeoutError:
-            break
-        except ConnectionRefusedError:
-            continue
-        out.extend(parse_replies(data))
-    return out
-
-
 class DaemonProc:
     """A running `python -m kickserver serve`; a context manager that stops it on exit."""
 
@@ -208,22 +167,21 @@ class DaemonProc:
         self.returncode: int | None = None
 
     # ------------------------------------------------------------- talking
+    def client(self) -> Client:
+        """The daemon as kickserver.client sees it, sending from loopback."""
+        return Client(self.host, self.port, bind=("127.0.0.1", 0))
+
     def socket(self) -> socket.socket:
         """A fresh client UDP socket bound to a free loopback port (caller closes it)."""
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        s.bind(("127.0.0.1", 0))
-        return s
+        return self.client().open().sock
 
     def send_raw(self, data: bytes, *, expect: int = 1, timeout: float = 10.0) -> list[Reply]:
         """Send one datagram from a fresh socket; return the replies to that socket."""
-        with self.socket() as s:
-            s.sendto(data, (self.host, self.port))
-            return receive(s, expect, timeout)
+        return self.client().send_raw(data, expect=expect, timeout=timeout)
 
     def send(self, address: str, *args: Any, expect: int = 1, timeout: float = 10.0) -> list[Reply]:
         """Send one message and wait for `expect` replies (or `timeout` s); return what came."""
-        return self.send_raw(build_message(address, args), expect=expect, timeout=timeout)
+        return self.client().send(address, *args, expect=expect, timeout=timeout)
 
     def reply_listener(self) -> socket.socket:
         """A socket bound to the daemon's reply port, as Max's [udpreceive] would be (caller closes)."""
