@@ -4,7 +4,8 @@
     python -m bench sampling flops           # some of them
     python -m bench --quick --out /tmp/b     # the smoke test CI runs (minutes; figures not meaningful)
     python -m bench controls --models mine.safetensors --guidance 1,1.5,2,3
-    python -m bench.report                   # BENCHMARKS.md and its plots from bench/results/*.json
+    python -m bench.report                   # a BENCHMARKS.md and its plots from those results
+    python -m bench --out bench/results --img docs/img   # refresh the figures the docs quote (tracked files)
 
 Benchmarks: train (training speed and peak memory per family and preset, optimised vs naive),
 sampling (latency and real-time factor per sampler, step count and batch), osc (the daemon end to
@@ -12,7 +13,8 @@ end: median and p95 latency, and a burst of clients), controls (does each dial m
 quality (KID beside latency per step count), flops (FLOPs per kick against the machine's measured
 peak), custom (from a folder of kicks to a fine-tuned model served by a running daemon). Each prints a
 table and writes <out>/<name>-<cpu|cuda>.json with the machine, the date and the load average (a
-busy machine slows every figure). A benchmark that fails is reported and the others still run; the
+busy machine slows every figure); --out defaults to ~/.cache/kickserver/bench ($XDG_CACHE_HOME), so a run
+changes no tracked file unless asked to. A benchmark that fails is reported and the others still run; the
 exit status is then 1.
 
 As the daemon does, OpenMP's idle threads sleep instead of spinning (OMP_WAIT_POLICY=PASSIVE unless the
@@ -66,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     ap.add_argument("--models", nargs="+", type=_existing, default=[common.BUNDLED], metavar="ARTIFACT",
                     help="models to measure (default: the bundled model)")
-    ap.add_argument("--out", type=Path, default=common.RESULTS, help="folder for the JSON (default bench/results)")
-    ap.add_argument("--img", type=Path, default=common.IMG, help="folder for the control plots (default docs/img)")
+    common.add_out_option(ap)
+    ap.add_argument("--img", type=Path, help="folder for the control plots (default OUT/img; the docs' plots: "
+                    "docs/img)")
     ap.add_argument("--real", nargs="+", type=_existing, default=[common.STARTER_KIT],
                     help="quality: real (held-out) kicks, folders or files (default: the starter kit)")
     ap.add_argument("--train", nargs="+", type=_existing, default=[common.STARTER_KIT],
@@ -125,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as e:
         ap.error(str(e))
     opts = common.Options(quick=args.quick, device=args.device, models=list(args.models), out=args.out,
-                          img=args.img, real=list(args.real), train=list(args.train), kicks=args.kicks,
-                          init=args.init, family=args.family,
+                          img=args.img or args.out / "img", real=list(args.real), train=list(args.train),
+                          kicks=args.kicks, init=args.init, family=args.family,
                           budget_s=args.budget_min * 60 if args.budget_min else None,
                           guidance=args.guidance, seed=args.seed, threads=args.threads)
     common.set_threads(args.threads)

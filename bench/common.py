@@ -22,9 +22,22 @@ REPO = Path(__file__).resolve().parents[1]
 
 BUNDLED = REPO / "kickserver" / "models" / "default.safetensors"
 STARTER_KIT = REPO / "kickserver" / "data" / "kicks"
-RESULTS = REPO / "bench" / "results"
-IMG = REPO / "docs" / "img"
+RESULTS = REPO / "bench" / "results"  # the figures the docs quote: written only when asked (--out bench/results)
+IMG = REPO / "docs" / "img"  # the docs' plots: written only when asked (--img docs/img)
 SCHEMA = 1  # the "suite" key of every JSON the suite writes; bench/report.py reads only these
+
+
+def user_results() -> Path:
+    """Where results and plots go unless --out (--img) says otherwise: $XDG_CACHE_HOME/kickserver/bench
+    (~/.cache when unset). A measurement on someone's machine is theirs: it does not rewrite the tracked
+    bench/results/*.json and docs/img/*.png that the docs quote."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kickserver" / "bench"
+
+
+def add_out_option(ap: Any, what: str = "the JSON") -> None:
+    """--out FOLDER on a benchmark's parser: user_results() unless given (bench/results: the docs' figures)."""
+    ap.add_argument("--out", type=Path, default=user_results(),
+                    help=f"folder for {what} (default {user_results()}; the figures the docs quote: bench/results)")
 
 
 @dataclass
@@ -34,8 +47,8 @@ class Options:
     quick: bool = False
     device: str = "auto"
     models: list[Path] = field(default_factory=lambda: [BUNDLED])
-    out: Path = RESULTS
-    img: Path = IMG
+    out: Path = field(default_factory=user_results)
+    img: Path = field(default_factory=lambda: user_results() / "img")
     real: list[Path] = field(default_factory=lambda: [STARTER_KIT])
     train: list[Path] = field(default_factory=lambda: [STARTER_KIT])
     kicks: Path = STARTER_KIT  # the custom benchmark's source of a user's folder

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--data", type=Path, default=common.STARTER_KIT)
     add_family_flags(ap, "bench")
-    ap.add_argument("--out", type=Path, default=common.RESULTS)
+    common.add_out_option(ap)
     args = ap.parse_args(argv)
     procs = [int(p) for p in args.procs.split(",")]
     rows = []

@@ -2,7 +2,7 @@
 
     python -m bench.gpu [--budget-s 480] [--out bench/results]      # refuses (exit 2) without a CUDA GPU
 
-Writes bench/results/gpu-<date>.json and gpu-latest.json (`python -m bench.report` shows the latest), in
+Writes OUT/gpu-<date>.json and gpu-latest.json (`python -m bench.report` shows the latest), in
 sections, each as long as the budget allows (a section that no longer fits is marked skipped), then a table of
 every target with its figure and verdict (`targets`):
 
@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget-s", type=float, default=BUDGET_S, help="seconds for everything (default 480)")
     ap.add_argument("--device", default="cuda", help="a CUDA device (default cuda)")
-    ap.add_argument("--out", type=Path, default=common.RESULTS)
+    common.add_out_option(ap)
     args = ap.parse_args(argv)
     import torch
 

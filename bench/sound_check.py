@@ -48,7 +48,8 @@ Three columns describe a set as a whole:
 Prints a table of medians (with the 25..75 % range), then the 95 % bootstrap intervals of the pitch_drop
 and step_share shares and of the haze and attack medians (what another draw of as many clips could give: with 20
 real and 64 generated kicks they are several points and dB wide; --n 512 narrows the model's), and writes
-bench/results/sound_check.json (or sound_check-TAG.json with --tag). --real-name labels the real row (e.g. "new kicks").
+OUT/sound_check.json (or sound_check-TAG.json with --tag); OUT is ~/.cache/kickserver/bench unless --out names
+another folder (--out bench/results: the figures the docs quote). --real-name labels the real row (e.g. "new kicks").
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ from trainer.evaluation.measures import body_haze_db, tail_hiss_db
 from trainer.evaluation.sets import collect
 
 REPO = Path(__file__).resolve().parents[1]
+if not __package__:  # `python bench/sound_check.py`: the suite's own package is not on the path
+    sys.path.insert(0, str(REPO))
 
 FLOOR_DB = -160.0
 GRID_PERIOD = 16  # the waveform U-Net's output stride (ModelConfig.patch)
@@ -254,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results"))
+    ap.add_argument("--out", help="folder for the JSON (default ~/.cache/kickserver/bench)")
     ap.add_argument("--tag", type=_tag, default=None, help="write sound_check-TAG.json instead of sound_check.json")
     ap.add_argument("--real-name", default="real held-out", help="the real set's row name")
     args = ap.parse_args(argv)
@@ -306,9 +309,11 @@ def main(argv: list[str] | None = None) -> int:
         "sets": {name: {"n": len(groups[name]), **r, "diversity_ratio": div[name], "grid": grid[name]}
                  for name, r in rows.items()},
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from bench.common import user_results
     from kickmodel.fsutil import atomic_write_bytes
+
+    out = Path(args.out) if args.out else user_results()
+    out.mkdir(parents=True, exist_ok=True)
 
     path = out / (f"sound_check-{args.tag}.json" if args.tag else "sound_check.json")
     atomic_write_bytes(path, (json.dumps(report, indent=1) + "\n").encode())

@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--out", default=str(common.RESULTS))
+    common.add_out_option(ap)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:

@@ -258,8 +258,8 @@ def test_gpu_summary_judges_each_target():
 
 
 def test_loop_ab_runs_a_commit_beside_this_tree(tmp_path):
-    """bench/loop_ab.py: the committed tree of a revision, exported, and this tree, each timed in a fresh process."""
-    from bench import loop_ab
+    """bench/studies/loop_ab.py: a revision's committed tree, exported, and this tree, each timed in a fresh process."""
+    from bench.studies import loop_ab
 
     before = loop_ab.export_tree("HEAD", tmp_path / "before")
     assert (before / "trainer" / "train.py").is_file() and not (before / ".git").exists()

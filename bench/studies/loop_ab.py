@@ -1,6 +1,6 @@
 """The real training loop of two commits side by side, in one run: did a change slow the loop down?
 
-    python -m bench.loop_ab --before 9707ae3 [--after WORKTREE] [--families waveform_diffusion,mel_vae]
+    python -m bench.studies.loop_ab --before 9707ae3 [--after WORKTREE] [--families waveform_diffusion,mel_vae]
                             [--preset small] [--steps 6] [--rounds 3] [--device cpu] [--threads 0]
 
 `--before` is a commit: its tree is exported (`git archive`) into a temporary folder. `--after` is this working
@@ -87,7 +87,7 @@ def compare(before: Path, after: Path, families: list[str], preset_name: str, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.loop_ab", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench.studies.loop_ab", description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", required=True, help="a commit (its committed tree is measured)")
     ap.add_argument("--after", type=Path, default=common.REPO, help="a tree (default: this working tree)")
     ap.add_argument("--families", default="waveform_diffusion,mel_vae,latent_diffusion")
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0, help="torch threads per run (0: torch's default)")
-    ap.add_argument("--out", type=Path, default=common.RESULTS)
+    common.add_out_option(ap)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="kickbench-ab-tree-") as tmp:
         before = export_tree(args.before, Path(tmp) / "before")

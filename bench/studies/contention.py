@@ -1,7 +1,7 @@
 """One kick's latency on a shared desktop: idle, and while other processes keep every core busy.
 
-    python -m bench.contention                       # bundled model, CPU, the thread settings below
-    python -m bench.contention --reps 5 --variants default,1
+    python -m bench.studies.contention                       # bundled model, CPU, the thread settings below
+    python -m bench.studies.contention --reps 5 --variants default,1
 
 For each variant the daemon is started (bench/latency.py's start), warmed, and one /kick/generate (the
 model's default steps) is timed --reps times idle, then --reps times while `--load` processes (default:
@@ -9,7 +9,7 @@ one per core) spin in a busy loop at the same priority as the daemon. Variants: 
 defaults), `N` (--threads N), `N-passive` / `N-active` (with OMP_WAIT_POLICY=PASSIVE / ACTIVE set for the
 daemon), `N-spinK` (with GOMP_SPINCOUNT=K), `N-libgomp` (OMP_WAIT_POLICY set empty, which the daemon
 keeps and libgomp ignores: its own default, spinning a while before sleeping). Prints medians and writes
-bench/results/contention-cpu.json.
+OUT/contention-cpu.json (--out; default ~/.cache/kickserver/bench).
 """
 
 from __future__ import annotations
@@ -26,10 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import latency  # start(), Client, message()
+from bench import common, latency
 from kickmodel.fsutil import atomic_write_bytes
-
-BENCH = Path(__file__).resolve().parent
 
 BUSY = "while True: pass"
 
@@ -104,11 +102,12 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes (default: one per core)")
     ap.add_argument("--variants", default="default,1,2,2-passive")
+    common.add_out_option(ap)
     ns = ap.parse_args()
     rows = [run_variant(v, ns.reps, ns.load) for v in ns.variants.split(",")]
     out = {"machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
            "when": time.strftime("%Y-%m-%d"), "reps": ns.reps, "load_processes": ns.load, "rows": rows}
-    path = BENCH / "results" / "contention-cpu.json"
+    path = ns.out / "contention-cpu.json"
     atomic_write_bytes(path, (json.dumps(out, indent=1) + "\n").encode())
     print(f"wrote {path}")
     return 0

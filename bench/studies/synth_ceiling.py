@@ -1,7 +1,7 @@
 """The resynthesis ceiling: how close each route back to audio can get to a real kick it is given whole.
 
-    python bench/synth_ceiling.py                                   # the starter kit, both routes
-    python bench/synth_ceiling.py --fits runs/synth-small/synth_fits.safetensors   # reuse a run's fits
+    python bench/studies/synth_ceiling.py                                   # the starter kit, both routes
+    python bench/studies/synth_ceiling.py --fits runs/synth-small/synth_fits.safetensors   # reuse a run's fits
 
 - kick-synth: every kick fitted by analysis by synthesis (kickmodel/families/kick_synth/fit.py) and played
   back: the best a kick-synth model can sound, whatever its prior.
@@ -11,7 +11,8 @@
 
 Both finished as the daemon finishes a kick (kickmodel.generator.finish_kick). Prints, per route, the medians
 of bench/sound_check.py's measures beside the real kicks', the per-kick error against its own original
-(pitch in cents, decay ratio, attack ms), and the diversity against real; writes bench/results/synth_ceiling.json.
+(pitch in cents, decay ratio, attack ms), and the diversity against real; writes --out (default
+~/.cache/kickserver/bench/synth_ceiling.json).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from bench.common import machine, write_json  # noqa: E402
+from bench.common import machine, user_results, write_json  # noqa: E402
 from bench.sound_check import _shown, diversity_ratios, measure, summarise  # noqa: E402
 
 COLS = ("start_pct", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "body_hf_db")
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fits", type=Path, default=None, help="a kick-synth run's synth_fits.safetensors (else fit now)")
     ap.add_argument("--artifact", type=Path, default=REPO / "kickserver" / "models" / "default.safetensors",
                     help="a mel-vae or latent-diffusion model whose front end and inverter the griffin-lim route uses")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "synth_ceiling.json")
+    ap.add_argument("--out", type=Path, default=user_results() / "synth_ceiling.json")
     args = ap.parse_args(argv)
 
     from kickmodel.config import DataConfig

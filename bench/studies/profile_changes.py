@@ -1,6 +1,6 @@
 """The changes `kicktrain profile` led to, each measured against what it replaced in the same run.
 
-    python -m bench.profile_changes [--vae VAE.safetensors] [--repeats 5] [--batch 64] [--out bench/results]
+    python -m bench.studies.profile_changes [--vae VAE.safetensors] [--repeats 5] [--batch 64] [--out bench/results]
 
 1. The mel front end's magnitude: hypot(re, im) of torchaudio's complex STFT (what MelFrontEnd does now)
    against torchaudio's MelSpectrogram(power=1), which takes abs() of the complex tensor. Same output.
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vae", type=Path, help="a mel-vae artifact (default: a random small one)")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--out", type=Path, default=common.RESULTS)
+    common.add_out_option(ap)
     args = ap.parse_args(argv)
     rows = [front_end(args.vae, args.batch, args.repeats), latent_cache(args.vae, args.batch, args.repeats)]
     for r in rows:

@@ -1,8 +1,8 @@
-"""Pitch sweep and haze of mel-VAE reconstructions and of generated kicks (bench/gpu_vae_variants.sh).
+"""Pitch sweep and haze of mel-VAE reconstructions and of generated kicks (bench/studies/gpu_vae_variants.sh).
 
-    python -m bench.vae_pitch_check vae VAE.safetensors ...   # Griffin-Lim of each VAE's reconstruction of the
+    python -m bench.studies.vae_pitch_check vae VAE.safetensors ...   # Griffin-Lim of each VAE's reconstruction of the
                                                               # held-out and training clips (20 % split), NNLS off/on
-    python -m bench.vae_pitch_check ld MODEL.safetensors ...  # 64 generated kicks per model
+    python -m bench.studies.vae_pitch_check ld MODEL.safetensors ...  # 64 generated kicks per model
 
 Prints one JSON line per model, then all of them in one JSON line (the last line).
 """
@@ -23,7 +23,7 @@ from kickmodel.families.mel_vae.generator import build_parts
 from kickmodel.generator import Item, load_generator
 from trainer.data import prepare
 
-KIT = Path(__file__).resolve().parents[1] / "kickserver" / "data" / "kicks"
+KIT = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
 
 
 def summary(audio: np.ndarray, sample_rate: int) -> dict[str, float]:

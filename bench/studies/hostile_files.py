@@ -1,9 +1,9 @@
 """What a small hostile file costs: the daemon's peak memory for odd-rate sources, and an artifact's refusal.
 
-    python bench/hostile_files.py sources             # the bundled model; VmRSS idle, VmHWM per source
-    python bench/hostile_files.py sources --rates 9071 --limit-gb 12
-    python bench/hostile_files.py sources --rates 191999 --seconds 20 --channels 2   # near the largest accepted
-    python bench/hostile_files.py artifact            # time and peak RSS of refusing a costly mel-VAE artifact
+    python bench/studies/hostile_files.py sources             # the bundled model; VmRSS idle, VmHWM per source
+    python bench/studies/hostile_files.py sources --rates 9071 --limit-gb 12
+    python bench/studies/hostile_files.py sources --rates 191999 --seconds 20 --channels 2   # near the largest accepted
+    python bench/studies/hostile_files.py artifact            # time and peak RSS of refusing a costly mel-VAE artifact
 
 `sources` starts `python -m kickserver serve` (this checkout; CPU, one thread) on free loopback ports with an
 empty models folder (so the bundled model serves), warms it with a kick and a variation of a 48 kHz source,
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:

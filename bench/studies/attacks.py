@@ -1,8 +1,8 @@
 """Attacks on a running daemon over loopback, measured (issue 22, items 14, 15 and 17).
 
-    python -m bench.attacks                       # every measurement against this tree's daemon
-    python -m bench.attacks --only flood,amplify  # some of them
-    python -m bench.attacks --tree /tmp/before    # the same against another checkout (e.g. `git archive` of a
+    python -m bench.studies.attacks                       # every measurement against this tree's daemon
+    python -m bench.studies.attacks --only flood,amplify  # some of them
+    python -m bench.studies.attacks --tree /tmp/before    # the same against another checkout (e.g. `git archive` of a
                                                   # commit), for a before/after comparison
 
 - flood: four sockets on 127.0.0.1 (four source ports, one host) each send `/kick/generate 16 steps 200`
@@ -17,7 +17,7 @@
   carry 7.6 MB headers: how long the first /kick/models takes, the slowest /kick/ping meanwhile (one every
   20 ms), when the listing is complete, and whether it lists exactly what loads.
 
-Results go to bench/results/attacks-cpu.json (or --out) with the date, the machine and the tree.
+Results go to ~/.cache/kickserver/bench/attacks-cpu.json (or --out) with the date, the machine and the tree.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
 from daemon_util import build_message, free_udp_port, parse_replies  # noqa: E402
 
-from bench.common import cpu_model  # noqa: E402
+from bench.common import cpu_model, user_results  # noqa: E402
 from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 
@@ -326,7 +326,7 @@ def main() -> int:
     ap.add_argument("--tree", type=Path, default=REPO, help="the source tree whose daemon runs (default this one)")
     ap.add_argument("--only", default="flood,budget,amplify,listing")
     ap.add_argument("--threads", type=int, default=None, help="the flood's daemon --threads (default: its own)")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "attacks-cpu.json")
+    ap.add_argument("--out", type=Path, default=user_results() / "attacks-cpu.json")
     ns = ap.parse_args()
     sys.path.insert(0, str(REPO / "tests"))
     from daemon_util import root_conftest

@@ -1,13 +1,14 @@
 """Controls in units, measured: how many kicks asked at pitch_hz / decay_s / click_db measure as asked.
 
-    python bench/unit_controls.py                                   # the shipped kick-synth model, 512 kicks a target
-    python bench/unit_controls.py --artifact mine.safetensors --n 64
+    python bench/studies/unit_controls.py                        # the shipped kick-synth model, 512 kicks a target
+    python bench/studies/unit_controls.py --artifact mine.safetensors --n 64
 
 Each target is asked of --n kicks (seeds 0..n-1, nothing else given), rendered as the daemon renders them
 (gen.render, finished, at the model's rate) and measured by kickmodel.descriptors.measure, the yardstick the
 training controls come from. Reported per target: the share within tolerance (pitch: 25 cents, decay: 10 %,
 click: 2 dB) with its 95 % bootstrap interval, and the median and worst error. Issue 23's target: a kick asked at
-pitch_hz 43.65 measures within 25 cents in at least 95 % of kicks. Writes bench/results/unit_controls.json.
+pitch_hz 43.65 measures within 25 cents in at least 95 % of kicks. Writes --out (default
+~/.cache/kickserver/bench/unit_controls.json).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bench.sound_check import bootstrap_interval  # noqa: E402
@@ -41,15 +42,16 @@ def error(name: str, got: np.ndarray, want: float) -> tuple[np.ndarray, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.common import machine, user_results, write_json
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--artifact", type=Path, default=REPO / "kickserver" / "models" / "kick-synth.safetensors")
     ap.add_argument("--n", type=int, default=512)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--only", choices=sorted(COLUMN), help="only this control's targets")
-    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "unit_controls.json")
+    ap.add_argument("--out", type=Path, default=user_results() / "unit_controls.json")
     args = ap.parse_args(argv)
 
-    from bench.common import machine, write_json
     from kickmodel.descriptors import measure
     from kickmodel.generator import Item, load_generator
 

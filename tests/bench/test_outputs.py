@@ -1,0 +1,65 @@
+"""Where the suite writes: a user's folder ($XDG_CACHE_HOME/kickserver/bench) unless --out says otherwise, never the
+tracked bench/results/*.json, docs/img/*.png or BENCHMARKS.md that the docs quote."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from daemon_util import daemon_env, make_artifact  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TRACKED = ("bench/results", "docs/img", "BENCHMARKS.md")
+
+
+def _tracked_state() -> dict[str, str]:
+    """{path: sha256} of every file the docs quote (the suite must leave them as they are)."""
+    out = {}
+    for name in TRACKED:
+        p = REPO / name
+        for f in sorted(p.rglob("*") if p.is_dir() else [p]):
+            if f.is_file():
+                out[str(f.relative_to(REPO))] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
+def _run(args: list[str], cache: Path) -> subprocess.CompletedProcess:
+    env = daemon_env({"XDG_CACHE_HOME": str(cache)})
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> Path:
+    return make_artifact(tmp_path_factory.mktemp("models") / "tiny.safetensors")
+
+
+def test_the_suite_and_its_report_write_to_the_users_folder_by_default(tiny, tmp_path):
+    before = _tracked_state()
+    cache = tmp_path / "cache"
+    proc = _run(["bench", "flops", "controls", "--quick", "--threads", "1", "--models", str(tiny)], cache)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    folder = cache / "kickserver" / "bench"
+    assert json.loads((folder / "flops-cpu.json").read_text())["benchmark"] == "flops"
+    assert json.loads((folder / "controls-cpu.json").read_text())["benchmark"] == "controls"
+    assert sorted(p.name for p in (folder / "img").glob("controls-tiny-*.png"))  # the control plots beside them
+    proc = _run(["bench.report"], cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (folder / "BENCHMARKS.md").read_text()
+    assert "FLOPs and the hardware's limit" in page and "](img/controls-tiny-" in page
+    assert _tracked_state() == before
+
+
+def test_out_names_another_folder(tiny, tmp_path):
+    out = tmp_path / "mine"
+    proc = _run(["bench", "flops", "--quick", "--threads", "1", "--models", str(tiny), "--out", str(out)],
+                tmp_path / "cache")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (out / "flops-cpu.json").is_file()
+    assert not (tmp_path / "cache" / "kickserver").exists()
