@@ -121,7 +121,7 @@ def run(opts: common.Options) -> dict:
         ns = argparse.Namespace(device=opts.device, models=str(models), model="default", threads=opts.threads,
                                 extra=[])
         proc, port, _ = latency.start(ns, work)
-        client = latency.Client(port)
+        conv = latency.connect(port)
         try:
             t0 = time.perf_counter()
             rc, fit_s, stopped = _fit(mine, init, models, work / "run", opts.device, budget,
@@ -129,16 +129,16 @@ def run(opts: common.Options) -> dict:
             if rc != 0 or not (models / "custom.safetensors").is_file():
                 tail = (work / "fit.log").read_text(errors="replace").strip().splitlines()[-3:]
                 raise RuntimeError(f"kicktrain fit exited with {rc}: {' | '.join(tail)}")
-            replies, _ = client.request(latency.message("/kick/model", "custom"), 1, 120)
+            replies, _ = latency.timed(conv, "/kick/model", "custom", timeout=120)
             if replies[0] != ("/kick/model", ["custom"]):
                 raise RuntimeError(f"/kick/model custom was answered {replies[0]}")
-            replies, _ = client.request(latency.message("/kick/generate", 1, "seed", 1), 1, 600)
+            replies, _ = latency.timed(conv, "/kick/generate", 1, "seed", 1, timeout=600)
             if replies[0][0] != "/kick/done":
                 raise RuntimeError(f"/kick/generate was answered {replies[0]}")
             total_s = time.perf_counter() - t0
         finally:
             latency.stop_daemon(proc)
-            client.sock.close()
+            conv.close()
         custom = load_artifact(models / "custom.safetensors")
         kept = work / "custom.safetensors"
         shutil.copy2(models / "custom.safetensors", kept)

@@ -296,11 +296,11 @@ def daemon_section(device: str, work: Path, captures=DAEMON_CAPTURES, counts=(1,
         except SystemExit as e:  # the daemon did not start: the row says why, the rest still runs
             rows.append({"capture": mode, "error": str(e)[-500:]})
             continue
-        client = latency.Client(port)
+        conv = latency.connect(port)
         try:
             for c in counts:
-                r = latency.measure(client, c, reps, warm, (), 600)  # the first waits for the capture
-                [(_, st)], _ = client.request(latency.message("/kick/status"), 1, 10)
+                r = latency.measure(conv, c, reps, warm, (), 600)  # the first waits for the capture
+                [(_, st)], _ = latency.timed(conv, "/kick/status")
                 r.update(capture=mode, model=st[0], device=st[1], status=[str(v) for v in st])
                 r.update(resident_mb(st))
                 target = DAEMON_TARGETS_S.get(common.device_kind(st[1]), {}).get(c)
@@ -312,7 +312,7 @@ def daemon_section(device: str, work: Path, captures=DAEMON_CAPTURES, counts=(1,
             rows.append({"capture": mode, "error": f"{type(e).__name__}: {e}"[-500:]})
         finally:
             latency.stop_daemon(proc)
-            client.sock.close()
+            conv.close()
     return rows
 
 

@@ -11,7 +11,8 @@ then: it is renamed into place before the reply), over --reps warm repetitions, 
 default steps and sampler. The same figures for a naive baseline (DDPM ancestral sampling, 1000
 steps; the daemon runs with --max-steps 1000 for this) follow with --baseline-reps repetitions.
 Real-time factor: seconds of audio generated per wall-clock second (higher is faster).
-Prints a table and writes bench/results/latency-<cpu|cuda>.json (the machine is described inside).
+Prints a table and writes OUT/latency-<cpu|cuda>.json (the machine is described inside; --out, default
+~/.cache/kickserver/bench).
 
 In the suite (`run`, result osc-<cpu|cuda>.json): median and p95 over REPS warm requests at count 1 and 8,
 then a burst: BURST_CLIENTS clients (each its own socket, so its own queue in the daemon) send
@@ -38,10 +39,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-from pythonosc.osc_message_builder import OscMessageBuilder
-from pythonosc.osc_packet import OscPacket, ParseError
+
+from kickserver.client import Client, Conversation, Reply
 
 REPO = Path(__file__).resolve().parents[1]
+if not __package__:  # `python bench/latency.py`: the suite's own package is not on the path
+    sys.path.insert(0, str(REPO))
+
+from bench import common  # noqa: E402
 
 NAME = "osc"
 TARGETS = {"cpu": {1: 0.5, 8: 2.0}, "cuda": {1: 0.015, 8: 0.025}}  # cuda: issue 24
@@ -67,39 +72,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def message(address: str, *args) -> bytes:
-    b = OscMessageBuilder(address=address)
-    for a in args:
-        b.add_arg(a, "s" if isinstance(a, str) else "i" if isinstance(a, int) else "f")
-    return b.build().dgram
+def connect(port: int) -> Conversation:
+    """One socket on loopback talking to the daemon at `port` (kickserver.client); the caller closes it."""
+    return Client("127.0.0.1", port, bind=("127.0.0.1", 0)).open()
 
 
-class Client:
-    def __init__(self, port: int) -> None:
-        self.addr = ("127.0.0.1", port)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-
-    def request(self, data: bytes, expect: int, timeout: float) -> tuple[list[tuple[str, list]], float]:
-        """Send, collect `expect` replies; returns them and the seconds until the last one."""
-        t0 = time.perf_counter()
-        self.sock.sendto(data, self.addr)
-        out: list[tuple[str, list]] = []
-        deadline = t0 + timeout
-        while len(out) < expect:
-            left = deadline - time.perf_counter()
-            if left <= 0:
-                raise TimeoutError(f"{len(out)} of {expect} replies within {timeout:g} s")
-            self.sock.settimeout(left)
-            try:
-                dgram, _ = self.sock.recvfrom(65536)
-            except ConnectionRefusedError:
-                continue
-            try:
-                out.extend((m.message.address, list(m.message.params)) for m in OscPacket(dgram).messages)
-            except ParseError:
-                continue
-        return out, time.perf_counter() - t0
+def timed(conv: Conversation, address: str, *args, expect: int = 1, timeout: float = 10.0) -> tuple[list[Reply], float]:
+    """Send one message, wait for `expect` replies: (them, seconds from the send to the last one). Fewer
+    within `timeout` seconds raise TimeoutError."""
+    t0 = time.perf_counter()
+    conv.send_message(address, *args)
+    out = conv.receive(expect, timeout)
+    seconds = time.perf_counter() - t0
+    if len(out) < expect:
+        raise TimeoutError(f"{len(out)} of {expect} replies to {address} within {timeout:g} s")
+    return out, seconds
 
 
 def start(args: argparse.Namespace, work: Path) -> tuple[subprocess.Popen, int, Path]:
@@ -125,28 +112,28 @@ def start(args: argparse.Namespace, work: Path) -> tuple[subprocess.Popen, int, 
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log, "wb") as f:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    client = Client(port)
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the daemon exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            replies, _ = client.request(message("/kick/ping"), 1, 0.5)
-            if replies[0][0] == "/kick/pong":
-                return proc, port, log
-        except TimeoutError:
-            pass
+    with connect(port) as conv:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise SystemExit(f"the daemon exited with {proc.returncode}:\n{log.read_text()}")
+            try:
+                replies, _ = timed(conv, "/kick/ping", timeout=0.5)
+                if replies[0][0] == "/kick/pong":
+                    return proc, port, log
+            except TimeoutError:
+                pass
     proc.kill()
     raise SystemExit(f"the daemon did not answer within 180 s:\n{log.read_text()}")
 
 
-def measure(client: Client, count: int, reps: int, warm: int, extra: tuple, timeout: float) -> dict:
+def measure(conv: Conversation, count: int, reps: int, warm: int, extra: tuple, timeout: float) -> dict:
     import soundfile as sf
 
     times = []
     audio_s = None
     for i in range(warm + reps):
-        replies, dt = client.request(message("/kick/generate", count, "seed", 1000 + i, *extra), count, timeout)
+        replies, dt = timed(conv, "/kick/generate", count, "seed", 1000 + i, *extra, expect=count, timeout=timeout)
         bad = [r for r in replies if r[0] != "/kick/done"]
         if bad:
             raise SystemExit(f"the daemon refused a benchmark request: {bad[0]}")
@@ -163,57 +150,36 @@ def measure(client: Client, count: int, reps: int, warm: int, extra: tuple, time
             "p95_s": float(np.percentile(times, 95)), "clip_s": audio_s, "realtime_factor": count * audio_s / med}
 
 
-def _parse(dgram: bytes) -> list[tuple[str, list]]:
-    try:
-        return [(m.message.address, list(m.message.params)) for m in OscPacket(dgram).messages]
-    except ParseError:
-        return []
-
-
 def burst(port: int, clients: int, requests: int, timeout: float, seed: int = 5000) -> dict:
     """`clients` sockets each send `requests` one-kick /kick/generate at once; a status client polls the
     queue meanwhile. Returns kicks/s, the largest queue seen, refusals and their reasons."""
-    socks = []
-    for _ in range(clients):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
+    convs = [connect(port) for _ in range(clients)]
     results: list[dict] = [{} for _ in range(clients)]
     queued: list[int] = []
     stop = threading.Event()
-    addr = ("127.0.0.1", port)
 
     def poll() -> None:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.bind(("127.0.0.1", 0))
-            s.settimeout(STATUS_EVERY_S)
+        with connect(port) as conv:
             while not stop.is_set():
-                s.sendto(message("/kick/status"), addr)
+                conv.send_message("/kick/status")
                 t_next = time.perf_counter() + STATUS_EVERY_S
                 while (left := t_next - time.perf_counter()) > 0:
-                    s.settimeout(left)
-                    try:
-                        dgram, _ = s.recvfrom(65536)
-                    except (TimeoutError, ConnectionRefusedError):
+                    replies = conv.receive(1, left)
+                    if not replies:
                         break
-                    queued.extend(int(a[2]) for m, a in _parse(dgram) if m == "/kick/status" and len(a) >= 3)
+                    queued.extend(int(a[2]) for m, a in replies if m == "/kick/status" and len(a) >= 3)
 
     def client(k: int, t_start: float) -> None:
-        s = socks[k]
+        conv = convs[k]
         for j in range(requests):
-            s.sendto(message("/kick/generate", 1, "id", k * 10000 + j, "seed", seed + k * requests + j), addr)
+            conv.send_message("/kick/generate", 1, "id", k * 10000 + j, "seed", seed + k * requests + j)
         done, refused, last = 0, [], None
         deadline = t_start + timeout
         while done + len(refused) < requests and (left := deadline - time.perf_counter()) > 0:
-            s.settimeout(left)
-            try:
-                dgram, _ = s.recvfrom(65536)
-            except TimeoutError:
+            replies = conv.receive(1, left)
+            if not replies:
                 break
-            except ConnectionRefusedError:
-                continue
-            for m, a in _parse(dgram):
+            for m, a in replies:
                 if m == "/kick/done":
                     done, last = done + 1, time.perf_counter()
                 elif m == "/kick/error":
@@ -231,8 +197,8 @@ def burst(port: int, clients: int, requests: int, timeout: float, seed: int = 50
         t.join()
     stop.set()
     poller.join(timeout=5)
-    for s in socks:
-        s.close()
+    for conv in convs:
+        conv.close()
     done = sum(r["done"] for r in results)
     refused = [why for r in results for why in r["refused"]]
     lasts = [r["last"] for r in results if r["last"] is not None]
@@ -250,8 +216,6 @@ def burst(port: int, clients: int, requests: int, timeout: float, seed: int = 50
 
 def run(opts) -> dict:
     """The suite's osc benchmark on the first of opts.models (see the module docstring)."""
-    from bench import common
-
     path = Path(opts.models[0])
     reps, warm, counts = (5, 1, (1, 2)) if opts.quick else (REPS, 3, (1, 8))
     clients, requests = (2, 3) if opts.quick else (BURST_CLIENTS, BURST_REQUESTS)
@@ -266,18 +230,18 @@ def run(opts) -> dict:
         ns = argparse.Namespace(device=opts.device, models=str(models), model=model, threads=opts.threads,
                                 extra=["--reply-rate-kb", "4096", "--reply-burst-kb", "4096"])
         proc, port, log = start(ns, work)
-        client = Client(port)
+        conv = connect(port)
         try:
-            [(_, st)], _ = client.request(message("/kick/status"), 1, 10)
+            [(_, st)], _ = timed(conv, "/kick/status")
             rows = []
             for c in counts:
-                r = measure(client, c, reps, warm, (), 600)
+                r = measure(conv, c, reps, warm, (), 600)
                 r.update(model=st[0], device=st[1])
                 rows.append(r)
             b = burst(port, clients, requests, timeout=600)
         finally:
             stop_daemon(proc)
-            client.sock.close()
+            conv.close()
     kind = common.device_kind(st[1])
     for r in rows:
         target = TARGETS[kind].get(r["count"])
@@ -288,8 +252,6 @@ def run(opts) -> dict:
 
 
 def table(payload: dict) -> str:
-    from bench import common
-
     t = common.table(payload["rows"], [("count", "kicks", "d"), ("reps", "n", "d"), ("median_s", "median s", ".3f"),
                                        ("p95_s", "p95 s", ".3f"), ("realtime_factor", "x realtime", ".1f"),
                                        ("target_s", "target s", ".3g"), ("met_target", "met", "")])
@@ -312,21 +274,21 @@ def main() -> int:
     ap.add_argument("--baseline-reps", type=int, default=2, help="repetitions of the naive baseline (0: skip)")
     ap.add_argument("--baseline-steps", type=int, default=1000)
     ap.add_argument("--timeout", type=float, default=900, help="seconds one request may take")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results"), help="folder for the JSON")
+    common.add_out_option(ap)
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="kickbench-") as tmp:
         work = Path(tmp)
         proc, port, log = start(args, work)
-        client = Client(port)
+        conv = connect(port)
         try:
-            [(_, st)], _ = client.request(message("/kick/status"), 1, 10)
+            [(_, st)], _ = timed(conv, "/kick/status")
             model, device = st[0], st[1]
             kind = "cuda" if device.startswith("cuda") else "cpu"
             extra = ("steps", args.steps) if args.steps else ()
             rows = []
             for c in args.counts:
-                r = measure(client, c, args.reps, args.warmup, extra, args.timeout)
+                r = measure(conv, c, args.reps, args.warmup, extra, args.timeout)
                 r.update(kind="default", sampler="model default", steps=args.steps or "model default")
                 rows.append(r)
                 target = TARGETS[kind].get(c)
@@ -337,7 +299,7 @@ def main() -> int:
                       f"realtime x{r['realtime_factor']:.1f}{verdict}", flush=True)
             if args.baseline_reps > 0:
                 for c in args.counts:
-                    r = measure(client, c, args.baseline_reps, 0 if c != args.counts[0] else 1,
+                    r = measure(conv, c, args.baseline_reps, 0 if c != args.counts[0] else 1,
                                 ("steps", args.baseline_steps, "sampler", "ddpm"), args.timeout)
                     r.update(kind="baseline", sampler="ddpm", steps=args.baseline_steps)
                     rows.append(r)
@@ -346,6 +308,7 @@ def main() -> int:
                           flush=True)
         finally:
             stop_daemon(proc)
+            conv.close()
         import torch
 
         result = {

@@ -1,4 +1,4 @@
-"""Attacks on a running daemon over loopback, measured (issue 22, items 14, 15 and 17).
+"""Attacks on a running daemon over loopback, measured (issue 22, items 14 to 16).
 
     python -m bench.studies.attacks                       # every measurement against this tree's daemon
     python -m bench.studies.attacks --only flood,amplify  # some of them
@@ -13,9 +13,11 @@
   source port and the reply port) against the cap, burst + rate x elapsed time.
 - amplify: malformed datagrams (`/\\0\\0\\0`, `,Z`, no type tags, a truncated argument, an empty bundle...),
   each from a fresh socket: the bytes of every reply (both copies) per byte sent.
-- listing: a models folder holding the served model, seven artifacts that do not load and ten that do but
-  carry 7.6 MB headers: how long the first /kick/models takes, the slowest /kick/ping meanwhile (one every
-  20 ms), when the listing is complete, and whether it lists exactly what loads.
+
+Item 17 (a models folder of seven artifacts that do not load and ten with 7.6 MB headers: /kick/models lists
+exactly what loads while /kick/ping stays answered) was measured here too; tests/kickserver/test_reliability.py's
+test_models_lists_what_loads_and_checking_never_stalls_the_daemon builds the same folder and bounds the same
+figures, so this study no longer repeats it (its 2026-12-04 figures stay in bench/results/attacks-cpu.json).
 
 Results go to ~/.cache/kickserver/bench/attacks-cpu.json (or --out) with the date, the machine and the tree.
 """
@@ -32,17 +34,14 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
+from bench.common import cpu_model, random_artifact, user_results, write_json
+from bench.latency import free_port
+from kickserver.client import build_message, parse_replies
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-
-from daemon_util import build_message, free_udp_port, parse_replies  # noqa: E402
-
-from bench.common import cpu_model, user_results  # noqa: E402
-from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 
 class Daemon:
@@ -50,9 +49,9 @@ class Daemon:
 
     def __init__(self, tree: Path, work: Path, models: Path, model: str, extra: list[str] = (),
                  threads: int | None = None, wait_ready: bool = True) -> None:
-        self.port, self.reply_port = free_udp_port(), free_udp_port()
+        self.port, self.reply_port = free_port(), free_port()
         while self.reply_port == self.port:
-            self.reply_port = free_udp_port()
+            self.reply_port = free_port()
         cfg = work / "empty.toml"
         cfg.write_text("")
         self.log = work / f"daemon-{self.port}.log"
@@ -253,89 +252,18 @@ def amplify(tree: Path, work: Path, tiny: Path) -> dict:
             "worst_refused_out_per_in": max(r["out_per_in"] for r in rows if not r["malformed"])}
 
 
-# ------------------------------------------------------------------ listing (item 17)
-
-
-def listing(tree: Path, work: Path, tiny: Path) -> dict:
-    from daemon_util import big_header_artifact, broken_artifacts
-
-    models = work / "models-listing"
-    models.mkdir(exist_ok=True)
-    if not (models / "tiny.safetensors").exists():
-        os.link(tiny, models / "tiny.safetensors")
-    broken = broken_artifacts(tiny, models)
-    big = [big_header_artifact(tiny, models / f"big{i}.safetensors", seed=i) for i in range(10)]
-    loadable = sorted(["default", "tiny"] + [p.stem for p in big])
-    d = Daemon(tree, work, models, "tiny", threads=1, wait_ready=False)
-    pings: list[float] = []
-    at: list[float] = []  # when each ping was sent, s after the daemon's start
-    stop = threading.Event()
-
-    def pinger() -> None:
-        with _sock() as s:
-            s.settimeout(10)
-            while not stop.is_set():
-                t = time.monotonic()
-                s.sendto(build_message("/kick/ping", []), ("127.0.0.1", d.port))
-                try:
-                    s.recvfrom(65536)
-                    pings.append(time.monotonic() - t)
-                except TimeoutError:
-                    pings.append(10.0)
-                at.append(t - d.started)
-                time.sleep(0.02)
-
-    try:
-        ready = d.wait_ready()
-        th = threading.Thread(target=pinger, daemon=True)
-        th.start()
-        with _sock() as s:
-            s.settimeout(30)
-            t = time.monotonic()
-            s.sendto(build_message("/kick/models", []), ("127.0.0.1", d.port))
-            first = parse_replies(s.recvfrom(65536)[0])[0][1]
-            first_s = time.monotonic() - t
-            complete_s, names = None, first
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                if sorted(names) == loadable or set(names) > set(loadable):
-                    complete_s = time.monotonic() - t
-                    break
-                time.sleep(0.1)
-                s.sendto(build_message("/kick/models", []), ("127.0.0.1", d.port))
-                names = parse_replies(s.recvfrom(65536)[0])[0][1]
-        time.sleep(0.5)
-        stop.set()
-        th.join(15)
-        listed_broken = sorted(set(names) & set(broken))
-        return {"first_models_reply_s": round(first_s, 3), "first_listing": len(first),
-                "complete_after_s": round(complete_s, 2) if complete_s is not None else None,
-                "slowest_ping_s": round(max(pings), 3) if pings else None, "pings": len(pings),
-                "slowest_ping_at_s": round(at[pings.index(max(pings))], 2) if pings else None,
-                "median_ping_s": round(sorted(pings)[len(pings) // 2], 4) if pings else None,
-                "p95_ping_s": round(sorted(pings)[int(len(pings) * 0.95)], 4) if pings else None,
-                "ready_after_s": round(ready, 2), "listed_but_do_not_load": listed_broken,
-                "loadable_missing": sorted(set(loadable) - set(names))}
-    finally:
-        stop.set()
-        d.stop()
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=REPO, help="the source tree whose daemon runs (default this one)")
-    ap.add_argument("--only", default="flood,budget,amplify,listing")
+    ap.add_argument("--only", default="flood,budget,amplify")
     ap.add_argument("--threads", type=int, default=None, help="the flood's daemon --threads (default: its own)")
     ap.add_argument("--out", type=Path, default=user_results() / "attacks-cpu.json")
     ns = ap.parse_args()
-    sys.path.insert(0, str(REPO / "tests"))
-    from daemon_util import root_conftest
-
     result: dict = {"date": datetime.date.today().isoformat(), "machine": f"{cpu_model()}, {os.cpu_count()} cores",
                     "python": platform.python_version(), "tree": str(ns.tree)}
     with tempfile.TemporaryDirectory(prefix="ks-attacks-") as tmp:
         work = Path(tmp)
-        tiny = root_conftest().make_tiny_artifact(work / "tiny.safetensors")
+        tiny = random_artifact(work / "tiny.safetensors", "waveform_diffusion")
         for name in ns.only.split(","):
             t0 = time.monotonic()
             if name == "flood":
@@ -344,12 +272,10 @@ def main() -> int:
                 result[name] = budget(ns.tree, work, tiny)
             elif name == "amplify":
                 result[name] = amplify(ns.tree, work, tiny)
-            elif name == "listing":
-                result[name] = listing(ns.tree, work, tiny)
             else:
                 raise SystemExit(f"unknown measurement {name!r}")
             print(name, f"({time.monotonic() - t0:.0f} s):", json.dumps(result[name], indent=1), flush=True)
-    atomic_write_bytes(ns.out, (json.dumps(result, indent=1) + "\n").encode())
+    write_json(ns.out, result)
     print(f"wrote {ns.out}")
     return 0
 

@@ -15,7 +15,6 @@ OUT/contention-cpu.json (--out; default ~/.cache/kickserver/bench).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import signal
@@ -27,15 +26,15 @@ import time
 from pathlib import Path
 
 from bench import common, latency
-from kickmodel.fsutil import atomic_write_bytes
+from kickserver.client import Conversation
 
 BUSY = "while True: pass"
 
 
-def one_kick(client: latency.Client, reps: int) -> list[float]:
+def one_kick(conv: Conversation, reps: int) -> list[float]:
     times = []
     for _ in range(reps):
-        replies, t = client.request(latency.message("/kick/generate"), 1, 120.0)
+        replies, t = latency.timed(conv, "/kick/generate", timeout=120.0)
         if replies[0][0] != "/kick/done":
             raise SystemExit(f"unexpected reply {replies[0]}")
         times.append(t)
@@ -70,13 +69,13 @@ def run_variant(name: str, reps: int, load: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         proc, port, log = latency.start(ns, Path(tmp))
         try:
-            client = latency.Client(port)
-            one_kick(client, 2)  # warm
-            idle = one_kick(client, reps)
+            conv = latency.connect(port)
+            one_kick(conv, 2)  # warm
+            idle = one_kick(conv, reps)
             hogs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(load)]
             try:
                 time.sleep(1.0)
-                busy = one_kick(client, reps)
+                busy = one_kick(conv, reps)
             finally:
                 for h in hogs:
                     h.send_signal(signal.SIGKILL)
@@ -108,7 +107,7 @@ def main() -> int:
     out = {"machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "python": platform.python_version()},
            "when": time.strftime("%Y-%m-%d"), "reps": ns.reps, "load_processes": ns.load, "rows": rows}
     path = ns.out / "contention-cpu.json"
-    atomic_write_bytes(path, (json.dumps(out, indent=1) + "\n").encode())
+    common.write_json(path, out)
     print(f"wrote {path}")
     return 0
 

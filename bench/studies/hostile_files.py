@@ -46,19 +46,13 @@ def _status(pid: int, key: str) -> int:
 
 
 def _send(port: int, address: str, *args: object, timeout: float = 120.0) -> tuple[str, list]:
-    from pythonosc.osc_message_builder import OscMessageBuilder
-    from pythonosc.osc_packet import OscPacket
+    """The first reply to one message (kickserver.client); TimeoutError when none comes within timeout s."""
+    from kickserver.client import Client
 
-    b = OscMessageBuilder(address=address)
-    for a in args:
-        b.add_arg(a)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        s.settimeout(timeout)
-        s.sendto(b.build().dgram, ("127.0.0.1", port))
-        data, _ = s.recvfrom(65536)
-    msg = OscPacket(data).messages[0].message
-    return msg.address, list(msg.params)
+    replies = Client("127.0.0.1", port, bind=("127.0.0.1", 0)).send(address, *args, timeout=timeout)
+    if not replies:
+        raise TimeoutError(f"no reply to {address} within {timeout:g} s")
+    return replies[0]
 
 
 def _kick(path: Path, sr: int, seconds: float = 0.2, channels: int = 1) -> Path:
