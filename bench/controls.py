@@ -10,10 +10,10 @@ dB: the descriptors the model was conditioned on). Per control:
 
 - r: Spearman's rank correlation between the asked value and the measured descriptor over all kicks.
 - median measured at the lowest and highest value against the training set's 10th/20th/80th/90th
-  percentiles (the artifact's control quantiles mapped back to raw units with `from_unit`).
+  percentiles (the artifact's control quantiles mapped back to raw units with `from_dial`).
 - cross-talk: how far the medians of the other descriptors move between the lowest and the highest
   value, against how far the control's own descriptor moves, both in dial units (each descriptor
-  through its training quantiles with `to_unit`, so 1.0 is the whole training range).
+  through its training quantiles with `to_dial`, so 1.0 is the whole training range).
 
 Targets (issue 13): r >= 0.8; median at 0.1 <= the 20th percentile and at 0.9 >= the 80th; every other
 descriptor moves less than a third as much as the control's own. With --guidance W,...: the whole
@@ -83,19 +83,19 @@ def sweep(gen, control: str, values: Sequence[float], n: int, seed: int) -> np.n
 def _unit(raw: np.ndarray, quantiles: list[float]) -> np.ndarray:
     import torch
 
-    from kickmodel.descriptors import to_unit
+    from kickmodel.descriptors import to_dial
 
-    return to_unit(torch.as_tensor(raw, dtype=torch.float64).reshape(-1, 1), [quantiles]).numpy().reshape(raw.shape)
+    return to_dial(torch.as_tensor(raw, dtype=torch.float64).reshape(-1, 1), [quantiles]).numpy().reshape(raw.shape)
 
 
 def training_percentiles(quantiles: list[float]) -> dict[str, float]:
-    """{"p10", "p20", "p50", "p80", "p90"}: the training set's percentiles in raw units (from_unit)."""
+    """{"p10", "p20", "p50", "p80", "p90"}: the training set's percentiles in raw units (from_dial)."""
     import torch
 
-    from kickmodel.descriptors import from_unit
+    from kickmodel.descriptors import from_dial
 
     u = torch.tensor([[0.1], [0.2], [0.5], [0.8], [0.9]], dtype=torch.float64)
-    raw = from_unit(u, [quantiles]).numpy()[:, 0]
+    raw = from_dial(u, [quantiles]).numpy()[:, 0]
     return dict(zip(("p10", "p20", "p50", "p80", "p90"), (float(v) for v in raw)))
 
 

@@ -1,9 +1,9 @@
 """Measured kick descriptors: the controls a musician turns ("decay", "pitch", "click").
 
 `measure` gives raw units (seconds, Hz, dB) from audio, vectorised over a batch. Models are
-conditioned on `to_unit(raw, quantiles)`, a piecewise-linear empirical CDF fitted on the training
-set (`fit_quantiles`), so 0.5 on a dial is the training median; `from_unit` maps back for labels
-("pitch 0.7 ~ 58 Hz"). Quantiles are plain lists so they go into JSON and artifact metadata.
+conditioned on dial positions in 0..1, `to_dial(raw, quantiles)`: a piecewise-linear empirical CDF fitted
+on the training set (`fit_quantiles`), so 0.5 on a dial is the training median; `from_dial` maps a dial
+position back to units for labels ("pitch 0.7 ~ 58 Hz"). Quantiles are plain lists so they go into JSON and artifact metadata.
 
 All three are measured from the onset: the first sample whose magnitude reaches -30 dB re. the
 clip's peak, minus 1 ms (prepared clips have it at ~0; generated ones may not).
@@ -171,8 +171,9 @@ def _check(t: torch.Tensor, quantiles: list[list[float]]) -> None:
         raise ValueError(f"expected [B, {len(quantiles)}], got shape {tuple(t.shape)}")
 
 
-def to_unit(raw: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
-    """Raw descriptors [B, C] -> [B, C] in [0, 1] by the empirical CDF of the training set."""
+def to_dial(raw: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
+    """Raw descriptors [B, C] in units (s, Hz, dB) -> dial positions [B, C] in [0, 1] by the empirical CDF of
+    the training set."""
     raw = torch.as_tensor(raw)
     _check(raw, quantiles)
     r = raw.to(torch.float64)
@@ -184,8 +185,8 @@ def to_unit(raw: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
     return torch.stack(cols, dim=1).to(raw.dtype if raw.is_floating_point() else torch.float32)
 
 
-def from_unit(u: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
-    """Inverse of to_unit: dial positions [B, C] in [0, 1] -> raw units."""
+def from_dial(u: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
+    """Inverse of to_dial: dial positions [B, C] in [0, 1] -> raw units."""
     u = torch.as_tensor(u)
     _check(u, quantiles)
     v = u.to(torch.float64)

@@ -394,7 +394,7 @@ class GeneratorBase:
         """An item's controls as 0..1 dials: a control given in units (decay_s, pitch_hz, click_db) becomes the dial
         of the training kicks' quantile it falls on (the prior makes the rest of the kick fit it; the family then
         sets the unit exactly). ValueError when a unit is out of its range or given beside its own dial."""
-        from .descriptors import UNIT_CONTROLS, to_unit
+        from .descriptors import UNIT_CONTROLS, to_dial
 
         out = {k: v for k, v in controls.items() if k not in UNIT_CONTROLS}
         for unit in self.unit_controls:
@@ -407,7 +407,7 @@ class GeneratorBase:
             if dial in controls:
                 raise ValueError(f"give {dial} (0..1) or {unit}, not both")
             j = self.controls.index(dial)
-            out[dial] = float(to_unit(torch.tensor([[v]], dtype=torch.float64), [self.control_quantiles[j]])[0, 0])
+            out[dial] = float(to_dial(torch.tensor([[v]], dtype=torch.float64), [self.control_quantiles[j]])[0, 0])
         return out
 
     def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:

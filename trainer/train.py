@@ -49,7 +49,7 @@ from torch.profiler import record_function
 from kickmodel import safejson
 from kickmodel.artifact import Artifact, load_artifact
 from kickmodel.config import Config, ConfigError, differences
-from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_unit
+from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_dial
 from kickmodel.families import from_dict, get_family
 from kickmodel.families.base import FitContext, Objective, parameter_count
 from kickmodel.fsutil import atomic_write_bytes, clean_stale_temp_files
@@ -467,7 +467,7 @@ class Trainer:
             return None, None
         cc = self.cfg.conditioning
         raw = measure(x, self.cfg.data.sample_rate)[:, self.ctrl_cols]  # on x's device
-        c = to_unit(raw, self.quantiles)
+        c = to_dial(raw, self.quantiles)
         # the drops: drawn from the CPU generator, as on every device, then moved
         mask = (torch.rand(c.shape, generator=g) > cc.drop_each).float()
         drop_all = torch.rand(c.shape[0], generator=g) < cc.drop_all

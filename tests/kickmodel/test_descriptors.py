@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, from_unit, measure, to_unit
+from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, from_dial, measure, to_dial
 from trainer.synth import random_params, render_kick, synth_batch, synth_kick
 
 SR = 44100
@@ -95,25 +95,25 @@ def test_quantiles_monotone_and_json():
     assert fit_quantiles(raw.numpy(), n=17) == q
 
 
-def test_to_unit_is_the_empirical_cdf_and_round_trips():
+def test_to_dial_is_the_empirical_cdf_and_round_trips():
     g = torch.Generator().manual_seed(0)
     raw = torch.stack([torch.rand(501, generator=g) ** 2, 40 + 80 * torch.rand(501, generator=g),
                        -60 + 50 * torch.rand(501, generator=g)], dim=1)
     q = fit_quantiles(raw)
-    u = to_unit(raw, q)
+    u = to_dial(raw, q)
     assert u.shape == raw.shape and u.dtype == raw.dtype
     assert (u >= 0).all() and (u <= 1).all()
-    med = to_unit(raw.median(dim=0).values[None], q)
+    med = to_dial(raw.median(dim=0).values[None], q)
     torch.testing.assert_close(med, torch.full((1, 3), 0.5), atol=0.02, rtol=0)
-    torch.testing.assert_close(from_unit(u, q), raw, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(from_dial(u, q), raw, atol=1e-4, rtol=1e-4)
     dial = torch.linspace(0, 1, 11)[:, None].repeat(1, 3)
-    torch.testing.assert_close(to_unit(from_unit(dial, q), q), dial, atol=1e-6, rtol=0)
+    torch.testing.assert_close(to_dial(from_dial(dial, q), q), dial, atol=1e-6, rtol=0)
     # outside the training range: clamped
-    out = to_unit(torch.tensor([[-5.0, 0.0, -100.0], [5.0, 1000.0, 10.0]]), q)
+    out = to_dial(torch.tensor([[-5.0, 0.0, -100.0], [5.0, 1000.0, 10.0]]), q)
     assert out.tolist() == [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
-    assert from_unit(torch.tensor([[-1.0, 2.0, 0.0]]), q)[0, 1] == pytest.approx(q[1][-1])
+    assert from_dial(torch.tensor([[-1.0, 2.0, 0.0]]), q)[0, 1] == pytest.approx(q[1][-1])
     with pytest.raises(ValueError):
-        to_unit(torch.zeros(2, 2), q)
+        to_dial(torch.zeros(2, 2), q)
 
 
 def test_quantiles_from_measured_synth_set():
@@ -121,7 +121,7 @@ def test_quantiles_from_measured_synth_set():
     them evenly over 0..1 (the k-th smallest of N sits at about k / (N - 1)), and maps back to them."""
     raw = measure(torch.from_numpy(synth_batch(24, seed=11)), SR)
     q = fit_quantiles(raw)
-    u = to_unit(raw, q)
+    u = to_dial(raw, q)
     assert abs(float(u.mean()) - 0.5) < 0.1
     even = np.linspace(0, 1, len(raw))
     for c, name in enumerate(CONTROL_NAMES):
@@ -130,7 +130,7 @@ def test_quantiles_from_measured_synth_set():
         assert np.array_equal(np.argsort(d, kind="stable"), np.argsort(r, kind="stable")), name
         assert d.min() == 0.0 and d.max() == 1.0, name
         assert np.abs(np.sort(d) - even).max() < 0.04, (name, np.sort(d))
-    torch.testing.assert_close(from_unit(u, q), raw, atol=1e-3, rtol=1e-4)
+    torch.testing.assert_close(from_dial(u, q), raw, atol=1e-3, rtol=1e-4)
 
 
 def test_quantiles_take_a_tensor_as_measured_wherever_it_was():
@@ -140,10 +140,10 @@ def test_quantiles_take_a_tensor_as_measured_wherever_it_was():
     assert fit_quantiles(raw.clone().requires_grad_(True)) == fit_quantiles(raw.numpy())
 
 
-def test_measure_runs_on_the_clips_device_and_to_unit_follows():
+def test_measure_runs_on_the_clips_device_and_to_dial_follows():
     """The trainer measures each augmented batch where it was augmented (the meta device: shapes, no values, and
     nothing may be read back or copied to the CPU)."""
     x = torch.from_numpy(synth_batch(3, seed=1)).to("meta")
     raw = measure(x, 44100)
     assert raw.device.type == "meta" and raw.shape == (3, 3)
-    assert to_unit(raw, [[0.0, 1.0, 2.0]] * 3).device.type == "meta"
+    assert to_dial(raw, [[0.0, 1.0, 2.0]] * 3).device.type == "meta"
