@@ -99,7 +99,7 @@ def run_one(name: str, opts: common.Options) -> tuple[dict | None, str | None]:
     except (Exception, SystemExit) as e:  # a benchmark's failure is reported, the others still run
         traceback.print_exc(file=sys.stderr)
         return None, f"{type(e).__name__}: {e}"
-    from kickmodel.generator import resolve_device
+    from kickmodel.loading import resolve_device
 
     kind = common.device_kind(resolve_device(opts.device))
     payload.update(suite=common.SCHEMA, benchmark=name, quick=opts.quick, date=common.now(),
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--threads must be >= 0")
     if args.budget_min is not None and not 0 < args.budget_min <= 24 * 60:
         ap.error("--budget-min must be within 0..1440 minutes")
-    from kickmodel.generator import resolve_device
+    from kickmodel.loading import resolve_device
 
     try:
         resolve_device(args.device)

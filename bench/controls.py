@@ -194,7 +194,8 @@ def plot_name(model: str, control: str) -> str:
 
 
 def run(opts: common.Options) -> dict:
-    from kickmodel.generator import GUIDANCE, load_generator
+    from kickmodel.generator import GUIDANCE
+    from kickmodel.loading import load_generator
 
     values, n = (VALUES, 2) if opts.quick else (VALUES, N_PER_VALUE)
     Path(opts.img).mkdir(parents=True, exist_ok=True)

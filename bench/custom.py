@@ -107,7 +107,7 @@ def _fit(folder: Path, init: Path | None, models: Path, run_dir: Path, device: s
 
 def run(opts: common.Options) -> dict:
     from bench import latency
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
     from trainer.evaluate import evaluate
 
     init = Path(opts.init or opts.models[0])

@@ -93,7 +93,7 @@ def sampling_section(device: str, models: list[Path], capture_model: Path | None
 
     from bench.sampling import time_render
     from kickmodel.capture import capture
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
 
     rows = []
 
@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
               "or `python -m bench` for the CPU figures", file=sys.stderr)
         return 2
     from kickmodel.families import family_names
-    from kickmodel.generator import resolve_device
+    from kickmodel.loading import resolve_device
 
     try:
         device = str(resolve_device(args.device))

@@ -61,7 +61,7 @@ def measure_model(gen, label: str, steps_list, batches, reps: int) -> list[dict]
 
 
 def run(opts: common.Options) -> dict:
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
 
     steps_list, batches, reps = ((1, 2), (1, 2), 1) if opts.quick else (STEPS, BATCHES, REPS)
     rows, models = [], []

@@ -18,10 +18,13 @@ family says), and the metadata holds
 Format 1 (the first bundled model): one family, un-namespaced U-Net tensors; read as format 2 with
 every tensor under `denoiser.`.
 
-Nothing in a file is trusted before it is bounded: the file is opened once and read whole (at most
-MAX_ARTIFACT_BYTES), the header and metadata sizes are capped, the config is parsed strictly, the
-family checks its size limits, and the tensors' names and shapes are compared with what that config
-builds -- on the meta device, which allocates nothing -- before any tensor is decoded.
+This module is the file format and knows no family: it reads a file bounded (opened once, read whole, at most
+MAX_ARTIFACT_BYTES; header and metadata sizes capped), checks what the format itself says (version, every
+metadata value's JSON and type, control quantiles, float tensors, part hashes, finite values) and hands back a
+`Stored` file: its metadata, tensor table and config tables as plain JSON types, tensors decoded only on request.
+What a family says of a file -- its config parsed strictly, its parts, the tensors' names and shapes compared with
+what that config builds on the meta device before any tensor is decoded, the kit map's latent size -- is read by
+kickmodel.loading, the one family-aware reader (load_artifact, check_artifact, save_artifact, load_generator).
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ import os
 import stat
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +47,7 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from . import __version__, safejson
-from .config import Config, ConfigError
-from .families import from_dict, from_json
+from .config import Config
 from .fsutil import atomic_write_bytes
 from .kitmap import META_KEY as KITMAP_KEY
 from .kitmap import PREFIX as KITMAP_PREFIX
@@ -56,6 +59,7 @@ READABLE_VERSIONS = ("1", "2")
 MAX_ARTIFACT_BYTES = 512 << 20
 MAX_HEADER_BYTES = 8 << 20
 MAX_META_VALUE = 1 << 20
+MAX_CONFIG_BYTES = 1 << 20  # a config's JSON (a few KB), as an artifact's metadata value may be at most
 FLOAT_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64}
 
 
@@ -83,36 +87,25 @@ def split_parts(tensors: Mapping[str, torch.Tensor]) -> dict[str, dict[str, torc
     return out
 
 
-def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, *, step: int,
-                  control_quantiles: list[list[float]] | None = None, training: dict[str, Any] | None = None,
-                  part_configs: Mapping[str, dict] | None = None, created: str | None = None,
-                  kit_map: KitMap | None = None) -> Path:
-    """Write tensors (namespaced by part) and metadata atomically to path (a .safetensors file).
+def write_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, *, step: int,
+                   control_quantiles: list[list[float]] | None = None, training: dict[str, Any] | None = None,
+                   part_configs: Mapping[str, dict] | None = None, created: str | None = None,
+                   kit_map: KitMap | None = None) -> Path:
+    """Write tensors (namespaced by part) and metadata atomically to path (a .safetensors file): the format's half
+    of a save. Which parts a model has and how large its kit map's latents are is its family's word, checked
+    before this by kickmodel.loading.save_artifact (or Artifact.save, with what the loader recorded).
 
     part_configs: {part: config dict} for parts another run trained (e.g. the VAE of a latent
     diffusion model); parts not named there were trained with cfg. created: when the model was made
     (default now); a model written again (Artifact.save) keeps its own. kit_map: the map of its kit
-    (kickmodel.kitmap), whose latents must be this model's (ValueError otherwise)."""
-    from .families import get_family
-
+    (kickmodel.kitmap)."""
     controls = list(cfg.controls)
     if controls and (control_quantiles is None or len(control_quantiles) != len(controls)):
         raise ValueError("an artifact with controls needs one quantile table per control")
-    family = get_family(cfg.family)
     tensors = {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in tensors.items()}
     by_part = split_parts(tensors)
-    names = family.part_names(cfg, {p: from_dict(c) for p, c in (part_configs or {}).items()})
-    if set(by_part) != set(names):
-        raise ValueError(f"this {family.name} model has parts {', '.join(names)}, got {', '.join(by_part)}")
-    parts = {p: {"config": dict((part_configs or {}).get(p) or cfg.to_dict()), "sha256": part_hash(by_part[p])}
-             for p in names}
-    if kit_map is not None:
-        configs = {p: from_dict(dict((part_configs or {}).get(p) or cfg.to_dict())) for p in names}
-        dim = family.map_latent_dim(configs)
-        if dim is None:
-            raise ValueError(f"a {family.name} model has no latent space to map (its family has no encoder)")
-        if kit_map.latent_dim != dim:
-            raise ValueError(f"the kit map's latents have {kit_map.latent_dim} numbers, this model's have {dim}")
+    parts = {p: {"config": dict((part_configs or {}).get(p) or cfg.to_dict()), "sha256": part_hash(t)}
+             for p, t in sorted(by_part.items())}
     meta = {
         FORMAT_KEY: str(FORMAT_VERSION),
         "family": cfg.family,
@@ -141,12 +134,33 @@ def save_artifact(path: Path, tensors: Mapping[str, torch.Tensor], cfg: Config, 
     return Path(path)
 
 
+def check_family_word(name: str, family: str, tensors: Mapping[str, torch.Tensor], kit_map: KitMap | None,
+                      part_names: tuple[str, ...] | None, map_dim: int | None) -> None:
+    """What a writer checks of its family's word before writing (ValueError: the loader would refuse the file): the
+    tensors' parts are the ones a model of its config has (part_names; None: not known), a kit map's latents are
+    this model's size (map_dim; 0: its family has no encoder; None: not known, so a map cannot be checked)."""
+    if part_names is not None:
+        have = sorted(split_parts(tensors))
+        if have != sorted(part_names):
+            raise ValueError(f"this {family} model has parts {', '.join(part_names)}, got {', '.join(have)}")
+    if kit_map is not None:
+        if map_dim is None:
+            raise ValueError(f"{name}: the size of this model's latents is not known here, so its kit map cannot "
+                             "be checked; load it with kickmodel.loading.load_artifact, or save it with "
+                             "kickmodel.loading.save_artifact")
+        if map_dim == 0:
+            raise ValueError(f"a {family} model has no latent space to map (its family has no encoder)")
+        if kit_map.latent_dim != map_dim:
+            raise ValueError(f"the kit map's latents have {kit_map.latent_dim} numbers, this model's have {map_dim}")
+
+
 class Artifact:
     """A loaded, validated artifact: metadata, part configs and CPU tensors (namespaced by part)."""
 
     def __init__(self, path: Path, meta: dict[str, str], tensors: dict[str, torch.Tensor], cfg: Config,
                  part_configs: dict[str, Config] | None = None, part_hashes: dict[str, str] | None = None,
-                 kit_map: KitMap | None = None) -> None:
+                 kit_map: KitMap | None = None, *, part_names: tuple[str, ...] | None = None,
+                 map_dim: int | None = None) -> None:
         self.path = Path(path)
         self.meta = meta
         self.tensors = tensors
@@ -160,29 +174,37 @@ class Artifact:
         self.step = int(meta.get("step", "0"))
         self.format_version = int(meta.get(FORMAT_KEY, FORMAT_VERSION))
         self.kit_map = kit_map  # its kit's map (kickmodel.kitmap), or None; save() writes what is set here
+        # what its family says, recorded by the reader that knew it (kickmodel.loading): the parts a model of its
+        # config has (None: not known here) and the size of its kit map's latents (0: its family has no encoder;
+        # None: not known here)
+        self.part_names = part_names
+        self.map_dim = map_dim
+        self.render_cost: Any = None  # what one kick costs (its family's estimate, when its reader made one)
+        self.name = self.path.name.removesuffix(".safetensors")
 
     @classmethod
     def in_memory(cls, name: str, tensors: Mapping[str, torch.Tensor], cfg: Config, *, step: int = 0,
                   control_quantiles: list[list[float]] | None = None,
                   part_configs: Mapping[str, Config] | None = None,
-                  training: dict[str, Any] | None = None) -> Artifact:
-        """An artifact that was never written (a training run's preview samples), or not yet (`save`)."""
+                  training: dict[str, Any] | None = None, part_names: tuple[str, ...] | None = None,
+                  map_dim: int | None = None) -> Artifact:
+        """An artifact that was never written (a training run's preview samples), or not yet (`save`); part_names and
+        map_dim: its family's word (kickmodel.loading.family_record), which `save` then holds it to."""
         meta = {"controls": json.dumps(list(cfg.controls)), "control_quantiles": json.dumps(control_quantiles or []),
                 "step": str(step), FORMAT_KEY: str(FORMAT_VERSION), "training": json.dumps(training or {})}
-        return cls(Path(f"{name}.safetensors"), meta, dict(tensors), cfg, dict(part_configs or {}))
+        return cls(Path(f"{name}.safetensors"), meta, dict(tensors), cfg, dict(part_configs or {}),
+                   part_names=part_names, map_dim=map_dim)
 
     def save(self, path: Path) -> Path:
-        """Write this artifact to path (atomically) with save_artifact: the same tensors, config, part configs,
-        step, control quantiles, training record, creation time (when it has one) and kit map (kit_map: set it to add
-        or drop one); `software` is this one's."""
-        return save_artifact(path, self.tensors, self.config, step=self.step,
+        """Write this artifact to path (atomically): the same tensors, config, part configs, step, control quantiles,
+        training record, creation time (when it has one) and kit map (kit_map: set it to add or drop one);
+        `software` is this one's. What the loader refuses is not written: parts other than its family's, a map
+        whose latents are not this model's (ValueError)."""
+        check_family_word(self.name, self.family, self.tensors, self.kit_map, self.part_names, self.map_dim)
+        return write_artifact(path, self.tensors, self.config, step=self.step,
                              control_quantiles=self.control_quantiles or None, training=self.training,
                              part_configs={p: c.to_dict() for p, c in self.part_configs.items()},
                              created=self.meta.get("created"), kit_map=self.kit_map)
-
-    @property
-    def name(self) -> str:
-        return self.path.name.removesuffix(".safetensors")
 
     def config_of(self, part: str) -> Config:
         return self.part_configs.get(part, self.config)
@@ -322,159 +344,164 @@ def _check_quantiles(q: Any, controls: list[str], path: Path) -> None:
             raise ArtifactError(f"{path}: the quantile table of control {name} is not an increasing list of numbers")
 
 
-def _validate(meta: dict[str, str], header: dict[str, dict], path: Path
-              ) -> tuple[str, Config, dict[str, Config], dict[str, str]]:
-    """Everything that can be checked before a tensor is decoded: format, family, configs (the run's and
-    each part's), the family's size limits, and the tensors' names, shapes and dtypes against what the
-    configs build on the meta device. Returns (format version, config, part configs, part hashes)."""
-    from .families import get_family
-    from .families.base import expected_shapes
+@dataclass(frozen=True)
+class Reading:
+    """What a family-aware reader (kickmodel.loading) made of a Stored file before any tensor is decoded: the run's
+    config and each part's, parsed; the parts a model of them has; the size of its kit map's latents (None: its family
+    has no encoder); what one kick costs to render (the family's estimate, kept for its generator)."""
 
+    config: Config
+    part_configs: dict[str, Config]
+    part_names: tuple[str, ...]
+    map_dim: int | None
+    render_cost: Any = None
+
+
+def read_artifact(path: Path, reader: Callable[[Stored], Reading], *, max_bytes: int | None = None) -> Artifact:
+    """Read a file (bounded), check it as the format says, let `reader` say what its family makes of it (raising
+    ArtifactError with the reason; nothing is decoded before it has said), then decode it into an Artifact."""
+    stored = read_stored(path, max_bytes=max_bytes)
+    return stored.load(reader(stored))
+
+
+class Stored:
+    """An artifact file read as the format says, nothing of it yet trusted to a family: metadata, the tensor table
+    (namespaced by part; a format 1 file's under `denoiser.`), the kit map's table apart, and the config tables as
+    plain JSON types. `decode()` decodes the tensors (read_stored only: a header read has no data)."""
+
+    def __init__(self, path: Path, version: str, meta: dict[str, str], header: dict[str, dict],
+                 map_header: dict[str, dict], config: dict[str, Any], parts: dict[str, dict[str, Any]],
+                 data: bytes | None) -> None:
+        self.path = path
+        self.version = version
+        self.meta = meta
+        self.header = header
+        self.map_header = map_header  # kitmap.* entries, names without the prefix ({} without a map)
+        self.config = config  # the run's config table (kickmodel.loading parses it with its family)
+        self.parts = parts  # {part: {"config": table, "sha256": hex or absent}}
+        self._data = data
+        self.family: str = meta.get("family", "")
+        self.controls: list[str] = _json_meta(meta, "controls", "[]", path)
+        self.has_map = bool(map_header) or KITMAP_KEY in meta
+
+    @property
+    def decodable(self) -> bool:
+        """Whether the tensors were read (read_stored) and not yet decoded; a header read has none."""
+        return self._data is not None
+
+    @property
+    def part_hashes(self) -> dict[str, str]:
+        return {p: e["sha256"] for p, e in self.parts.items() if isinstance(e.get("sha256"), str)}
+
+    def map_meta(self) -> Any:
+        """The kit map's metadata table (parsed JSON); ArtifactError when it is not JSON."""
+        try:
+            return _meta_value(self.meta, KITMAP_KEY, "{}")
+        except safejson.BadJSON as e:
+            raise ArtifactError(f"{self.path}: kit map: its metadata {KITMAP_KEY} is {e}") from None
+
+    def load(self, reading: Reading) -> Artifact:
+        """The Artifact: tensors decoded (decode) with what its reader read (the configs parsed, what its family says
+        of parts, latent size and cost recorded), its kit map read."""
+        tensors, map_tensors = self.decode()
+        art = Artifact(self.path, self.meta, tensors, reading.config, reading.part_configs, self.part_hashes,
+                       part_names=reading.part_names, map_dim=reading.map_dim or 0)
+        art.render_cost = reading.render_cost
+        if self.has_map and self.version != "1":
+            try:
+                art.kit_map = KitMap.from_stored(map_tensors, self.map_meta(), reading.map_dim)
+            except KitMapError as e:
+                raise ArtifactError(f"{self.path}: kit map: {e}") from None
+        return art
+
+    def decode(self) -> tuple[dict[str, torch.Tensor], dict[str, np.ndarray]]:
+        """(the model's tensors as float32, namespaced by part; the kit map's as float32 arrays, names without the
+        prefix). Every value finite, every recorded part hash matched; ArtifactError naming the first that is not."""
+        if self._data is None:
+            raise ArtifactError(f"{self.path}: only its header was read")
+        try:
+            tensors = st_load(self._data)
+        except (SafetensorError, ValueError, RuntimeError) as e:
+            raise ArtifactError(f"{self.path}: cannot read tensors ({e})") from None
+        self._data = None
+        if self.version == "1":
+            tensors = {f"denoiser.{k}": v for k, v in tensors.items()}
+        mine = {k[len(KITMAP_PREFIX):]: tensors.pop(k) for k in [k for k in tensors if k.startswith(KITMAP_PREFIX)]}
+        tensors = {k: v.to(torch.float32) for k, v in tensors.items()}
+        for k, v in tensors.items():
+            if not bool(torch.isfinite(v).all()):
+                raise ArtifactError(f"{self.path}: tensor {k} holds NaN or inf")
+        by_part = split_parts(tensors)
+        for p, h in self.part_hashes.items():
+            if part_hash(by_part.get(p, {})) != h:
+                raise ArtifactError(f"{self.path}: part {p} does not match its recorded content hash (the file was "
+                                    "changed or its parts were mixed)")
+        return tensors, {k: v.to(torch.float32).numpy() for k, v in mine.items()}
+
+
+def _config_table(text: str, path: Path, what: str) -> dict[str, Any]:
+    try:
+        value = safejson.parse(text, max_bytes=MAX_CONFIG_BYTES)
+    except safejson.BadJSON as e:
+        raise ArtifactError(f"{path}: bad config {what}(config is {e})") from None
+    if not isinstance(value, dict):
+        raise ArtifactError(f"{path}: bad config {what}(config: expected a table, got {type(value).__name__})")
+    return value
+
+
+def _stored(meta: dict[str, str], header: dict[str, dict], path: Path, data: bytes | None) -> Stored:
+    """What the format checks before any tensor is decoded: version, the config and parts tables, the controls,
+    quantiles, training record and step, and that every tensor is a float."""
     version = meta.get(FORMAT_KEY)
     if version is None:
         raise ArtifactError(f"{path}: no {FORMAT_KEY} in its metadata; not a kickserver artifact")
     if version not in READABLE_VERSIONS:
         raise ArtifactError(f"{path}: format version {version[:20]} is not supported "
                             f"(this kickserver reads {', '.join(READABLE_VERSIONS)})")
-    try:
-        family = get_family(meta.get("family", ""))
-        cfg = from_json(meta.get("config", ""))
-    except ConfigError as e:
-        raise ArtifactError(f"{path}: bad config in metadata ({e})") from None
-    if cfg.family != family.name:
-        raise ArtifactError(f"{path}: metadata family {family.name} disagrees with its config ({cfg.family})")
-
+    config = _config_table(meta.get("config", ""), path, "in metadata ")
     if version == "1":  # one part, un-namespaced
         header = {f"denoiser.{k}": v for k, v in header.items()}
-        parts_meta: dict[str, Any] = {"denoiser": {"config": cfg.to_dict()}}
+        parts: dict[str, Any] = {"denoiser": {"config": config}}
     else:
-        parts_meta = _json_meta(meta, "parts", "{}", path)
-        if not isinstance(parts_meta, dict):
+        parts = _json_meta(meta, "parts", "{}", path)
+        if not isinstance(parts, dict):
             raise ArtifactError(f"{path}: metadata parts is not a table")
-    extra = sorted(set(parts_meta) - set(family.parts))
-    if extra:
-        raise ArtifactError(f"{path}: part {str(extra[0])[:40]} is not one of family {family.name}'s")
-    part_configs: dict[str, Config] = {}
-    part_hashes: dict[str, str] = {}
-    for p in family.parts:
-        if p not in parts_meta:
-            continue
-        entry = parts_meta[p]
-        try:
+        for p, entry in parts.items():
             if not isinstance(entry, dict):
-                raise ConfigError("not a table")
-            pc = from_dict(entry.get("config"))
-        except ConfigError as e:
-            raise ArtifactError(f"{path}: bad config of part {p} ({e})") from None
-        part_configs[p] = pc
-        if isinstance(entry.get("sha256"), str):
-            part_hashes[p] = entry["sha256"]
-    names = family.part_names(cfg, part_configs)
-    missing = [p for p in names if p not in parts_meta]
-    if missing:
-        raise ArtifactError(f"{path}: part {missing[0]} is missing (this {family.name} model needs "
-                            f"{', '.join(names)})")
-    extra = sorted(set(parts_meta) - set(names))
-    if extra:
-        raise ArtifactError(f"{path}: part {extra[0]} is not one of this {family.name} model's")
-    try:
-        want = expected_shapes(family, part_configs)
-    except ConfigError as e:
-        raise ArtifactError(f"{path}: refused before loading: {e}") from None
-    if version != "1":
-        header = _check_map_header(meta, header, family, {p: part_configs.get(p, cfg) for p in names}, path)
-
-    for k, shape in want.items():
-        if k not in header:
-            raise ArtifactError(f"{path}: tensor {k} is missing")
-        info = header[k]
-        if tuple(info["shape"]) != shape:
-            raise ArtifactError(f"{path}: tensor {k} has shape {tuple(info['shape'])}, its config needs {shape}")
+                raise ArtifactError(f"{path}: bad config of part {str(p)[:40]} (not a table)")
+            if entry.get("config") is not None and not isinstance(entry.get("config"), dict):
+                raise ArtifactError(f"{path}: bad config of part {str(p)[:40]} (config: expected a table)")
+    map_header = {k[len(KITMAP_PREFIX):]: v for k, v in header.items() if k.startswith(KITMAP_PREFIX)}
+    header = {k: v for k, v in header.items() if not k.startswith(KITMAP_PREFIX)}
+    if map_header and KITMAP_KEY not in meta:
+        raise ArtifactError(f"{path}: kit map: its tensors have no {KITMAP_KEY} metadata")
+    for k, info in map_header.items():
         if info["dtype"] not in FLOAT_DTYPES:
-            raise ArtifactError(f"{path}: tensor {k} has dtype {str(info['dtype'])[:10]}, not a float")
-    extra_t = sorted(set(header) - set(want))
-    if extra_t:
-        raise ArtifactError(f"{path}: tensor {extra_t[0][:100]} is not used by its config")
-
-    controls = _json_meta(meta, "controls", "[]", path)
-    if controls != list(cfg.controls):
-        raise ArtifactError(f"{path}: metadata controls {str(controls)[:80]} disagree with its config")
-    _check_quantiles(_json_meta(meta, "control_quantiles", "[]", path), controls, path)
+            raise ArtifactError(f"{path}: kit map: tensor {KITMAP_PREFIX}{k} has dtype {str(info['dtype'])[:10]}, "
+                                "not a float")
+    for k, info in header.items():
+        if info["dtype"] not in FLOAT_DTYPES:
+            raise ArtifactError(f"{path}: tensor {k[:100]} has dtype {str(info['dtype'])[:10]}, not a float")
+    stored = Stored(path, version, meta, header, map_header, config, parts, data)
+    if not (isinstance(stored.controls, list) and all(isinstance(c, str) for c in stored.controls)):
+        raise ArtifactError(f"{path}: metadata controls is not a list of names")
+    _check_quantiles(_json_meta(meta, "control_quantiles", "[]", path), stored.controls, path)
     if not isinstance(_json_meta(meta, "training", "{}", path), dict):
         raise ArtifactError(f"{path}: metadata training is not a table")
     if not meta.get("step", "0").isdigit():
         raise ArtifactError(f"{path}: metadata step is not a number")
-    return version, cfg, part_configs, part_hashes
+    return stored
 
 
-def _check_map_header(meta: dict[str, str], header: dict[str, dict], family: Any, configs: Mapping[str, Config],
-                      path: Path) -> dict[str, dict]:
-    """The kit map's tensors (kitmap.*) checked by name, shape and dtype against this model's latent size, before any
-    is decoded; returns the header without them. No map at all passes."""
-    shapes = {k[len(KITMAP_PREFIX):]: v["shape"] for k, v in header.items() if k.startswith(KITMAP_PREFIX)}
-    if not shapes and KITMAP_KEY not in meta:
-        return header
-    try:
-        if KITMAP_KEY not in meta:
-            raise KitMapError(f"its tensors have no {KITMAP_KEY} metadata")
-        KitMap.check_shapes(shapes, family.map_latent_dim(configs))
-    except KitMapError as e:
-        raise ArtifactError(f"{path}: kit map: {e}") from None
-    for k in shapes:
-        if header[KITMAP_PREFIX + k]["dtype"] not in FLOAT_DTYPES:
-            raise ArtifactError(f"{path}: kit map: tensor {KITMAP_PREFIX}{k} has dtype "
-                                f"{str(header[KITMAP_PREFIX + k]['dtype'])[:10]}, not a float")
-    return {k: v for k, v in header.items() if not k.startswith(KITMAP_PREFIX)}
-
-
-def _read_map(meta: dict[str, str], tensors: dict[str, torch.Tensor], family: Any, configs: Mapping[str, Config],
-              path: Path) -> KitMap | None:
-    """The kit map of a decoded artifact (its tensors taken out of `tensors`), every value checked; None without."""
-    mine = {k[len(KITMAP_PREFIX):]: tensors.pop(k) for k in [k for k in tensors if k.startswith(KITMAP_PREFIX)]}
-    if not mine and KITMAP_KEY not in meta:
-        return None
-    try:
-        parsed = _meta_value(meta, KITMAP_KEY, "{}")
-    except safejson.BadJSON as e:
-        raise ArtifactError(f"{path}: kit map: its metadata {KITMAP_KEY} is {e}") from None
-    try:
-        return KitMap.from_stored({k: v.to(torch.float32).numpy() for k, v in mine.items()}, parsed,
-                                  family.map_latent_dim(configs))
-    except KitMapError as e:
-        raise ArtifactError(f"{path}: kit map: {e}") from None
-
-
-def check_artifact(path: Path) -> None:
-    """Whether an artifact would load, reading only its header (for listing models): raises ArtifactError."""
-    meta, header = read_header(Path(path))
-    _validate(meta, header, Path(path))
-
-
-def load_artifact(path: Path, *, max_bytes: int | None = None) -> Artifact:
-    """Read and validate an artifact; raises ArtifactError naming the file and the reason."""
+def read_stored(path: Path, *, max_bytes: int | None = None) -> Stored:
+    """The whole file read (bounded) and checked as the format says; its tensors decode on `decode()`."""
     path = Path(path)
     data = _read_bounded(path, max_bytes or MAX_ARTIFACT_BYTES)
     meta, header = parse_header(data, path)
-    version, cfg, part_configs, part_hashes = _validate(meta, header, path)
-    try:
-        tensors = st_load(data)
-    except (SafetensorError, ValueError, RuntimeError) as e:
-        raise ArtifactError(f"{path}: cannot read tensors ({e})") from None
-    del data
-    if version == "1":
-        tensors = {f"denoiser.{k}": v for k, v in tensors.items()}
-    from .families import get_family
+    return _stored(meta, header, path, data)
 
-    family = get_family(cfg.family)
-    kit_map = None if version == "1" else _read_map(
-        meta, tensors, family, {p: part_configs.get(p, cfg) for p in family.part_names(cfg, part_configs)}, path)
-    tensors = {k: v.to(torch.float32) for k, v in tensors.items()}
-    for k, v in tensors.items():
-        if not bool(torch.isfinite(v).all()):
-            raise ArtifactError(f"{path}: tensor {k} holds NaN or inf")
-    by_part = split_parts(tensors)
-    for p, h in part_hashes.items():
-        if part_hash(by_part.get(p, {})) != h:
-            raise ArtifactError(f"{path}: part {p} does not match its recorded content hash (the file was changed "
-                                "or its parts were mixed)")
-    return Artifact(path, meta, tensors, cfg, part_configs, part_hashes, kit_map)
+
+def read_stored_header(path: Path) -> Stored:
+    """Only the (bounded) header read and checked as the format says (for listing models); nothing to decode."""
+    meta, header = read_header(Path(path))
+    return _stored(meta, header, Path(path), None)

@@ -300,26 +300,28 @@ def upgrade(data: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 # checks
 
-# The family's own checks, installed by the registry (kickmodel.families) when it is imported: config
-# knows no family, so the registry -> config import is the only edge between them. Every Config is made by
-# the registry's from_dict / make_config, so the hook is in place before any Config is validated.
-_family_checks: Callable[[Config], None] | None = None
+# The registry's lookup, installed by the registry (kickmodel.families) when it is imported: config knows no
+# family module, so the registry -> config import is the only edge between them. validate asks the lookup for the
+# family named by a config (an object with `name`, `sections` {name: dataclass} and `check_config(cfg)`) and checks
+# the config against it here. Every Config is made by the registry's from_dict / make_config, so the lookup is in
+# place before any Config is validated.
+_family_lookup: Callable[[str], Any] | None = None
 
 
-def install_family_checks(check: Callable[[Config], None]) -> None:
-    global _family_checks
-    _family_checks = check
+def install_family_lookup(lookup: Callable[[str], Any]) -> None:
+    global _family_lookup
+    _family_lookup = lookup
 
 
 def validate(cfg: Config) -> None:
-    """The shared checks, then the family's own (the registry's hook: sections, `Family.check_config`)."""
+    """The shared checks, then the family's: its sections, each of its class, then `Family.check_config`."""
     from .descriptors import CONTROL_NAMES
 
-    t, c = cfg.train, cfg.conditioning
+    t, c, controls = cfg.train, cfg.conditioning, cfg.controls
     checks = [
         (cfg.version == CONFIG_VERSION, f"version {cfg.version} is not {CONFIG_VERSION}"),
-        (len(set(c.controls)) == len(c.controls), "conditioning.controls has duplicates"),
-        (all(n in CONTROL_NAMES for n in c.controls),
+        (len(set(controls)) == len(controls), "conditioning.controls has duplicates"),
+        (all(n in CONTROL_NAMES for n in controls),
          f"conditioning.controls must be among {', '.join(CONTROL_NAMES)}"),
         (0.0 <= c.drop_all <= 1.0 and 0.0 <= c.drop_each <= 1.0, "conditioning drop rates must be within 0..1"),
         (t.batch_size >= 1 and t.micro_batch >= 1 and t.batch_size % t.micro_batch == 0,
@@ -334,9 +336,16 @@ def validate(cfg: Config) -> None:
     for ok, msg in checks:
         if not ok:
             raise ConfigError(msg)
-    if _family_checks is None:
+    if _family_lookup is None:
         raise ConfigError("no model family is registered (import kickmodel.families first)")
-    _family_checks(cfg)
+    family = _family_lookup(cfg.family)
+    if set(cfg.parts) != set(family.sections):
+        raise ConfigError(f"family {family.name} has sections {', '.join(family.sections)}, "
+                          f"the config has {', '.join(cfg.parts) or 'none'}")
+    for name, cls in family.sections.items():
+        if not isinstance(cfg.parts[name], cls):
+            raise ConfigError(f"section {name} must be a {cls.__name__}")
+    family.check_config(cfg)
 
 
 def differences(saved: Config, asked: Config, ignore: tuple[str, ...] = ("train.max_steps",)) -> list[str]:

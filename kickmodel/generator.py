@@ -1,6 +1,6 @@
 """The one interface through which the daemon (and evaluation) talk to a model, whatever its family.
 
-    gen = load_generator(path, device)        # any family; refuses bad artifacts with ArtifactError
+    gen = kickmodel.loading.load_generator(path, device)   # any family; refuses bad artifacts (ArtifactError)
     gen.controls                               # ("decay", "pitch", "click"): dials, each 0..1
     gen.samplers, gen.max_steps                # what it takes: () and 0 for a one-pass family
     gen.render([Item(seed=7, controls={"decay": 0.8})], steps=10, sample_rate=48000, cancel=flag.is_set)
@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -513,12 +512,3 @@ class GeneratorBase:
                 "controls": list(self.controls), "samplers": list(self.samplers), "max_steps": self.max_steps,
                 "steps": self.default_steps, "sampler": self.default_sampler, "device": str(self.device),
                 "step": self.artifact.step, "capabilities": sorted(self.capabilities)}
-
-
-def load_generator(path: Path | str, device: torch.device | str = "cpu", *, max_bytes: int | None = None) -> Any:
-    """Load any artifact as a generator on device. Raises ArtifactError with a reason."""
-    from .families import get_family
-
-    art = load_artifact(Path(path), max_bytes=max_bytes)
-    dev = resolve_device(device) if isinstance(device, str) else device
-    return get_family(art.family).load_generator(art, dev)

@@ -327,7 +327,8 @@ def cmd_render(ns: argparse.Namespace) -> int:
     import torch
 
     from kickmodel.artifact import ArtifactError
-    from kickmodel.generator import StepPolicy, load_generator, resolve_device
+    from kickmodel.generator import StepPolicy
+    from kickmodel.loading import load_generator, resolve_device
     from kickmodel.offline import render_kicks
 
     from .reload import ModelNotFound, resolve_model

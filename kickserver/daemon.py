@@ -114,7 +114,7 @@ class Server:
         import torch
 
         from kickmodel.artifact import ArtifactError
-        from kickmodel.generator import load_generator, resolve_device
+        from kickmodel.loading import load_generator, resolve_device
 
         # The worker thread runs the network on cfg.threads CPU threads (torch's default when 0); start-up,
         # warm-up and reloads run on one, so that only one OpenMP thread team ever exists (measured: with a

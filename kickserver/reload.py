@@ -12,7 +12,7 @@ Which ready files are swapped in: with no model configured (`pinned` None) every
 newest artifact serves. With a model pinned (`--model NAME`, or the one chosen by `/kick/model`
 since), only a new version of that model's own file; any other is validated (refused with one log
 line if bad) and listed by /kick/models, but what the user hears does not change until they select
-it. A file to swap in is validated and loaded by `kickmodel.generator.load_generator` in the loader
+it. A file to swap in is validated and loaded by `kickmodel.loading.load_generator` in the loader
 thread, warmed up, then handed to the worker, which swaps it in between batches. An invalid
 artifact is refused with one log line and the current model keeps serving.
 """
@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kickmodel.artifact import ArtifactError, check_artifact
+from kickmodel.artifact import ArtifactError
 from kickmodel.generator import Cancelled
+from kickmodel.loading import check_artifact
 
 log = logging.getLogger("kickserver.reload")
 
@@ -94,12 +95,12 @@ def remember(path: Path, ok: bool, sig: tuple[int, int] | None = None) -> None:
 
 
 def validate(path: Path) -> bool:
-    """Whether the artifact loads -- checked fully, as the loader loads it: kickmodel.generator.load_generator on
+    """Whether the artifact loads -- checked fully, as the loader loads it: kickmodel.loading.load_generator on
     the CPU (every weight read, NaN and inf, the parts' content hashes, the networks built; for a file over
     PRECHECK_BYTES its header alone first, so a big file whose header is wrong is not read whole) -- once per mtime
     and size (cached). A refusal is logged once per version of the file. Seconds for a big artifact: the daemon
     runs it in the loader thread only."""
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
 
     path = Path(path)
     sig = _signature(path)
@@ -451,7 +452,7 @@ class ModelLoader:
                 log.error("after checking models: %s: %s", type(e).__name__, e)
 
     def _load(self, path: Path, pending: _Pending) -> None:
-        from kickmodel.generator import load_generator
+        from kickmodel.loading import load_generator
 
         if not path.is_file():
             if pending.reply is not None:

@@ -4,8 +4,9 @@
     python scripts/import_graph.py --modules       # every module -> module edge
     python scripts/import_graph.py --root DIR      # another checkout (e.g. an older commit in a worktree)
 
-Every import counts, at the top of a file or inside a function (a lazy import is still a dependency: it
-only moves the failure to run time), except those under `if TYPE_CHECKING:`, which never run. Importing
+Every import counts: at the top of a file, inside a function (a lazy import is still a dependency: it only
+moves the failure to run time) and under `if TYPE_CHECKING:` (a type named in a signature is a dependency
+too: the module cannot be read, checked or moved without the one it names). Importing
 `a.b.c` also depends on the packages `a.b` and `a` (it runs their __init__.py). A module's tie to its own
 parent packages is not counted as an edge: a family's package (its `Family`) building its own network and
 generator is one unit, not a layering knot; an explicit `from . import X` in a submodule still counts.
@@ -31,30 +32,14 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    """ids of the nodes inside `if TYPE_CHECKING:` blocks."""
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            t = node.test
-            name = t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else None
-            if name == "TYPE_CHECKING":
-                for child in node.body:
-                    skip |= {id(n) for n in ast.walk(child)}
-    return skip
-
-
 def imports_of(root: Path, path: Path) -> set[str]:
     """Absolute names of everything `path` imports (the module itself for `from m import x`; m.x too, when
     x is a submodule in the tree)."""
     me = module_name(root, path)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
     tree = ast.parse(path.read_text(), str(path))
-    skip = _type_checking_nodes(tree)
     found: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):

@@ -19,7 +19,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kickmodel.generator import Item, Near, load_generator  # noqa: E402
+from kickmodel.generator import Item, Near  # noqa: E402
+from kickmodel.loading import load_generator  # noqa: E402
 from trainer.embeddings import get_embedding  # noqa: E402
 from trainer.evaluation.distances import standardiser  # noqa: E402
 from trainer.evaluation.sets import load_folder  # noqa: E402

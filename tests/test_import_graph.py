@@ -11,14 +11,19 @@ REPO = Path(__file__).resolve().parents[1]
 TRAINING_ONLY = ("tensorboard", "matplotlib", "sklearn", "tqdm")
 
 
-def _import_graph():
-    name = "_kickserver_import_graph"
+def _script(stem: str):
+    """scripts/<stem>.py as a module (the scripts are not a package)."""
+    name = f"_kickserver_{stem}"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "import_graph.py")
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{stem}.py")
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod
         spec.loader.exec_module(mod)
     return sys.modules[name]
+
+
+def _import_graph():
+    return _script("import_graph")
 
 
 def test_the_daemon_imports_only_the_runtime():
@@ -41,7 +46,8 @@ def test_no_import_cycle():
 
 
 def test_a_cycle_and_a_lazy_import_are_seen(tmp_path):
-    """The reader itself: a lazy (function-level) import closes a cycle; one under TYPE_CHECKING does not."""
+    """The reader itself: a lazy (function-level) import closes a cycle, and so does one under TYPE_CHECKING (a type
+    named in a signature is a dependency too)."""
     ig = _import_graph()
     pkg = tmp_path / "kickmodel"
     pkg.mkdir()
@@ -49,6 +55,32 @@ def test_a_cycle_and_a_lazy_import_are_seen(tmp_path):
     (pkg / "a.py").write_text("from .b import x\n")
     (pkg / "b.py").write_text("x = 1\ndef f():\n    from kickmodel import a\n")
     (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import y\n")
+    (pkg / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .e import y\n")
+    (pkg / "e.py").write_text("from . import d\n")
     g = ig.graph(tmp_path, ("kickmodel",))
-    assert ig.cycles(g) == [["kickmodel.a", "kickmodel.b"]]
-    assert "kickmodel.a" not in g["kickmodel.c"]
+    assert ig.cycles(g) == [["kickmodel.a", "kickmodel.b"], ["kickmodel.d", "kickmodel.e"]]
+    assert "kickmodel.a" in g["kickmodel.c"]
+
+
+def _model_path_walk():
+    return _script("model_path_walk")
+
+
+def test_the_walk_of_a_model_path_comes_back_at_most_8_times():
+    """scripts/model_path_walk.py: resolve_model + load_generator of the bundled model pass through the house's files
+    in a line (the file format, then its family, then the generator), coming back to a file already left at most 8
+    times (17 before the loader had a module of its own and the file format knew the families)."""
+    walk = _model_path_walk()
+    fig = walk.figures(walk.walk(REPO))
+    assert fig["walk"][:2] == ["kickserver/reload.py", "kickmodel/loading.py"]
+    assert "kickmodel/families/__init__.py" in fig["walk"]  # the walk reached the family, so it measured the path
+    assert fig["returns"] <= 8, fig
+
+
+def test_the_walk_counts_a_return_to_a_file_already_left():
+    walk = _model_path_walk()
+    fig = walk.figures(["a.py", "a.py", "b.py", "a.py", "c.py", "b.py", "b.py"])
+    assert (fig["stays"], fig["files"], fig["returns"]) == (5, 3, 2)
+    assert fig["returns_by_file"] == {"a.py": 1, "b.py": 1}
+    assert walk.in_house("kickmodel/loading.py") and walk.in_house("kickmodel/families/base.py")
+    assert not walk.in_house("kickmodel/families/mel_vae/network.py")

@@ -181,7 +181,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 
     from kickmodel import __version__
     from kickmodel.fsutil import atomic_write_bytes
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
     from kickmodel.offline import render_kicks
     from kickmodel.wavfile import KickInfo, encode_wav
 

@@ -385,7 +385,7 @@ def make_map(artifact: str | Path, data: Sequence[str | Path], out: str | Path |
              seed: int = 0, device: str = "cpu", log: Callable[[str], None] = print) -> list[Path]:
     """The map of the kicks under data in artifact's latent space: map.png and map.csv in `out`, and/or the artifact
     with the map stored in it written to `into` (atomically; it may be artifact itself). Returns what it wrote."""
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
 
     if out is None and into is None:
         raise MapError("give --out DIR (the picture and the table), --into ARTIFACT (the map stored in a model) "

@@ -47,13 +47,14 @@ import torch
 from torch.profiler import record_function
 
 from kickmodel import safejson
-from kickmodel.artifact import Artifact, load_artifact
+from kickmodel.artifact import Artifact
 from kickmodel.config import Config, ConfigError, differences
 from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_dial
 from kickmodel.families import from_dict, get_family
 from kickmodel.families.base import FitContext, Objective, parameter_count
 from kickmodel.fsutil import atomic_write_bytes, clean_stale_temp_files
-from kickmodel.generator import resolve_device
+from kickmodel.loading import resolve_device
+from kickmodel.loading import load_artifact
 
 from . import __version__
 from .augment import Augmenter

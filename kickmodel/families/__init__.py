@@ -105,15 +105,4 @@ def preset(name: str, family: str = DEFAULT_FAMILY) -> Config:
                           f"choose one of {', '.join(presets)}") from None
 
 
-def _check_family(cfg: Config) -> None:
-    family = get_family(cfg.family)
-    if set(cfg.parts) != set(family.sections):
-        raise ConfigError(f"family {family.name} has sections {', '.join(family.sections)}, "
-                          f"the config has {', '.join(cfg.parts) or 'none'}")
-    for name, cls in family.sections.items():
-        if not isinstance(cfg.parts[name], cls):
-            raise ConfigError(f"section {name} must be a {cls.__name__}")
-    family.check_config(cfg)
-
-
-_config.install_family_checks(_check_family)
+_config.install_family_lookup(get_family)

@@ -55,14 +55,19 @@ class DiffusionGenerator(GeneratorBase):
 
     def _affordable_steps(self, artifact: Artifact) -> int:
         """MAX_STEPS, or fewer when a kick of this model at that many steps would pass the render budget: the
-        artifact check judged it at its own default steps, a request may ask for more (render_cost.py)."""
-        from . import get_family
-        from .base import render_cost_of
+        artifact check judged it at its own default steps, a request may ask for more (render_cost.py). The cost is
+        the one the reader estimated (artifact.render_cost), else (an artifact built in memory) estimated here."""
         from .render_cost import affordable_steps
 
-        family = get_family(artifact.family)
-        configs = {p: artifact.config_of(p) for p in family.part_names(artifact.config, artifact.part_configs)}
-        n = affordable_steps(render_cost_of(family, configs), int(artifact.config.sampling.steps))
+        cost = artifact.render_cost
+        if cost is None:
+            from . import get_family
+            from .base import render_cost_of
+
+            family = get_family(artifact.family)
+            configs = {p: artifact.config_of(p) for p in family.part_names(artifact.config, artifact.part_configs)}
+            cost = render_cost_of(family, configs)
+        n = affordable_steps(cost, int(artifact.config.sampling.steps))
         return MAX_STEPS if n is None else max(int(artifact.config.sampling.steps), min(MAX_STEPS, n))
 
     def __init__(self, artifact: Artifact, device: torch.device, denoiser: Denoiser, sampling: SamplingConfig) -> None:

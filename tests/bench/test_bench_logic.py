@@ -99,7 +99,7 @@ def test_flop_counter_counts_a_matmul_and_the_peak_is_a_rate():
 
 
 def test_flops_per_kick_is_the_steps_times_the_cost_of_one(tmp_path):
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
 
     gen = load_generator(make_artifact(tmp_path / "w.safetensors"), "cpu")
     rows = flops.measure_model(gen, peak=1e11, reps=1)

@@ -16,7 +16,7 @@ def generators(tmp_path_factory):
     from daemon_util import make_artifact
 
     from kickmodel.families import family_names
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
 
     d = tmp_path_factory.mktemp("gens")
     gens = {f: load_generator(make_artifact(d / f"{f}.safetensors", family=f), "cpu") for f in family_names()}

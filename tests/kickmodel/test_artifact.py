@@ -14,9 +14,11 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from kickmodel.artifact import ArtifactError, load_artifact, read_metadata
+from kickmodel.artifact import ArtifactError, read_metadata
+from kickmodel.loading import load_artifact
 from kickmodel.families import preset
-from kickmodel.generator import Item, load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
 
 
 def _rewrite(src: Path, dst: Path, *, tensors=None, meta=None) -> Path:

@@ -27,8 +27,8 @@ from kickmodel.generator import (
     Item,
     KickGenerator,
     Variation,
-    load_generator,
 )
+from kickmodel.loading import load_generator
 from trainer.cli import main as kicktrain
 from trainer.synth import synth_batch
 

@@ -14,7 +14,8 @@ import torch
 
 from kickmodel import capture as cap
 from kickmodel.diffusion import NoiseSchedule, run_sampler
-from kickmodel.generator import Item, load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
 
 log = logging.getLogger("test.capture")
 

@@ -152,7 +152,7 @@ def test_benchmarks_give_each_family_its_own_options(vaes, tmp_path):
     import argparse
 
     from bench import common
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
     from trainer.cli import add_family_flags, given_options
 
     ap = argparse.ArgumentParser()

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from kickmodel.descriptors import measure
-from kickmodel.generator import Endpoint, Interpolation, Item, load_generator
+from kickmodel.generator import Endpoint, Interpolation, Item
+from kickmodel.loading import load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
 # the waveform-diffusion model bundled until 2026-12-04 (trained)

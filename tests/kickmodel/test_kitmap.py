@@ -13,8 +13,10 @@ import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from kickmodel.artifact import ArtifactError, check_artifact, load_artifact, read_header
-from kickmodel.generator import Item, Near, load_generator
+from kickmodel.artifact import ArtifactError, read_header
+from kickmodel.loading import check_artifact, load_artifact
+from kickmodel.generator import Item, Near
+from kickmodel.loading import load_generator
 from kickmodel.kitmap import MAX_NAME, MAX_POINTS, KitMap, clean_name, normalise_points
 
 

@@ -11,8 +11,10 @@ import pytest
 import soundfile as sf
 from safetensors.torch import load_file, save_file
 
-from kickmodel.artifact import ArtifactError, load_artifact, read_metadata
-from kickmodel.generator import Item, load_generator
+from kickmodel.artifact import ArtifactError, read_metadata
+from kickmodel.loading import load_artifact
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
 from trainer.cli import main as kicktrain
 from trainer.synth import synth_batch
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kickmodel.artifact import load_artifact
+from kickmodel.loading import load_artifact
 from trainer.synth import synth_batch
 
 

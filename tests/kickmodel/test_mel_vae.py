@@ -339,8 +339,8 @@ def test_kicktrain_map_refuses_a_family_without_an_encoder(tmp_path, tiny_artifa
 
 def test_export_can_switch_a_mel_vae_to_griffin_lim(tmp_path, capsys):
     """The inverter kind needs no retraining: a run with a learned inverter exports a Griffin-Lim model too."""
-    from kickmodel.artifact import load_artifact
-    from kickmodel.generator import Item, load_generator
+    from kickmodel.generator import Item
+    from kickmodel.loading import load_artifact, load_generator
     from trainer.cli import main as kicktrain
 
     kicks = _kick_folder(tmp_path / "kicks", 6)
@@ -365,7 +365,7 @@ def test_a_fine_tune_keeps_the_artifacts_shape_and_its_own_loss_settings(tmp_pat
     on the command line (beta, warm-up, the low-band weight) are the run's own, not silently replaced."""
     from daemon_util import make_artifact
 
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
 
     art = load_artifact(make_artifact(tmp_path / "vae.safetensors", family="mel_vae"))
     fam = get_family("mel_vae")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file, save_file
 
-from kickmodel.artifact import ArtifactError, check_artifact, load_artifact, read_metadata
+from kickmodel.artifact import ArtifactError, read_metadata
+from kickmodel.loading import check_artifact, load_artifact
 from kickserver import reload
 
 DEEP = "[" * 10_000 + "]" * 10_000

@@ -8,10 +8,11 @@ import pytest
 import torch
 
 from kickmodel import artifact as A
-from kickmodel.artifact import ArtifactError, check_artifact, load_artifact, save_artifact
+from kickmodel.artifact import ArtifactError
 from kickmodel.families import family_names, get_family, preset
 from kickmodel.families.base import expected_shapes
 from kickmodel.families.render_cost import MAX_RENDER_BYTES, MAX_RENDER_FLOPS, render_cost
+from kickmodel.loading import check_artifact, load_artifact, save_artifact
 from kickserver.reload import BUNDLED
 
 BUDGET = f"at most {MAX_RENDER_FLOPS / 1e9:.0f} GFLOP and {MAX_RENDER_BYTES >> 20} MB"
@@ -81,9 +82,10 @@ def test_every_preset_renders_well_within_the_budget(family, name):
 
 
 def test_the_bundled_model_passes_with_a_wide_margin():
-    meta, header = A.read_header(BUNDLED)
-    _, cfg, configs, _ = A._validate(meta, header, BUNDLED)
-    cost = estimate(cfg.family, configs)
+    from kickmodel.loading import read_family
+
+    reading = read_family(A.read_stored_header(BUNDLED))
+    cost = estimate(reading.config.family, reading.part_configs)
     assert cost.flops < MAX_RENDER_FLOPS / 100 and cost.bytes < MAX_RENDER_BYTES / 32, cost
     check_artifact(BUNDLED)
 
@@ -106,7 +108,8 @@ def test_a_request_cannot_ask_more_steps_than_the_budget_affords(family, tmp_pat
 
     from kickmodel.families import render_cost as RC
     from kickmodel.families.base import render_cost_of
-    from kickmodel.generator import Item, load_generator
+    from kickmodel.generator import Item
+    from kickmodel.loading import load_generator
 
     cfg = preset("tiny", family).replace("sampling", steps=2)
     path = root_conftest().make_tiny_artifact(tmp_path / "m.safetensors", cfg=cfg, family=family)

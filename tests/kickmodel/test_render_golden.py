@@ -68,7 +68,7 @@ def _requests(gen):
 
 
 def _render_all() -> dict:
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
 
     torch.manual_seed(0)
     got = {}

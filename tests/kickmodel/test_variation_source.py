@@ -14,7 +14,8 @@ import soundfile as sf
 from kickmodel.clips import load_clip
 from kickmodel.config import DataConfig
 from kickmodel.families import family_names
-from kickmodel.generator import Item, Variation, finish_kick, load_generator, resample
+from kickmodel.generator import Item, Variation, finish_kick, resample
+from kickmodel.loading import load_generator
 from kickmodel.wavfile import encode_wav
 
 ROOT = Path(__file__).resolve().parents[2]

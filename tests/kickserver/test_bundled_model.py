@@ -8,8 +8,9 @@ import numpy as np
 import soundfile as sf
 from daemon_util import start_daemon
 
-from kickmodel.artifact import load_artifact
-from kickmodel.generator import Item, finish_kick, load_generator
+from kickmodel.loading import load_artifact
+from kickmodel.generator import Item, finish_kick
+from kickmodel.loading import load_generator
 from trainer.synth import synth_kick
 
 BUNDLED = Path(__file__).resolve().parents[2] / "kickserver" / "models" / "default.safetensors"

@@ -19,7 +19,7 @@ import pytest
 import soundfile as sf
 from daemon_util import REPO, build_message, make_artifact, models_folder, parse_replies, start_daemon
 
-from kickmodel.artifact import load_artifact
+from kickmodel.loading import load_artifact
 from kickmodel.kitmap import MAX_NAME, KitMap, normalise_points
 
 MAP, AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
@@ -279,7 +279,7 @@ def kit(tmp_path_factory):
     import torch
 
     from kickmodel.descriptors import measure
-    from kickmodel.generator import load_generator
+    from kickmodel.loading import load_generator
     from trainer.evaluation.sets import load_folder
     from trainer.latent_map import kick_name, layout, write_csv
 

@@ -19,7 +19,8 @@ import soundfile as sf
 import torch
 from daemon_util import make_artifact, models_folder, start_daemon, wait_until
 
-from kickmodel.generator import Item, load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
 from kickserver.config import CAPTURE_MODES, ServerConfig, ServerConfigError, load_config
 from kickserver.worker import Job, Worker, resident_memory
 from kickserver.writer import KickWriter

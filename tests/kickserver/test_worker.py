@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from daemon_util import wait_until
 
-from kickmodel.generator import GeneratorBase, load_generator
+from kickmodel.generator import GeneratorBase
+from kickmodel.loading import load_generator
 from kickserver import osc_api
 from kickserver.worker import Job, Worker
 from kickserver.writer import KickWriter

@@ -500,7 +500,7 @@ def test_pd_pad_against_the_daemon(tmp_path):
                     "checked against a stand-in daemon (test_pd_pad_sends_near_for_two_points_and_a_rate_limited_drag)")
     from daemon_util import start_daemon
 
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
 
     bundled = REPO / "kickserver" / "models" / "default.safetensors"
     models = tmp_path / "models"

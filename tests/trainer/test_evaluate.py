@@ -278,7 +278,7 @@ def test_kicktrain_eval_notes_real_files_the_model_learned_from(tmp_path, capsys
 
     from daemon_util import root_conftest
 
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
     from trainer.cli import main
 
     _write_kicks(tmp_path / "real", synth_batch(6, seed=3, length=6000))

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from kickmodel.artifact import load_artifact, read_metadata
+from kickmodel.artifact import read_metadata
+from kickmodel.loading import load_artifact
 from trainer.cli import main as kicktrain
 
 REPO = Path(__file__).resolve().parents[2]

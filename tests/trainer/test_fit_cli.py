@@ -81,7 +81,7 @@ def test_a_complete_checkpoint_newer_than_the_pointer_is_the_one_resumed(kicks, 
 
 
 def test_the_artifact_records_its_split_and_eval_repeats_it(kicks, tmp_path, capsys):
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
 
     run = tmp_path / "run"
     assert kicktrain(["fit", str(kicks), "--run-dir", str(run), *FAST, "--max-steps", "1",

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from kickmodel.artifact import load_artifact
-from kickmodel.generator import Item, Near, load_generator
+from kickmodel.loading import load_artifact
+from kickmodel.generator import Item, Near
+from kickmodel.loading import load_generator
 from trainer.cli import main as kicktrain
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,10 +18,12 @@ import pytest
 import soundfile as sf
 import torch
 
-from kickmodel.artifact import ArtifactError, load_artifact
+from kickmodel.artifact import ArtifactError
+from kickmodel.loading import load_artifact
 from kickmodel.diffusion import Denoiser, NoiseSchedule
 from kickmodel.families import preset
-from kickmodel.generator import Item, load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
 from trainer.checkpoint import file_is_complete, list_checkpoints, load_latest
 from trainer.cli import main as kicktrain
 from trainer.synth import synth_batch

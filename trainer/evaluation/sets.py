@@ -146,7 +146,8 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
             ) -> tuple[list[Any], EvalSets]:
     """Load the models and the real/training clips, generate every model's sets and the synth set.
     Diffusion models get a row per step count; one-pass models one row."""
-    from kickmodel.generator import finish_kick, load_generator
+    from kickmodel.generator import finish_kick
+    from kickmodel.loading import load_generator
 
     from ..synth import synth_batch
 
