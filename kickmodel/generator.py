@@ -198,21 +198,6 @@ class Guided(Protocol):
     guidance: float
 
 
-def resolve_device(spec: str = "auto") -> torch.device:
-    """'auto' -> first CUDA device if present, else CPU; 'cuda' / 'cuda:N' / 'cpu' as given (checked)."""
-    if spec == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(spec)
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError(f"device {spec!r} asked for, but CUDA is not available on this machine")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise RuntimeError(f"device {spec!r} asked for, but only {torch.cuda.device_count()} CUDA device(s) exist")
-    elif dev.type != "cpu":
-        raise RuntimeError(f"device {spec!r} is not supported (use auto, cpu, cuda or cuda:N)")
-    return dev
-
-
 def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = OUTPUT_PEAK_DB, fade_ms: float = 20.0,
                 highpass_hz: float = HIGHPASS_HZ, fade_in_ms: float = 0.5) -> np.ndarray:
     """Make a generated clip ready to drop into a DAW: finite, a fade_in_ms raised-cosine rise at the start (so the
