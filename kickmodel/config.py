@@ -22,7 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CONFIG_VERSION = 2
-DEFAULT_FAMILY = "waveform_diffusion"
+# The family of a config or artifact that names none: version 1 (and the first version 2) configs were all
+# waveform diffusion, written when it was the only family. A format default, fixed for good; what kicktrain
+# trains when told no family is trainer.cli.DEFAULT_CLI_FAMILY.
+UNNAMED_FAMILY = "waveform_diffusion"
 SHARED_SECTIONS = ("data", "augment", "conditioning", "train")
 
 # Limits the runtime shares with its callers (the daemon, the trainer, the clients' docs), each said once.
@@ -115,7 +118,7 @@ class Config:
     """The shared sections plus `parts`: the family's own sections by name (read them as
     attributes: `cfg.model`, `cfg.sampling`). Build one with `make_config` or `from_dict`."""
 
-    family: str = DEFAULT_FAMILY
+    family: str = UNNAMED_FAMILY
     data: DataConfig = field(default_factory=DataConfig)
     augment: AugmentConfig = field(default_factory=AugmentConfig)
     conditioning: ConditioningConfig = field(default_factory=ConditioningConfig)
@@ -251,7 +254,7 @@ def _upgrade_v1(d: dict[str, Any]) -> dict[str, Any]:
     d = json.loads(json.dumps(d))
     model = d.get("model") if isinstance(d.get("model"), dict) else {}
     diffusion = d.get("diffusion") if isinstance(d.get("diffusion"), dict) else {}
-    d["family"] = model.pop("family", DEFAULT_FAMILY)
+    d["family"] = model.pop("family", UNNAMED_FAMILY)
     cond: dict[str, Any] = {}
     if "controls" in model:
         cond["controls"] = model.pop("controls")
@@ -291,7 +294,7 @@ def upgrade(data: Any) -> dict[str, Any]:
         data = _upgrade_v1(data)
     elif version != CONFIG_VERSION:
         raise ConfigError(f"config version {version!r} is not supported (this kicktrain reads 1 and {CONFIG_VERSION})")
-    family_name = data.get("family", DEFAULT_FAMILY)
+    family_name = data.get("family", UNNAMED_FAMILY)
     if not isinstance(family_name, str):
         raise ConfigError(f"family: expected a string, got {family_name!r}")
     return data

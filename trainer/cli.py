@@ -29,10 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from kickmodel import safejson
-from kickmodel.config import DEFAULT_FAMILY, SEED_LIMIT, ConfigError
+from kickmodel.config import SEED_LIMIT, ConfigError
 from kickmodel.families import cli_name, family_names, from_dict, get_family, options_for, preset
 
 from . import __version__
+
+# The family prepare, fit and profile train when neither --family nor an --init artifact names one (a choice of
+# this CLI, free to change; a config that names no family is kickmodel.config.UNNAMED_FAMILY, for good).
+DEFAULT_CLI_FAMILY = "waveform_diffusion"
 
 
 def _parse_value(text: str) -> Any:
@@ -107,7 +111,7 @@ def _init_defaults(args: argparse.Namespace) -> tuple[str, str]:
         family = family or theirs.cli_name
         if name is None and their_preset in theirs.presets():
             name = their_preset
-    return family or cli_name(DEFAULT_FAMILY), name or "small"
+    return family or cli_name(DEFAULT_CLI_FAMILY), name or "small"
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
@@ -249,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("prepare", help="scan, decode and cache a folder of kicks (fit reuses the cache)")
     sp.add_argument("data", nargs="+")
-    sp.add_argument("--family", default=cli_name(DEFAULT_FAMILY), help=f"model family: {families}")
+    sp.add_argument("--family", default=cli_name(DEFAULT_CLI_FAMILY), help=f"model family: {families}")
     sp.add_argument("--preset", default="small")
     sp.add_argument("--set", action="append", metavar="data.KEY=VALUE", help="override a data setting")
     sp.add_argument("--cache", help="cache folder (default: the shared cache under ~/.cache/kicktrain)")
@@ -264,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("data", nargs="+")
     sp.add_argument("--run-dir", required=True)
     sp.add_argument("--family", help=f"model family: {families} (default: the --init artifact's, else "
-                                     f"{cli_name(DEFAULT_FAMILY)})")
+                                     f"{cli_name(DEFAULT_CLI_FAMILY)})")
     sp.add_argument("--preset", help="tiny | small | base (default: the --init artifact's, else small)")
     sp.add_argument("--max-steps", type=int)
     sp.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
@@ -322,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("profile", help="training steps under torch.profiler: a trace and a summary")
     sp.add_argument("data", nargs="+")
     sp.add_argument("--out", required=True, help="folder for the trace (*.pt.trace.json) and summary.json")
-    sp.add_argument("--family", default=cli_name(DEFAULT_FAMILY), help=f"model family: {families}")
+    sp.add_argument("--family", default=cli_name(DEFAULT_CLI_FAMILY), help=f"model family: {families}")
     sp.add_argument("--preset", default="small")
     sp.add_argument("--steps", type=int, default=8, help="steps in all: 1 wait, 1 warm-up, the rest recorded "
                     "(the summary averages them)")

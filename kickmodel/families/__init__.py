@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config as _config
 from .. import safejson
-from ..config import DEFAULT_FAMILY, SHARED_SECTIONS, Config, ConfigError
+from ..config import SHARED_SECTIONS, UNNAMED_FAMILY, Config, ConfigError
 
 if TYPE_CHECKING:
     from .base import Family, FamilyOption
@@ -65,7 +65,7 @@ def options_for(command: str) -> dict[str, list[tuple[Family, FamilyOption]]]:
 def from_dict(data: dict[str, Any]) -> Config:
     """Rebuild a Config from plain types; missing keys take defaults, unknown keys are an error."""
     data = _config.upgrade(data)
-    family = get_family(data.get("family", DEFAULT_FAMILY))  # raises ConfigError naming the known families
+    family = get_family(data.get("family", UNNAMED_FAMILY))  # raises ConfigError naming the known families
     return _config.parse_sections(family.upgrade(data), family.name, family.sections)
 
 
@@ -81,7 +81,7 @@ def from_json(text: str) -> Config:
         raise ConfigError(f"config is {e}") from None
 
 
-def make_config(family: str = DEFAULT_FAMILY, preset: str = "custom", **sections: Any) -> Config:
+def make_config(family: str = UNNAMED_FAMILY, preset: str = "custom", **sections: Any) -> Config:
     """A validated config of `family`: sections not given take their defaults."""
     fam = get_family(family)
     unknown = sorted(set(sections) - set(SHARED_SECTIONS) - set(fam.sections))
@@ -94,7 +94,7 @@ def make_config(family: str = DEFAULT_FAMILY, preset: str = "custom", **sections
     return cfg
 
 
-def preset(name: str, family: str = DEFAULT_FAMILY) -> Config:
+def preset(name: str, family: str = UNNAMED_FAMILY) -> Config:
     """The family's named preset (tiny, small, base)."""
     fam = get_family(family)
     presets = fam.presets()
