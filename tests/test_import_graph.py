@@ -84,3 +84,39 @@ def test_the_walk_counts_a_return_to_a_file_already_left():
     assert fig["returns_by_file"] == {"a.py": 1, "b.py": 1}
     assert walk.in_house("kickmodel/loading.py") and walk.in_house("kickmodel/families/base.py")
     assert not walk.in_house("kickmodel/families/mel_vae/network.py")
+
+
+
+def _imported_tops(folder: str):
+    """(file, the top-level names it imports) for every Python file under folder."""
+    ig = _import_graph()
+    for f in sorted((REPO / folder).rglob("*.py")):
+        yield f, {n.split(".")[0] for n in ig.imports_of(REPO, f) if n}
+
+
+def _sys_path_arguments(path: Path) -> list[str]:
+    """The source of every argument given to sys.path.insert / append / extend in a file."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("insert", "append", "extend") and ast.unparse(node.func.value) == "sys.path"):
+            found += [ast.unparse(a) for a in node.args]
+    return found
+
+
+def test_bench_never_imports_the_tests():
+    """The benchmarks and studies run without tests/: none imports the package `tests` or a module of it by its
+    own name (as tests/ on sys.path would allow: daemon_util, conftest...), nor puts a tests folder on sys.path."""
+    theirs = {"tests"} | {p.stem for p in (REPO / "tests").rglob("*.py")} - {"__init__"}
+    for f, used in _imported_tops("bench"):
+        assert not used & theirs, (str(f.relative_to(REPO)), sorted(used & theirs))
+        assert not [a for a in _sys_path_arguments(f) if "tests" in a], str(f.relative_to(REPO))
+
+
+def test_only_the_benchs_own_tests_import_it():
+    """tests/bench/ tests the bench; every other test stands without it."""
+    for f, used in _imported_tops("tests"):
+        if (REPO / "tests" / "bench") not in f.parents:
+            assert "bench" not in used, str(f.relative_to(REPO))

@@ -17,7 +17,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from daemon_util import make_artifact  # noqa: E402
 
-from bench import controls, custom, flops, gpu, latency, report  # noqa: E402
+from bench import common, controls, custom, flops, gpu, latency, report  # noqa: E402
 from bench.train_speed import speedups  # noqa: E402
 
 # ------------------------------------------------------------------ Spearman
@@ -172,6 +172,28 @@ def test_burst_counts_done_refused_and_the_largest_queue():
 
 
 # ------------------------------------------------------------------ the rest
+
+
+def test_benchmarks_give_each_family_its_own_options(tmp_path):
+    """A benchmark of several families gives each the options it declares for "bench" (a latent-diffusion model's
+    --vae), not the others'; one whose value is an artifact and is not given is a random one made on the spot."""
+    import argparse
+
+    from kickmodel.loading import load_artifact
+    from trainer.cli import add_family_flags, given_options
+
+    vae = make_artifact(tmp_path / "vae.safetensors", seed=2, family="mel_vae")
+    ap = argparse.ArgumentParser()
+    add_family_flags(ap, "bench")
+    given = given_options(ap.parse_args(["--vae", str(vae)]))
+    assert given == {"vae": str(vae)}
+    made_in = tmp_path / "made"
+    made_in.mkdir()
+    assert common.family_options("latent_diffusion", given, made_in, "tiny") == {"vae": vae}
+    assert common.family_options("waveform_diffusion", given, made_in, "tiny") == {}  # not its option
+    made = common.family_options("latent_diffusion", {}, made_in, "tiny")  # none given: a random stand-in
+    assert load_artifact(made["vae"]).family == "mel_vae" and made["vae"].parent == made_in
+    assert common.option_args(made) == ["--vae", str(made["vae"])]
 
 
 def test_custom_picks_files_spread_over_the_folder():

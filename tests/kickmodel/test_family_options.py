@@ -1,7 +1,6 @@
 """Families declare their command-line options (issue 21): each registered family's FamilyOption
 declarations become kicktrain's flags (no line in trainer/cli.py names them); one given to a family that
-does not take it is refused in one line; a resumed run refuses an option that disagrees with it; the
-benchmarks give each family its own."""
+does not take it is refused in one line; a resumed run refuses an option that disagrees with it."""
 
 from __future__ import annotations
 
@@ -146,21 +145,3 @@ def test_a_resumed_run_takes_only_its_own_vae(kicks, vaes, tmp_path, capsys):
     copy.write_bytes(vaes[0].read_bytes())
     assert kicktrain([*args, "--vae", str(copy), "--max-steps", "4"]) == 0
     assert "resumed from step 2" in capsys.readouterr().err
-
-
-def test_benchmarks_give_each_family_its_own_options(vaes, tmp_path):
-    import argparse
-
-    from bench import common
-    from kickmodel.loading import load_artifact
-    from trainer.cli import add_family_flags, given_options
-
-    ap = argparse.ArgumentParser()
-    add_family_flags(ap, "bench")
-    given = given_options(ap.parse_args(["--vae", str(vaes[1])]))
-    assert given == {"vae": str(vaes[1])}
-    assert common.family_options("latent_diffusion", given, tmp_path, "tiny") == {"vae": vaes[1]}
-    assert common.family_options("waveform_diffusion", given, tmp_path, "tiny") == {}  # not its option
-    made = common.family_options("latent_diffusion", {}, tmp_path, "tiny")  # none given: a random stand-in
-    assert load_artifact(made["vae"]).family == "mel_vae" and made["vae"].parent == tmp_path
-    assert common.option_args(made) == ["--vae", str(made["vae"])]
