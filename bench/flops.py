@@ -95,8 +95,7 @@ def measure_model(gen, peak: float, reps: int) -> list[dict]:
 
 
 def run(opts: common.Options) -> dict:
-    from kickmodel.loading import resolve_device
-    from kickmodel.loading import load_generator
+    from kickmodel.loading import load_generator, resolve_device
 
     device = resolve_device(opts.device)
     n, peak_reps, reps = (512, 2, 1) if opts.quick else (PEAK_N, PEAK_REPS, REPS)
