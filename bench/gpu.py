@@ -2,7 +2,8 @@
 
     python -m bench.gpu [--budget-s 480] [--out bench/results]      # refuses (exit 2) without a CUDA GPU
 
-Writes OUT/gpu-<date>.json and gpu-latest.json (`python -m bench.report` shows the latest), in
+Writes OUT/gpu-<date>.json and gpu-latest.json (OUT: --out, default ~/.cache/kickserver/bench; `python -m
+bench.report` shows the latest), in
 sections, each as long as the budget allows (a section that no longer fits is marked skipped), then a table of
 every target with its figure and verdict (`targets`):
 
