@@ -1,13 +1,15 @@
 """Run the reliability suite (its slow cases included) and write what each case did into README.md's table.
 
-    python bench/reliability_table.py            # run tests/kickserver/test_reliability.py, rewrite the table
-    python bench/reliability_table.py --print    # run it, print the table, change nothing
+    python bench/reliability_table.py            # run tests/kickserver/test_reliability.py, print the table
+    python bench/reliability_table.py --readme   # run it, rewrite README.md's table and bench/results/reliability.json
 
 Each case of tests/kickserver/test_reliability.py counts, where it acts, the faults it injects, the requests
 it sends and the kicks it asks for, and how many of those kicks were never answered (lost). The suite
-writes those tallies to a JSON file (KICK_RELIABILITY_JSON); this script turns them into the table between
-the README's `reliability-table` markers and keeps the figures in bench/results/reliability.json. The
-suite's last test checks the README's table against the cases that ran, so the table follows the tests.
+writes those tallies to a JSON file (KICK_RELIABILITY_JSON); this script prints them as a table and keeps
+them in ~/.cache/kickserver/bench/reliability.json (--out). With --readme it writes the table between the README's
+`reliability-table` markers and the figures to bench/results/reliability.json instead: tracked files change only
+when asked. The suite's last test checks the README's table against the cases that ran, so the table follows
+the tests.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from pathlib import Path
 from kickmodel.fsutil import atomic_write_bytes
 
 REPO = Path(__file__).resolve().parents[1]
+if not __package__:  # `python bench/reliability_table.py`: the suite's own package is not on the path
+    sys.path.insert(0, str(REPO))
+
+from bench import common  # noqa: E402
 
 SUITE = "tests/kickserver/test_reliability.py"
 START, END = "<!-- reliability-table:start -->", "<!-- reliability-table:end -->"
@@ -68,22 +74,26 @@ def table(tallies: list[dict], where: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--print", action="store_true", help="print the table; do not write README.md")
-    ns = ap.parse_args()
+    ap.add_argument("--readme", action="store_true",
+                    help="write the table into README.md and the figures to bench/results/reliability.json")
+    ap.add_argument("--print", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old commands
+    common.add_out_option(ap, "reliability.json (without --readme)")
+    ns = ap.parse_args(argv)
     tallies = run_suite()
     text = table(tallies, machine())
-    if ns.print:
-        print(text)
-        return 0
-    readme = REPO / "README.md"
-    doc = readme.read_text()
-    a, b = doc.index(START) + len(START), doc.index(END)
-    atomic_write_bytes(readme, (doc[:a] + "\n" + text + "\n" + doc[b:]).encode())
-    results = REPO / "bench" / "results" / "reliability.json"
+    print(text)
+    results = (common.RESULTS if ns.readme else ns.out) / "reliability.json"
+    if ns.readme:
+        readme = REPO / "README.md"
+        doc = readme.read_text()
+        a, b = doc.index(START) + len(START), doc.index(END)
+        atomic_write_bytes(readme, (doc[:a] + "\n" + text + "\n" + doc[b:]).encode())
+        print(f"wrote {len(tallies)} cases into {readme}")
+    results.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(results, (json.dumps(tallies, indent=1) + "\n").encode())
-    print(f"wrote {len(tallies)} cases into {readme} and {results}")
+    print(f"wrote {results}")
     return 0
 
 

@@ -63,3 +63,32 @@ def test_out_names_another_folder(tiny, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (out / "flops-cpu.json").is_file()
     assert not (tmp_path / "cache" / "kickserver").exists()
+
+
+def test_the_reliability_table_rewrites_the_readme_only_when_asked(tmp_path, monkeypatch, capsys):
+    """bench/reliability_table.py prints the table and keeps the figures in the user's folder; --readme writes
+    README.md's table and bench/results/reliability.json. (The suite's run is replaced by two made-up cases: the
+    real one takes minutes; the README and the results file are redirected into tmp_path.)"""
+    from bench import common, reliability_table
+
+    tallies = [{"case": "test_a", "what": "a | b", "faults": 1, "requests": 2, "kicks": 3, "lost": 0},
+               {"case": "test_b", "what": "c", "faults": 0, "requests": 5, "kicks": 5, "lost": 0}]
+    monkeypatch.setattr(reliability_table, "run_suite", lambda: tallies)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    repo = tmp_path / "repo"
+    (repo / "bench" / "results").mkdir(parents=True)
+    readme = repo / "README.md"
+    readme.write_text(f"intro\n{reliability_table.START}\nold table\n{reliability_table.END}\nafter\n")
+    monkeypatch.setattr(reliability_table, "REPO", repo)
+    monkeypatch.setattr(common, "RESULTS", repo / "bench" / "results")
+
+    assert reliability_table.main([]) == 0
+    assert "| `test_a` | a \\| b | 1 | 2 | 3 | 0 |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "cache" / "kickserver" / "bench" / "reliability.json").read_text()) == tallies
+    assert "old table" in readme.read_text() and not (repo / "bench" / "results" / "reliability.json").exists()
+
+    assert reliability_table.main(["--readme"]) == 0
+    doc = readme.read_text()
+    assert "old table" not in doc and "| **2 cases** | | **1** | **7** | **8** | **0** |" in doc
+    assert doc.startswith("intro\n") and doc.endswith("after\n")
+    assert json.loads((repo / "bench" / "results" / "reliability.json").read_text()) == tallies

@@ -1039,7 +1039,7 @@ def readme_rows() -> dict[str, list[str]]:
 
 def test_readme_table_matches_the_suite():
     """Every case of this file has a row in README.md's table, and the figures of every case that ran in
-    this session are the ones in the table (write them with bench/reliability_table.py)."""
+    this session are the ones in the table (write them with bench/reliability_table.py --readme)."""
     out = os.environ.get("KICK_RELIABILITY_JSON")
     if out:
         Path(out).write_text(json.dumps([asdict(t) for t in TALLIES], indent=1) + "\n")
@@ -1053,6 +1053,6 @@ def test_readme_table_matches_the_suite():
         assert t.case in rows, f"{t.case} has no row in README.md"
         assert rows[t.case][2:6] == [str(t.faults), str(t.requests), str(t.kicks), str(t.lost)], (
             f"README.md's row for {t.case} says {rows[t.case][2:6]}, the test did faults={t.faults} "
-            f"requests={t.requests} kicks={t.kicks} lost={t.lost}: run python bench/reliability_table.py")
+            f"requests={t.requests} kicks={t.kicks} lost={t.lost}: run python bench/reliability_table.py --readme")
     assert all(r[5] == "0" for r in rows.values()), "a kick was lost"
 
