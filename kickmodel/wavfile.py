@@ -7,13 +7,39 @@ preview samples all encode here, so a file's tags read the same whoever wrote it
 from __future__ import annotations
 
 import io
+import math
 import os
+import struct
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import soundfile as sf
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A finished kick's measured descriptors (kickmodel.descriptors.measure), as its tags carry them: each is
+    optional, and the comment says only what was measured, after what was asked:
+    `measured_pitch_hz=55.02 measured_note=A1+1c measured_decay_s=0.412 measured_click_db=-21.3`."""
+
+    pitch_hz: float | None = None
+    decay_s: float | None = None
+    click_db: float | None = None
+
+    def comment_parts(self) -> list[str]:
+        from kickmodel.notes import describe_pitch
+
+        parts = []
+        if self.pitch_hz is not None:
+            parts += [f"measured_pitch_hz={float(self.pitch_hz):.2f}",
+                      f"measured_note={describe_pitch(self.pitch_hz).replace(' ', '')}"]
+        if self.decay_s is not None:
+            parts.append(f"measured_decay_s={float(self.decay_s):.3f}")
+        if self.click_db is not None:
+            parts.append(f"measured_click_db={float(self.click_db):.1f}")
+        return parts
 
 
 @dataclass
@@ -36,6 +62,8 @@ class KickInfo:
     map_x: float | None = None
     map_y: float | None = None
     spread: float | None = None
+    # what the finished kick measures (kickmodel.descriptors.measure: Hz, s, dB), when the writer measured it
+    measured: Measured | None = None
 
     @property
     def label(self) -> str:
@@ -64,6 +92,8 @@ class KickInfo:
             parts += [f"a={ends[0]}", f"b={ends[1]}", f"t={float(self.t):.4f}"]
         if self.map_x is not None:
             parts += [f"map_x={exact(self.map_x)}", f"map_y={exact(self.map_y)}", f"spread={exact(self.spread or 0.0)}"]
+        if self.measured is not None:
+            parts += self.measured.comment_parts()
         return " ".join(parts)
 
     def tags(self, title: str, date: str | None = None) -> dict[str, str]:
@@ -83,13 +113,65 @@ def exact(v: float) -> str:
     return text
 
 
-def encode_wav(x: np.ndarray, sample_rate: int, tags: Mapping[str, str] | None = None) -> bytes:
+def encode_wav(x: np.ndarray, sample_rate: int, tags: Mapping[str, str] | None = None,
+               pitch_hz: float | None = None) -> bytes:
     """A 24-bit mono WAV with RIFF INFO tags, encoded in memory: libsndfile's writes go to a BytesIO, which
     cannot fail, so a full disk shows up later as a plain OSError from os.write (not as exceptions inside
-    soundfile's cffi callbacks, which print tracebacks and end in an AssertionError)."""
+    soundfile's cffi callbacks, which print tracebacks and end in an AssertionError).
+
+    With pitch_hz, the file also carries a `smpl` chunk (smpl_chunk) before its data, so a sampler maps the kick
+    to its pitch; without it the bytes are exactly what they were before the chunk existed."""
     buf = io.BytesIO()
     with sf.SoundFile(buf, "w", samplerate=int(sample_rate), channels=1, subtype="PCM_24", format="WAV") as snd:
         for k, v in (tags or {}).items():
             setattr(snd, k, v)
         snd.write(np.asarray(x, dtype=np.float32).reshape(-1))
-    return buf.getvalue()
+    data = buf.getvalue()
+    if pitch_hz is not None:
+        data = insert_chunk_before_data(data, smpl_chunk(pitch_hz, sample_rate))
+    return data
+
+
+SMPL_FRACTION_SCALE = 2 ** 32  # dwMIDIPitchFraction: the fraction of a semitone upwards, 0x80000000 = 50 cents
+
+
+def smpl_pitch(pitch_hz: float) -> tuple[int, int]:
+    """(dwMIDIUnityNote, dwMIDIPitchFraction) of a pitch: the RIFF `smpl` chunk gives the note at or below the
+    pitch and the fraction of a semitone upwards from it, scaled to 2^32 (the field is unsigned: 55 Hz -> (33, 0),
+    A1 + 30 cents -> (33, 0x4CCCCCCD), A1 - 30 cents -> (32, 70 % of 2^32)). A pitch whose note is outside
+    0..127 is refused (ValueError)."""
+    from kickmodel.notes import MIDI_HIGH, hz_to_midi
+
+    m = hz_to_midi(pitch_hz)
+    note = math.floor(m + 1e-9)  # a pitch a hair under a note (float error) is that note, fraction 0
+    frac = min(max(m - note, 0.0), 1.0)
+    fraction = min(int(round(frac * SMPL_FRACTION_SCALE)), SMPL_FRACTION_SCALE - 1)
+    if not 0 <= note <= MIDI_HIGH:
+        raise ValueError(f"pitch_hz {pitch_hz!r}: its note ({note}) is outside MIDI 0..127 (8.2 Hz..12.5 kHz); "
+                         "give a pitch in that range for the smpl chunk, or none")
+    return note, fraction
+
+
+def smpl_chunk(pitch_hz: float, sample_rate: int) -> bytes:
+    """A RIFF `smpl` chunk (the Microsoft/IBM multimedia spec's sampler chunk) for a one-shot: manufacturer and
+    product 0, the sample period in ns, the MIDI unity note and pitch fraction of pitch_hz (smpl_pitch), no SMPTE
+    offset, no loops, no sampler-specific data: 36 bytes of little-endian uint32 after the chunk header."""
+    note, fraction = smpl_pitch(pitch_hz)
+    period_ns = int(round(1e9 / int(sample_rate)))
+    body = struct.pack("<9I", 0, 0, period_ns, note, fraction, 0, 0, 0, 0)
+    return b"smpl" + struct.pack("<I", len(body)) + body
+
+
+def insert_chunk_before_data(wav: bytes, chunk: bytes) -> bytes:
+    """wav (a RIFF WAVE file) with chunk (header and body, even length) inserted before its `data` chunk and the
+    RIFF size grown to match: readers that stop at the data (streaming parsers) still see it."""
+    if wav[:4] != b"RIFF" or wav[8:12] != b"WAVE" or len(chunk) % 2:
+        raise ValueError("insert_chunk_before_data: not a RIFF WAVE file, or an odd-sized chunk")
+    pos = 12
+    while pos + 8 <= len(wav):
+        cid, size = wav[pos:pos + 4], struct.unpack("<I", wav[pos + 4:pos + 8])[0]
+        if cid == b"data":
+            out = wav[:pos] + chunk + wav[pos:]
+            return out[:4] + struct.pack("<I", struct.unpack("<I", wav[4:8])[0] + len(chunk)) + out[8:]
+        pos += 8 + size + (size & 1)
+    raise ValueError("insert_chunk_before_data: the WAVE file has no data chunk")
