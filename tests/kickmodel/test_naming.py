@@ -1,0 +1,71 @@
+"""File names that say the sound (kickmodel.naming): the table of character words, the note from the measured
+pitch, the pattern's checks, and kicks made to be short, boomy, clicky... named so after the project's own measure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kickmodel import naming
+from kickmodel.descriptors import measure
+from kickmodel.notes import midi_to_hz
+
+SR = 44100
+
+
+@pytest.mark.parametrize("decay, pitch, click, word", [
+    (0.9, 45.0, -40.0, "boomy"), (0.9, 45.0, -10.0, "boomy"), (0.6, 49.9, -60.0, "boomy"),
+    (0.9, 60.0, -40.0, "long"), (0.9, None, -40.0, "long"), (0.6, 50.0, -40.0, "long"),
+    (0.4, 55.0, -25.0, "clicky"), (0.1, 55.0, -20.0, "clicky"),
+    (0.1, 55.0, -40.0, "short"), (0.1, 55.0, -55.0, "short"), (0.199, 55.0, -25.1, "short"),
+    (0.4, 55.0, -50.0, "soft"), (0.2, 55.0, -45.1, "soft"),
+    (0.4, 55.0, -35.0, "punchy"), (0.2, 55.0, -45.0, "punchy"), (0.599, 55.0, -25.1, "punchy"),
+])
+def test_the_table(decay, pitch, click, word):
+    assert naming.character_word(decay, pitch, click) == word
+
+
+def test_names():
+    assert naming.kick_name("5513", 0.15, 55.0, -40.0) == "kick_A1_short_5513.wav"
+    assert naming.kick_name("5513", 0.15, midi_to_hz(34.3), -40.0) == "kick_Bb1_short_5513.wav"  # flats, nearest
+    assert naming.kick_name("5513", 0.15, midi_to_hz(34.6), -40.0) == "kick_B1_short_5513.wav"
+    assert naming.kick_name("v12", 0.9, 45.0, -40.0) == "kick_Gb1_boomy_v12.wav"
+    assert naming.kick_name("5", 0.9, None, -40.0) == "kick_long_5.wav"  # no pitch, no note, no double underscore
+    assert naming.kick_name("5", 0.9, float("nan"), -40.0) == "kick_long_5.wav"
+    assert naming.kick_name("7", 0.4, midi_to_hz(35.2), -35.0, pattern="{note}{cents}_{word}_{label}_{time}",
+                            time="20261205-083442") == "B1+20_punchy_7_20261205-083442.wav"
+    assert naming.kick_name("7", 0.4, 55.0, -35.0, pattern="{word} {label}") == "punchy-7.wav"
+    assert "#" not in "".join(naming.kick_name("1", 0.3, midi_to_hz(m), -35.0) for m in range(24, 60))
+
+
+@pytest.mark.parametrize("pattern, why", [
+    ("", "empty"), ("x" * 101, "longer than 100"), ("a/{label}", "not a path"), ("..{label}", "not a path"),
+    ("{label", "expected '}'"), ("{foo}_{label}", "unknown field 'foo'"), ("kick_{note}_{word}", "needs {label}"),
+    ("{label!r}", "no conversions"), (None, "not text"),
+])
+def test_bad_patterns(pattern, why):
+    with pytest.raises(ValueError, match="name pattern") as e:
+        naming.check_pattern(pattern)
+    assert why in str(e.value)
+    with pytest.raises(ValueError):
+        naming.kick_name("1", 0.3, 55.0, -30.0, pattern=pattern)
+
+
+def _kick(pitch: float, decay: float, click: float) -> np.ndarray:
+    """A sine body with an exponential decay reaching -60 dB at `decay` s, plus `click` (linear) of a 3 ms burst of
+    noise high-passed by differencing."""
+    t = np.arange(int(SR * 1.5)) / SR
+    body = np.sin(2 * np.pi * pitch * t) * np.exp(-t * 6.9 / decay)
+    noise = np.diff(np.random.default_rng(0).standard_normal(len(t) + 1)) * np.exp(-t / 0.003)
+    return (body + click * noise).astype(np.float32)
+
+
+@pytest.mark.parametrize("pitch, decay, click, word", [
+    (45.0, 1.8, 0.0, "boomy"), (70.0, 1.8, 0.0, "long"), (55.0, 0.25, 0.0, "short"), (55.0, 0.6, 0.0, "soft"),
+    (55.0, 0.6, 2.0, "clicky"), (55.0, 0.6, 0.05, "punchy"),
+])
+def test_measured_kicks_get_their_word(pitch, decay, click, word):
+    decay_s, pitch_hz, click_db = measure(torch.from_numpy(_kick(pitch, decay, click))[None], SR)[0].tolist()
+    assert naming.character_word(decay_s, pitch_hz, click_db) == word, (decay_s, pitch_hz, click_db)
+    assert abs(pitch_hz - pitch) < 2.0
