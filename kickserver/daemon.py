@@ -32,8 +32,17 @@ from kickmodel.generator import Near as MapPoint
 from . import __version__, osc_api, state
 from .config import ServerConfig, ServerConfigError, load_config
 from .ratelimit import ReplyBudget
-from .reload import BUNDLED, DEFAULT_NAME, ModelLoader, ModelNotFound, list_models, resolve_model, verdict, warm_up
-from .reload import remember as remember_verdict
+from .reload import (
+    BUNDLED,
+    DEFAULT_NAME,
+    ModelLoader,
+    ModelNotFound,
+    list_models,
+    record_verdict,
+    resolve_model,
+    verdict,
+    warm_up,
+)
 from .sources import SourceError, open_source
 from .worker import End, Job, Worker
 from .writer import KickWriter
@@ -159,7 +168,7 @@ class Server:
                 # a broken memory (the remembered file is now truncated or invalid) must not keep the daemon down
                 log.warning("the model that served last (%s) does not load (%s); serving the configured one",
                             name, str(e).replace(str(path) + ": ", ""))
-                remember_verdict(path, False)  # and the newest-valid choice below passes it over
+                record_verdict(path, False)  # and the newest-valid choice below passes it over
                 path, name = resolve_model(cfg.models_dir, cfg.model)
                 self._model_why = self._configured_why(cfg, path, name)
                 t0 = time.perf_counter()
@@ -171,7 +180,7 @@ class Server:
             log.info("stopped during start-up")
             return self._close_socket(0)
         self._model_path, self._model_sig = path, _signature(path)
-        self._state.remember(name)
+        self._state.write_last_model(name)
         try:
             warm = warm_up(gen, cancel=self._stop.is_set)
         except Cancelled:
@@ -198,7 +207,7 @@ class Server:
         self.loader.on_checked = self._answer_listings
         self.loader.start()
         if self._model_sig is not None:
-            remember_verdict(path, True, self._model_sig)  # it loads: listed without another check
+            record_verdict(path, True, self._model_sig)  # it loads: listed without another check
         self.loader.check_folder(cfg.models_dir)  # the others are checked in the loader thread (/kick/models)
         self.loader.watch(cfg.models_dir)  # never raises: falls back to polling, or to no live reload
         if self.loader.models_dir is not None and path.parent == cfg.models_dir and self._model_sig is not None:
@@ -418,7 +427,7 @@ class Server:
             self._model_path, self._model_sig, self._model_why = path, sig, why
             log.info("serving %s: %s%s", name, why, _pin_hint(self.cfg, why))
             if self._state is not None:
-                self._state.remember(name)
+                self._state.write_last_model(name)
 
         self.worker.offer_model(gen, name, reply, on_swap=swapped)
 

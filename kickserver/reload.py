@@ -84,7 +84,7 @@ def verdict(path: Path) -> bool | None:
     return hit[1] if sig is not None and hit is not None and hit[0] == sig else None
 
 
-def remember(path: Path, ok: bool, sig: tuple[int, int] | None = None) -> None:
+def record_verdict(path: Path, ok: bool, sig: tuple[int, int] | None = None) -> None:
     """Record whether path loads (sig: its (mtime_ns, size) when it was read; default: now)."""
     sig = sig or _signature(path)
     if sig is None:
@@ -121,7 +121,7 @@ def validate(path: Path) -> bool:
     except Exception as e:  # noqa: BLE001 - a file that breaks the checker is not listed; listing never fails
         log.warning("refused model %s: the check failed (%s: %s)", path.name, type(e).__name__, str(e)[:200])
         ok = False
-    remember(path, ok, sig)
+    record_verdict(path, ok, sig)
     return ok
 
 
@@ -467,11 +467,11 @@ class ModelLoader:
         try:
             gen = load_generator(path, self.device)
         except ArtifactError as e:
-            remember(path, False, (st.st_mtime_ns, st.st_size))
+            record_verdict(path, False, (st.st_mtime_ns, st.st_size))
             log.warning("refused model %s: %s", path.name, str(e).replace(str(path) + ": ", ""))
             self.on_failed(f"refused model {name}: {str(e).replace(str(path) + ': ', '')}", pending.reply)
             return
-        remember(path, True, (st.st_mtime_ns, st.st_size))
+        record_verdict(path, True, (st.st_mtime_ns, st.st_size))
         if self._cancel.is_set():
             raise Cancelled
         warm = warm_up(gen, cancel=self._cancel.is_set)

@@ -58,7 +58,8 @@ class StateFile:
         self._written: str | None = None
         self._failed = False
 
-    def remember(self, name: str) -> None:
+    def write_last_model(self, name: str) -> None:
+        """Write `name` as the model that served last (read_last_model reads it at the next start)."""
         if name == self._written or not valid_model_name(name):
             return
         data = json.dumps({"version": VERSION, "model": name}).encode() + b"\n"

@@ -43,7 +43,7 @@ def test_a_start_whose_remembered_model_is_gone_beside_a_nested_artifact(tmp_pat
     """Choosing another model lists the folder: the nested file there crashed the start."""
     models = models_folder(tmp_path / "models", tiny_artifact)
     nested_artifact(tiny_artifact, models / "deep.safetensors")
-    state.StateFile(models).remember("gone")
+    state.StateFile(models).write_last_model("gone")
     with start_daemon(tmp_path, models, pin=False) as d:
         assert d.wait_for_log("the model that served last (gone) is gone", timeout=5)
         assert "Traceback" not in d.stderr_text()
@@ -75,7 +75,7 @@ def test_a_remembered_model_that_no_longer_loads_falls_back(tmp_path, tiny_artif
     models = models_folder(tmp_path / "models", tiny_artifact)
     raw = Path(tiny_artifact).read_bytes()
     (models / "mine.safetensors").write_bytes(raw[: len(raw) - (len(raw) - 8) // 3])
-    state.StateFile(models).remember("mine")
+    state.StateFile(models).write_last_model("mine")
     with start_daemon(tmp_path, models, pin=False) as d:
         log = d.stderr_text()
         assert log.count("the model that served last (mine) does not load") == 1, log

@@ -11,10 +11,10 @@ from kickserver import state
 
 def test_round_trip_and_atomic(tmp_path):
     s = state.StateFile(tmp_path)
-    s.remember("mine")
+    s.write_last_model("mine")
     assert state.read_last_model(tmp_path) == "mine"
     assert json.loads(state.path_for(tmp_path).read_text()) == {"version": 1, "model": "mine"}
-    s.remember("other")
+    s.write_last_model("other")
     assert state.read_last_model(tmp_path) == "other"
     assert sorted(os.listdir(tmp_path)) == [state.FILE]  # no temp file left behind
 
@@ -34,8 +34,8 @@ def test_bad_files_are_ignored_with_one_line(tmp_path, caplog):
 def test_a_failed_write_is_logged_once_and_never_raises(tmp_path, caplog):
     s = state.StateFile(tmp_path / "missing" / "folder")
     with caplog.at_level(logging.WARNING, logger="kickserver.state"):
-        s.remember("a")
-        s.remember("b")
+        s.write_last_model("a")
+        s.write_last_model("b")
     assert len(caplog.records) == 1 and "cannot remember the served model" in caplog.text
 
 
