@@ -1,0 +1,214 @@
+"""Velocity layers and round robins as rules over a kick: what makes a kit's harder hit louder and brighter, and
+its repeated hits not quite the same (issue 31). Pure functions; the kit writer (kickserver.kitfiles) and the
+families call them.
+
+Conventions
+- A kit has `layers` velocity layers; layer i (0 = softest) sits at position p = (i + 1) / layers in (0, 1]: the
+  top layer is at 1 and IS the kick that was asked for (its numbers, its audio, untouched), the layers under it are
+  softer hits of the same drum. Velocities split evenly (kickserver.kitfiles.velocity_ranges).
+- Every layer is LEVEL_RANGE_DB * (1 - p) quieter than the top (layer_gain_db), applied to the finished kick after
+  any peak normalisation (a family's finish step would undo a level set in its numbers).
+- Brightness falls with p by one of two rules:
+  - a model with numbers (the kick-synth family): its numbers fall with the hit, as a drum's head tension and
+    beater energy do: the click's level (click_db, SYNTH_CLICK_RANGE_DB lower at p = 0), the drive (divided by up
+    to SYNTH_DRIVE_RATIO) and the pitch sweep's start (sweep, f_start / f_end - 1, down to SYNTH_SWEEP_FRACTION of
+    it): synth_layer;
+  - any finished kick (a model without such numbers): a gentle high shelf cut that deepens as the hit softens
+    (TILT_RANGE_DB at p = 0, shelf at TILT_HZ): audio_layer. Drive is not added: the top layer is the asked kick as
+    it is, and drive cannot be taken out of a finished kick for the softer ones.
+- Round robin r of a layer (0 = the layer's kick itself) is a small seeded variation of it:
+  - with numbers: the click's level, centre and decay, the drive, the body's decay and the sweep's time move by
+    a few per cent (synth_robin); the body's end pitch does not move, so a tuned kit stays tuned;
+  - any finished kick: a seeded rotation of the body's phase against the attack (a causal 2nd-order all-pass, so
+    the spectrum's magnitude is unchanged and nothing comes before the onset), a shelf within +-ROBIN_TILT_DB, the
+    peak of the kick less 0..ROBIN_LEVEL_DB (audio_robin). distinct_robins checks robins by their correlation and
+    turns the phase of any robin that correlates at ROBIN_MAX_CORR or more with an earlier one further.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+
+LEVEL_RANGE_DB = 18.0
+
+SYNTH_CLICK_RANGE_DB = 15.0
+SYNTH_DRIVE_RATIO = 3.0
+SYNTH_SWEEP_FRACTION = 0.5
+
+TILT_RANGE_DB = 12.0
+TILT_HZ = 1500.0
+TILT_Q = 0.707
+
+ROBIN_LEVEL_DB = 0.4
+ROBIN_TILT_DB = 1.0
+ROBIN_PHASE_STEP = 0.12  # radians of body phase (at ROBIN_REF_HZ) between successive robins
+ROBIN_REF_HZ = 60.0
+ROBIN_MAX_CORR = 0.99
+ALLPASS_Q = 0.707
+# the kick-synth numbers a robin moves, and by how much (a relative spread, or dB for the *_db ones)
+SYNTH_ROBIN_SPREAD: dict[str, float] = {"click_db": 1.5, "click_hz": 0.12, "click_tau": 0.1, "drive": 0.08,
+                                        "decay": 0.04, "sweep_tau": 0.04}
+MAX_LAYERS, MAX_ROBINS = 8, 4
+
+
+def check_counts(layers: int, robins: int) -> tuple[int, int]:
+    """(layers, robins) as ints within 1..MAX_LAYERS and 1..MAX_ROBINS, or ValueError saying which and the range."""
+    for name, v, hi in (("layers", layers, MAX_LAYERS), ("robins", robins, MAX_ROBINS)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or not 1 <= int(v) <= hi:
+            raise ValueError(f"{name} {v!r}: out of range; give a whole number 1..{hi}")
+    return int(layers), int(robins)
+
+
+def layer_positions(layers: int) -> np.ndarray:
+    """Each layer's position in (0, 1], softest first; the top layer at 1."""
+    layers, _ = check_counts(layers, 1)
+    return np.arange(1, layers + 1, dtype=np.float64) / layers
+
+
+def _check_position(p: float) -> float:
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"layer position {p!r}: outside 0..1 (1 is the top layer, the kick asked for)")
+    return p
+
+
+def layer_gain_db(position: float) -> float:
+    """A layer's level against the top layer, in dB (0 at the top, -LEVEL_RANGE_DB at position 0)."""
+    return -LEVEL_RANGE_DB * (1.0 - _check_position(position))
+
+
+def _synth_ranges() -> dict[str, tuple[float, float]]:
+    from kickmodel.families.kick_synth.synth import PARAMS
+
+    return {p.name: (p.lo, p.hi) for p in PARAMS}
+
+
+def _clamped(values: dict[str, float]) -> dict[str, float]:
+    ranges = _synth_ranges()
+    return {k: (min(max(float(v), ranges[k][0]), ranges[k][1]) if k in ranges else float(v))
+            for k, v in values.items()}
+
+
+def synth_layer(params: Mapping[str, float], position: float) -> dict[str, float]:
+    """The kick-synth numbers (by name, in their units: kickmodel.families.kick_synth.synth.describe) of the layer
+    at position, from the asked kick's numbers (the top layer): click_db, drive and sweep fall with the hit; every
+    other number (the end pitch, the decay...) is kept. Values stay within the synth's ranges."""
+    s = 1.0 - _check_position(position)
+    out = dict(params)
+    if "click_db" in out:
+        out["click_db"] = float(out["click_db"]) - SYNTH_CLICK_RANGE_DB * s
+    if "drive" in out:
+        out["drive"] = float(out["drive"]) / SYNTH_DRIVE_RATIO ** s
+    if "sweep" in out:
+        out["sweep"] = float(out["sweep"]) * (1.0 - (1.0 - SYNTH_SWEEP_FRACTION) * s)
+    return _clamped(out)
+
+
+def synth_robin(params: Mapping[str, float], robin: int, seed: int) -> dict[str, float]:
+    """Round robin `robin` of a kick-synth kick: robin 0 is params as given; the others move the numbers in
+    SYNTH_ROBIN_SPREAD by a seeded draw (dB for *_db, else relative), each robin its own draw."""
+    if robin == 0:
+        return dict(params)
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(robin)])
+    out = dict(params)
+    for name, spread in SYNTH_ROBIN_SPREAD.items():
+        if name in out:
+            d = rng.uniform(-1.0, 1.0) * spread
+            out[name] = float(out[name]) + d if name.endswith("_db") else float(out[name]) * (1.0 + d)
+    return _clamped(out)
+
+
+def _biquad(x: np.ndarray, fn) -> np.ndarray:
+    """x through a torchaudio biquad fn(tensor) -> tensor, in float64 with headroom (torchaudio clamps its output to
+    [-1, 1]); the input's dtype and level come back."""
+    x = np.asarray(x)
+    peak = float(np.max(np.abs(x))) if x.size else 0.0
+    if peak == 0.0 or not math.isfinite(peak):
+        return x.copy()
+    scale = 0.05 / peak
+    y = fn(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64) * scale)).numpy() / scale
+    return y.astype(x.dtype, copy=False)
+
+
+def high_shelf(x: np.ndarray, sample_rate: int, gain_db: float, hz: float = TILT_HZ, q: float = TILT_Q) -> np.ndarray:
+    """x through a 2nd-order high shelf of gain_db at hz (torchaudio's treble_biquad, SoX's design); 0 dB: x."""
+    if gain_db == 0.0:
+        return np.asarray(x).copy()
+    import torchaudio.functional as AF
+
+    return _biquad(x, lambda t: AF.treble_biquad(t, int(sample_rate), float(gain_db), float(hz), float(q)))
+
+
+def allpass(x: np.ndarray, sample_rate: int, hz: float, q: float = ALLPASS_Q) -> np.ndarray:
+    """x through a causal 2nd-order all-pass centred at hz: the magnitude spectrum unchanged, the phase turned."""
+    import torchaudio.functional as AF
+
+    return _biquad(x, lambda t: AF.allpass_biquad(t, int(sample_rate), float(hz), float(q)))
+
+
+def _gain(db: float) -> float:
+    return 10.0 ** (db / 20.0)
+
+
+def audio_layer(x: np.ndarray, sample_rate: int, position: float) -> np.ndarray:
+    """The layer at position made from a finished kick x (the top layer): a high shelf of -TILT_RANGE_DB * (1 - p)
+    at TILT_HZ, then the layer's gain (layer_gain_db). The top layer comes back as x."""
+    p = _check_position(position)
+    y = high_shelf(x, sample_rate, -TILT_RANGE_DB * (1.0 - p))
+    return (y * _gain(layer_gain_db(p))).astype(np.asarray(x).dtype, copy=False)
+
+
+def _phase_hz(theta: float) -> float:
+    """The all-pass centre that turns a ROBIN_REF_HZ body by about theta radians (its phase is about
+    2 (f / f0) / Q well below f0)."""
+    return 2.0 * ROBIN_REF_HZ / (ALLPASS_Q * theta)
+
+
+def audio_robin(x: np.ndarray, sample_rate: int, robin: int, seed: int, turn: float = 1.0) -> np.ndarray:
+    """Round robin `robin` of a finished kick x (robin 0: x itself): the body's phase turned by about
+    ROBIN_PHASE_STEP * robin * turn radians (seeded +-20 %) and a high shelf within +-ROBIN_TILT_DB, at x's peak
+    less a seeded 0..ROBIN_LEVEL_DB."""
+    if robin == 0:
+        return np.asarray(x).copy()
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(robin), 1])
+    theta = ROBIN_PHASE_STEP * robin * turn * rng.uniform(0.8, 1.2)
+    y = allpass(x, sample_rate, min(_phase_hz(theta), 0.45 * sample_rate))
+    y = high_shelf(y, sample_rate, rng.uniform(-ROBIN_TILT_DB, ROBIN_TILT_DB))
+    # a turned phase moves the peak (by up to a few dB): back to x's peak, then at most ROBIN_LEVEL_DB under it, so
+    # no robin clips where its layer's kick does not
+    peak_x, peak_y = float(np.max(np.abs(x))), float(np.max(np.abs(y)))
+    y = y * (peak_x / peak_y if peak_y > 0 else 1.0) * _gain(-rng.uniform(0.0, ROBIN_LEVEL_DB))
+    return y.astype(np.asarray(x).dtype, copy=False)
+
+
+def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Zero-lag correlation of two kicks over their common length (1.0: the same shape at any level)."""
+    n = min(len(a), len(b))
+    a, b = np.asarray(a[:n], dtype=np.float64), np.asarray(b[:n], dtype=np.float64)
+    den = math.sqrt(float(np.dot(a, a)) * float(np.dot(b, b)))
+    return float(np.dot(a, b) / den) if den > 0 else 1.0
+
+
+def distinct_robins(robins: Sequence[np.ndarray], sample_rate: int, seed: int,
+                    max_corr: float = ROBIN_MAX_CORR, tries: int = 6) -> list[np.ndarray]:
+    """robins (robin 0 first) with every one correlating under max_corr with each earlier one: a robin that does
+    not is turned further by audio_robin (its phase step grown by half each try, from the robin as given). Robins
+    already distinct come back unchanged. ValueError if a robin cannot be made distinct (a silent kick)."""
+    out: list[np.ndarray] = []
+    for r, x in enumerate(robins):
+        y = np.asarray(x)
+        turn = 1.0
+        for _ in range(tries + 1):
+            if all(correlation(y, z) < max_corr for z in out):
+                break
+            turn += 0.5
+            y = audio_robin(x, sample_rate, max(r, 1), seed, turn=turn)
+        else:
+            raise ValueError(f"robin {r}: still correlates at {max_corr} or more with an earlier robin after {tries} "
+                             "turns of its phase (is the kick silent?)")
+        out.append(y)
+    return out
