@@ -34,6 +34,12 @@ Three columns describe a set as a whole:
 - div/real: diversity against real, exactly as `kicktrain eval` measures it (trainer.evaluation.scoring.score):
   the mean pairwise distance of the set's clips in the "mfcc-stats" embedding standardised by the real
   held-out plus training clips, over the real held-out set's own mean pairwise distance.
+- 1-NN held-out / 1-NN train: the 1-NN two-sample test (Xu et al. 2018) in the same space, as `kicktrain eval`
+  gives it: a nearest-neighbour classifier's leave-one-out accuracy on balanced draws of the set and the real
+  held-out (training) kicks, mean [2.5..97.5 % over 50 draws]. 0.5: it cannot tell them apart; near 1: the set's
+  kicks cluster apart from real ones; under 0.5: they copy. The real rows show random halves of themselves
+  (the baseline a perfect model scores at that set size). The JSON adds gen_nn_gen: the share of the set's kicks
+  whose nearest neighbour is another of its kicks.
 - grid dB: the worst notch or peak at multiples of sample_rate / GRID_PERIOD (2756, 5512, 8269, 11025,
   13781 Hz at 44.1 kHz: where a stride-16 output upsampler leaves images, and where image rejection
   cuts them), up to GRID_MAX_HZ, against the neighbouring bands, in the set's long-term average
@@ -63,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.evaluation.distances import diversity, standardiser
+from trainer.evaluation.distances import diversity, real_halves_1nn, standardiser, two_sample_1nn
 from trainer.evaluation.measures import body_haze_db, tail_hiss_db
 from trainer.evaluation.sets import collect
 
@@ -188,17 +194,37 @@ def diversity_ratios(groups: dict[str, np.ndarray], real: np.ndarray, train: np.
                      embedding: str = "mfcc-stats") -> dict[str, float]:
     """{name: diversity / real diversity} in trainer.evaluate's standardised embedding space (the
     standardiser fitted on real plus train, as `kicktrain eval` does)."""
+    return {name: s["diversity_ratio"] for name, s in spread(groups, real, train, sr, embedding).items()}
+
+
+def spread(groups: dict[str, np.ndarray], real: np.ndarray, train: np.ndarray | None, sr: int,
+           embedding: str = "mfcc-stats") -> dict[str, dict]:
+    """{name: {diversity_ratio, nn1, nn1_train}} in trainer.evaluate's standardised embedding space: diversity over
+    the real held-out set's, and the 1-NN two-sample test (trainer.evaluation.distances.two_sample_1nn) against the
+    held-out and the training kicks, as `kicktrain eval` measures them; the real held-out row's nn1 is its random
+    halves' baseline, the training row's nn1_train its own halves'."""
     from trainer.embeddings import get_embedding
 
     emb = get_embedding(embedding)
     e_real = np.asarray(emb(real, sr), dtype=np.float64)
-    ref = e_real if train is None else np.concatenate([e_real, np.asarray(emb(train, sr), dtype=np.float64)])
+    e_train = None if train is None else np.asarray(emb(train, sr), dtype=np.float64)
+    ref = e_real if e_train is None else np.concatenate([e_real, e_train])
     mu, scale = standardiser(ref)
-    real_div = diversity((e_real - mu) / scale)
+    z_real = (e_real - mu) / scale
+    z_train = None if e_train is None else (e_train - mu) / scale
+    real_div = diversity(z_real)
     out = {}
     for name, clips in groups.items():
-        e = e_real if clips is real else np.asarray(emb(clips, sr), dtype=np.float64)
-        out[name] = diversity((e - mu) / scale) / real_div
+        if clips is real:
+            z = z_real
+        elif train is not None and clips is train:
+            z = z_train
+        else:
+            z = (np.asarray(emb(clips, sr), dtype=np.float64) - mu) / scale
+        out[name] = {"diversity_ratio": diversity(z) / real_div,
+                     "nn1": real_halves_1nn(z_real) if z is z_real else two_sample_1nn(z, z_real),
+                     "nn1_train": None if z_train is None else
+                     (real_halves_1nn(z_train) if z is z_train else two_sample_1nn(z, z_train))}
     return out
 
 
@@ -271,14 +297,15 @@ def main(argv: list[str] | None = None) -> int:
     train_row = {"real training": sets.train} if sets.train is not None and len(sets.train) else {}
     groups = {real_name: sets.real, **train_row, **{m.label: m.clips for m in sets.models}, "synth": sets.synth}
     rows = {name: summarise(measure(clips, sr)) for name, clips in groups.items()}
-    div = diversity_ratios(groups, sets.real, sets.train, sr)
+    spreads = spread(groups, sets.real, sets.train, sr)
+    div = {name: s["diversity_ratio"] for name, s in spreads.items()}
     grid = {name: worst_grid_depth(clips, sr) for name, clips in groups.items()}
 
     cols = ["start_pct", "step_share", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "tail_hiss_db",
             "end_jump_db", "body_hf_db"]
     width = max(14, *(len(k) for k in groups))
     print(f"{'set':<{width}} {'n':>3}  " + "  ".join(f"{c:>18}" for c in cols)
-          + f"  {'div/real':>8}  {'grid dB @ Hz':>16}")
+          + f"  {'div/real':>8}  {'1-NN held-out':>18}  {'1-NN train':>18}  {'grid dB @ Hz':>16}")
     for name, r in rows.items():
         cells = []
         for c in cols:
@@ -287,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
                          f"{v['median']:>7.1f} [{v['q25']:.0f}..{v['q75']:.0f}]".rjust(18))
         g = grid[name]
         cells.append(f"{div[name]:>8.2f}")
+        for key in ("nn1", "nn1_train"):
+            t = spreads[name][key]
+            cells.append((f"{t['accuracy']:.2f} [{t['lo']:.2f}..{t['hi']:.2f}]" if t else "-").rjust(18))
         cells.append((f"{g['depth_db']:+.1f} @ {g['hz']:.0f}" if g["hz"] is not None else "-").rjust(16))
         print(f"{name:<{width}} {len(groups[name]):>3}  " + "  ".join(cells))
     print("95 % bootstrap intervals (resampling each set's clips): pitch_drop and step_share shares, body_hf_db and "
@@ -306,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         "real_files": [Path(p).name for p in sets.real_sources],
         "grid": {"period": GRID_PERIOD, "max_hz": GRID_MAX_HZ, "centre_hz": GRID_CENTRE_HZ,
                  "side_hz": list(GRID_SIDE_HZ), "floor_db": GRID_FLOOR_DB, "welch_n": WELCH_N},
-        "sets": {name: {"n": len(groups[name]), **r, "diversity_ratio": div[name], "grid": grid[name]}
+        "sets": {name: {"n": len(groups[name]), **r, **spreads[name], "grid": grid[name]}
                  for name, r in rows.items()},
     }
     from bench.common import user_results

@@ -182,3 +182,24 @@ def test_the_table_the_intervals_and_the_json_carry_the_start(monkeypatch, tmp_p
     assert report["sets"]["m @ 10"]["step_share"] == {"share": 1.0, "ci_lo": 1.0, "ci_hi": 1.0}
     assert report["sets"]["real held-out"]["step_share"]["share"] == 0.0
     assert report["sets"]["m @ 10"]["start_pct"]["median"] == pytest.approx(40.0, rel=1e-5)
+
+
+def test_spread_gives_the_1nn_test_beside_diversity():
+    """sound_check's 1-NN columns: a set drawn like the real kicks sits near 0.5, a narrow cluster near 1 with
+    almost every kick's nearest neighbour its own; the real rows are their halves' baseline."""
+    rng = np.random.default_rng(3)
+    real, train = rng.normal(size=(40, 24)), rng.normal(size=(60, 24))
+    alike, narrow = rng.normal(size=(120, 24)), 0.05 * rng.normal(size=(120, 24)) + rng.normal(size=24)
+    fake_emb = {id(a): a for a in (real, train, alike, narrow)}
+    import trainer.embeddings as E
+
+    orig = E.get_embedding
+    E.get_embedding = lambda name: (lambda clips, sr: fake_emb[id(clips)])
+    try:
+        out = SC.spread({"real": real, "train": train, "alike": alike, "narrow": narrow}, real, train, SR)
+    finally:
+        E.get_embedding = orig
+    assert out["real"]["nn1"]["n_per_set"] == 20 and out["train"]["nn1_train"]["n_per_set"] == 30  # halves
+    assert out["alike"]["nn1"]["lo"] < 0.5 < out["alike"]["nn1"]["hi"]
+    assert out["narrow"]["nn1"]["accuracy"] > 0.9 and out["narrow"]["nn1_train"]["gen_nn_gen"] > 0.95
+    assert out["narrow"]["diversity_ratio"] < 0.2 < out["alike"]["diversity_ratio"]

@@ -218,6 +218,12 @@ def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
             assert r["seconds_per_kick"] > 0 and r["n"] == 6 and "kid_at_most_tenth_of_synth" in r["targets"]
             assert 0 < r["latency_s"] and r["family"] == "waveform_diffusion"
     assert report["rows"][0]["haze_vs_real_db"] == 0.0
+    for r in report["rows"]:  # the 1-NN two-sample test: held-out (the real row: its halves) and training
+        for key in ("nn1", "nn1_train"):
+            t = r[key]
+            assert 0.0 <= t["lo"] <= t["accuracy"] <= t["hi"] <= 1.0 and t["draws"] >= 1, (r["name"], key, t)
+        assert (r["nn1"]["gen_nn_gen"] is None) == (r["kind"] == "real")
+    assert report["rows"][0]["nn1"]["n_per_set"] == 3  # halves of 6 held-out kicks
     for name in ("spectrograms.png", "envelopes.png", "loss.png"):
         assert (out / name).read_bytes()[:8] == PNG_MAGIC, name
     assert sorted(report["pictures"]) == ["envelopes.png", "loss.png", "spectrograms.png"]
@@ -291,3 +297,26 @@ def test_kicktrain_eval_notes_real_files_the_model_learned_from(tmp_path, capsys
     assert main(["eval", str(tmp_path / "m" / "seen.safetensors"), "--real", str(tmp_path / "real"), "--out",
                  str(tmp_path / "eval"), "--n", "4", "--steps", "2", "--device", "cpu"]) == 0
     assert "note: 4 of the 6 real clips are files seen was trained on" in capsys.readouterr().err
+
+
+def test_one_nn_two_sample_test_tells_alike_clustered_and_copied_sets_apart():
+    """The 1-NN accuracy (Xu et al. 2018) is 0.5 for a set drawn like the real one, near 1 for a set that clusters
+    (every generated clip's nearest neighbour generated) and near 0 for copies; its interval spans its draws."""
+    from trainer.evaluation.distances import one_nn_accuracy, real_halves_1nn, two_sample_1nn
+
+    rng = np.random.default_rng(0)
+    real = rng.normal(size=(60, 8))
+    alike = two_sample_1nn(rng.normal(size=(240, 8)), real)
+    clustered = two_sample_1nn(0.3 * rng.normal(size=(240, 8)), real)
+    copies = two_sample_1nn(real + 1e-3 * rng.normal(size=real.shape), real)
+    halves = real_halves_1nn(real)
+    assert 0.4 < alike["accuracy"] < 0.6 and alike["lo"] < 0.5 < alike["hi"] and alike["draws"] == 50
+    assert clustered["accuracy"] > 0.75 and clustered["gen_nn_gen"] > 0.95 and clustered["lo"] > alike["hi"]
+    assert copies["accuracy"] == 0.0 and copies["draws"] == 1  # equal sizes: one balanced draw is the whole test
+    assert halves["lo"] < 0.5 < halves["hi"] and halves["n_per_set"] == 30
+    # leave one out: a clip is never its own neighbour (two identical sets would otherwise score 1)
+    assert one_nn_accuracy(real, real.copy())[0] == 0.0
+    same = np.zeros((2, 3))  # a tie counts for the other set: identical sets never look told apart
+    assert one_nn_accuracy(same, same.copy())[0] == 0.0
+    with pytest.raises(ValueError, match="same size"):
+        one_nn_accuracy(real, real[:5])

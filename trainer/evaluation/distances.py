@@ -121,3 +121,63 @@ def diversity(emb: np.ndarray) -> float:
         raise ValueError("diversity needs at least 2 clips")
     dist = _pairwise(e, e)
     return float(dist[np.triu_indices(len(e), 1)].mean())
+
+
+def one_nn_accuracy(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """The 1-NN two-sample test (Lopez-Paz and Oquab 2017; Xu et al. 2018, "1-NN accuracy") on two sets of equal size
+    [n, d]: pool them, label each clip by its set, classify each by its nearest other clip in the pool (leave one
+    out) and return (accuracy over both sets, accuracy on a's clips, on b's). 0.5: the sets cannot be told apart;
+    1: every clip's nearest neighbour is of its own set (b's clips cluster away from a's); below 0.5: each clip
+    sits nearer the other set (b copies a). Ties break towards the other set (the test's conservative side)."""
+    a, b = _two_d(a, "a"), _two_d(b, "b")
+    if len(a) != len(b) or len(a) < 2:
+        raise ValueError(f"the 1-NN test needs two sets of the same size, at least 2 each; got {len(a)} and {len(b)}")
+    pool = np.concatenate([a, b])
+    dist = _pairwise(pool, pool)
+    np.fill_diagonal(dist, np.inf)
+    n = len(a)
+    own = np.concatenate([np.zeros(n, bool), np.ones(n, bool)])  # True: b
+    nearest_own = np.where(own[:, None] == own[None, :], dist, np.inf).min(axis=1)
+    nearest_other = np.where(own[:, None] != own[None, :], dist, np.inf).min(axis=1)
+    right = nearest_own < nearest_other
+    return float(right.mean()), float(right[:n].mean()), float(right[n:].mean())
+
+
+def two_sample_1nn(gen: np.ndarray, real: np.ndarray, *, draws: int = 50, seed: int = 0) -> dict[str, float]:
+    """one_nn_accuracy of balanced draws: each draw takes as many clips of the larger set as the smaller has
+    (without replacement); mean accuracy, its 2.5..97.5 % interval over the draws, and the share of gen's clips whose
+    nearest neighbour is another gen clip (the clustering a generator's kicks show). Real halves: call it with two
+    halves of the real set (real_halves_1nn)."""
+    gen, real = _two_d(gen, "generated"), _two_d(real, "real")
+    n = min(len(gen), len(real))
+    if n < 2:
+        raise ValueError(f"the 1-NN test needs at least 2 clips in each set; got {len(gen)} and {len(real)}")
+    rng = np.random.default_rng(seed)
+    accs, gen_side = [], []
+    one_draw = len(gen) == len(real)
+    for _ in range(1 if one_draw else draws):
+        g = gen if len(gen) == n else gen[rng.choice(len(gen), n, replace=False)]
+        r = real if len(real) == n else real[rng.choice(len(real), n, replace=False)]
+        acc, _, on_gen = one_nn_accuracy(r, g)
+        accs.append(acc)
+        gen_side.append(on_gen)
+    v = np.asarray(accs)
+    return {"accuracy": float(v.mean()), "lo": float(np.percentile(v, 2.5)), "hi": float(np.percentile(v, 97.5)),
+            "gen_nn_gen": float(np.mean(gen_side)), "n_per_set": n, "draws": len(accs)}
+
+
+def real_halves_1nn(real: np.ndarray, *, draws: int = 50, seed: int = 0) -> dict[str, float]:
+    """The 1-NN test's baseline: random halves of the real set against each other (about 0.5 when the real kicks
+    are one population; its spread is what a perfect generator's figure varies by at this set size)."""
+    real = _two_d(real, "real")
+    h = len(real) // 2
+    if h < 2:
+        raise ValueError(f"the real halves' 1-NN baseline needs at least 4 real clips; got {len(real)}")
+    rng = np.random.default_rng(seed)
+    accs = []
+    for _ in range(draws):
+        p = rng.permutation(len(real))
+        accs.append(one_nn_accuracy(real[p[:h]], real[p[h:2 * h]])[0])
+    v = np.asarray(accs)
+    return {"accuracy": float(v.mean()), "lo": float(np.percentile(v, 2.5)), "hi": float(np.percentile(v, 97.5)),
+            "gen_nn_gen": None, "n_per_set": h, "draws": draws}

@@ -26,8 +26,8 @@ def _pm(v: float | None, sd: float | None) -> str:
     return "-" if v is None else f"{v:.3g} ±{sd or 0.0:.2g}"
 
 
-TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "nov/real", "ncc max", "copies", "div/real",
-                 "haze dB", "hiss dB", "s/kick", "train h", "train kicks/s", "train MB")
+TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "1-NN", "1-NN(train)", "gen nn gen", "nov/real",
+                 "ncc max", "copies", "div/real", "haze dB", "hiss dB", "s/kick", "train h", "train kicks/s", "train MB")
 
 
 def column_legend() -> dict[str, str]:
@@ -42,6 +42,9 @@ def column_legend() -> dict[str, str]:
         "FAD": "Frechet distance to the real held-out kicks' embeddings; lower is closer (± over splits)",
         "KID": "kernel distance to the real held-out kicks; unbiased, so it can be < 0; lower is closer",
         "KID(train)": "KID against the training kicks (with --train): steadier, but a copier scores well too",
+        "1-NN": "1-NN two-sample accuracy vs held-out [95 %]: 0.5 alike, 1 apart, <0.5 copies; real: halves",
+        "1-NN(train)": "the same against the training kicks (with --train; the real row: held-out vs training)",
+        "gen nn gen": "share of the set's kicks whose nearest neighbour is its own: ~0.5 as real, ~1 clustered",
         "nov/real": "median distance to the nearest training kick, over real kicks': ~0 copies, ~1 as new as real",
         "ncc max": "largest waveform cross-correlation with any training kick; 1 is a copy of one",
         "copies": f"kicks whose cross-correlation with a training kick is {COPY_NCC:g} or more",
@@ -64,6 +67,19 @@ def format_legend() -> str:
     return "\n".join(f"  {(c + ':'):<{width}} {legend[c]}" for c in TABLE_COLUMNS)
 
 
+def _nn(t: dict | None) -> str:
+    """A 1-NN test's accuracy with its interval, e.g. 0.70 [0.62..0.78]."""
+    if not t:
+        return "-"
+    return f"{t['accuracy']:.2f} [{t['lo']:.2f}..{t['hi']:.2f}]"
+
+
+def _gen_side(r: dict) -> float | None:
+    """The share of a set's kicks whose nearest neighbour is its own: against training when measured, else held-out."""
+    t = r.get("nn1_train") or r.get("nn1") or {}
+    return t.get("gen_nn_gen")
+
+
 def _family_short(name: str | None) -> str:
     """A family's name as the table's narrow column shows it (latent_diffusion -> latent, kick_synth -> kick-synth):
     from the name, so a new family needs no line here."""
@@ -81,7 +97,8 @@ def format_table(report: dict[str, Any]) -> str:
         hours = r.get("train_seconds")
         lines.append([r["name"], _family_short(r.get("family")) if r["kind"] == "model" else "-", str(r["n"]),
                       f"{r['fad']:.3g} ±{r['fad_std']:.2g}", f"{r['kid']:.3g} ±{r['kid_std']:.2g}",
-                      _pm(r["kid_train"], r["kid_train_std"]), _fmt(r["novelty_ratio"], ".2f"),
+                      _pm(r["kid_train"], r["kid_train_std"]), _nn(r.get("nn1")), _nn(r.get("nn1_train")),
+                      _fmt(_gen_side(r), ".2f"), _fmt(r["novelty_ratio"], ".2f"),
                       _fmt(r["ncc_max"], ".3f"), _fmt(r["copies"], "d"), _fmt(r["diversity_ratio"], ".2f"),
                       _fmt(r.get("haze_vs_real_db"), "+.1f"), _fmt(r["tail_hiss_db"], ".1f"),
                       _fmt(r.get("latency_s"), ".3f"), _fmt(hours / 3600 if hours else None, ".2f"),

@@ -18,7 +18,16 @@ import numpy as np
 import torch
 
 from ..xcorr import max_xcorr
-from .distances import STD_FLOOR_REL, diversity, frechet_distance, mmd2_unbiased, novelty, standardiser
+from .distances import (
+    STD_FLOOR_REL,
+    diversity,
+    frechet_distance,
+    mmd2_unbiased,
+    novelty,
+    real_halves_1nn,
+    standardiser,
+    two_sample_1nn,
+)
 from .measures import body_haze_db, end_level_db, tail_hiss_db
 from .sets import EvalSets, Log, log_stderr
 
@@ -115,6 +124,10 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
         else:
             row.update({k: None for k in ("fad_train", "fad_train_std", "kid_train", "kid_train_std", "novelty",
                                           "novelty_ratio", "ncc_median", "ncc_max", "copies")})
+        # the 1-NN two-sample test against the held-out kicks (the real row: random halves of them, its baseline)
+        # and against the training kicks (the real row: held-out against training)
+        row["nn1"] = real_halves_1nn(z_real, seed=seed) if kind == "real" else two_sample_1nn(zs, z_real, seed=seed)
+        row["nn1_train"] = two_sample_1nn(zs, z_train, seed=seed) if z_train is not None else None
         div = diversity(zs)
         haze = _median(body_haze_db(clips, sr))
         row.update({"diversity": div, "diversity_ratio": div / real_div if real_div > 0 else None,
