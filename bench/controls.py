@@ -75,7 +75,7 @@ def sweep(gen, control: str, values: Sequence[float], n: int, seed: int) -> np.n
     from kickmodel.generator import Item
 
     items = [Item(seed=seed + i, controls={control: float(v)}) for v in values for i in range(n)]
-    clips = np.concatenate([gen.render(items[s:s + BATCH]) for s in range(0, len(items), BATCH)])
+    clips = np.concatenate([gen.generate(items[s:s + BATCH], gen.settings()) for s in range(0, len(items), BATCH)])
     raw = measure(torch.from_numpy(np.ascontiguousarray(clips)), gen.sample_rate).numpy()
     return raw.reshape(len(values), n, raw.shape[1])
 

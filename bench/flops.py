@@ -58,7 +58,7 @@ def _render(gen, batch: int, steps):
     from kickmodel.generator import Item
 
     items = [Item(seed=i) for i in range(batch)]
-    return lambda: gen.render(items, steps=steps)
+    return lambda: gen.generate(items, gen.settings(steps))
 
 
 def _median_time(fn, reps: int, device) -> float:

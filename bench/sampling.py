@@ -34,7 +34,7 @@ def time_render(gen, batch: int, steps: int | None, sampler: str | None, reps: i
         if gen.device.type == "cuda":
             torch.cuda.synchronize(gen.device)
         t0 = time.perf_counter()
-        gen.render(items, steps=steps, sampler=sampler)
+        gen.generate(items, gen.settings(steps, sampler))
         if gen.device.type == "cuda":
             torch.cuda.synchronize(gen.device)
         out.append(time.perf_counter() - t0)
@@ -44,7 +44,7 @@ def time_render(gen, batch: int, steps: int | None, sampler: str | None, reps: i
 def measure_model(gen, label: str, steps_list, batches, reps: int) -> list[dict]:
     from kickmodel.generator import Item
 
-    gen.render([Item(seed=0)], steps=1 if gen.samplers else None)  # warm-up: allocations, lazy imports
+    gen.generate([Item(seed=0)], gen.settings(1 if gen.samplers else None))  # warm-up: allocations, lazy imports
     clip_s = gen.length / gen.sample_rate
     rows = []
     for sampler in gen.samplers or (None,):

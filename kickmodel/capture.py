@@ -42,7 +42,7 @@ import torch
 MODES = ("auto", "off", "compile", "graphs")
 TORCH_MODE = {"compile": "default", "graphs": "reduce-overhead"}  # the torch.compile mode of each capture mode
 GRAPHS_NEED_CUDA = "CUDA graphs need a CUDA device"
-EAGER_ATTR = "_capture_eager"  # on a captured generator: its eager modules by attribute name (release() puts them back)
+EAGER_ATTR = "_capture_eager"  # on a captured generator: {name: (owner, eager module)} (release() puts them back)
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,8 @@ def release(gen: Any = None) -> None:
     modules put back (when capture() wrapped them), torch's compile caches and CUDA graph trees reset, the garbage
     collected and, on CUDA, the allocator's cached blocks returned. Never raises for a reset that fails."""
     eager = vars(gen).pop(EAGER_ATTR, None) if gen is not None else None
-    for name, module in (eager or {}).items():
-        setattr(gen, name, module)
+    for name, (owner, module) in (eager or {}).items():
+        setattr(owner, name, module)
     try:
         torch._dynamo.reset()
     except Exception:  # noqa: BLE001, S110 - a failed reset leaves caches behind, never a model that cannot serve
@@ -156,6 +156,15 @@ def _wrap(module: torch.nn.Module, mode: str) -> torch.nn.Module:
     return GraphStep(compiled) if mode == "graphs" else compiled
 
 
+def _modules_of(gen: Any) -> dict[str, tuple[Any, torch.nn.Module]]:
+    """{name: (owner, module)}: the generator's modules and its codec's (kickmodel.codecs), by attribute name."""
+    out = {}
+    for owner in (gen, getattr(gen, "codec", None)):
+        if owner is not None:
+            out.update({k: (owner, v) for k, v in vars(owner).items() if isinstance(v, torch.nn.Module)})
+    return out
+
+
 def _warm_items(gen: Any, b: int, controls: bool) -> list:
     from .generator import Item
 
@@ -169,7 +178,7 @@ def capture(gen: Any, mode: str, log: logging.Logger | None = None, *, batches: 
     Never raises for a capture that fails (it falls back to eager and says so), except ValueError for an unknown
     mode and kickmodel.generator.Cancelled when cancel() says stop during the warm-up (the modules are then eager
     again)."""
-    from .generator import CONTROLS, Cancelled
+    from .generator import CONTROLS, Cancelled, cancel_hook
 
     used = resolve_mode(mode, gen.device)
     if used == "off":
@@ -177,27 +186,28 @@ def capture(gen: Any, mode: str, log: logging.Logger | None = None, *, batches: 
     if used == "graphs" and torch.device(gen.device).type != "cuda":
         return CaptureReport(mode, "off", error=f"{GRAPHS_NEED_CUDA}; the model is on {gen.device}")
     sizes = tuple(dict.fromkeys(max(1, int(b)) for b in batches)) or (1,)
-    eager = {k: v for k, v in vars(gen).items() if isinstance(v, torch.nn.Module)}
+    eager = _modules_of(gen)
     t0 = time.perf_counter()
     try:
-        for name, module in eager.items():
-            setattr(gen, name, _wrap(module, used))
-        steps = gen.default_steps if gen.samplers else None
+        for name, (owner, module) in eager.items():
+            setattr(owner, name, _wrap(module, used))
+        settings = gen.settings()  # the model's own
+        hook = cancel_hook(cancel)
         guided = CONTROLS in gen.capabilities and bool(getattr(gen, "controls", ()))
         for b in sizes:
             for with_controls in (False, False, True) if guided else (False, False):
                 t1 = time.perf_counter()
-                gen.render(_warm_items(gen, b, with_controls), steps=steps, cancel=cancel)
+                gen.generate(_warm_items(gen, b, with_controls), settings, hook=hook)
                 if log is not None:
                     log.debug("capture %s: batch %d%s rendered in %.2f s", used, b,
                               " with controls" if with_controls else "", time.perf_counter() - t1)
     except Cancelled:
-        for name, module in eager.items():
-            setattr(gen, name, module)
+        for name, (owner, module) in eager.items():
+            setattr(owner, name, module)
         raise
     except Exception as e:  # noqa: BLE001 - any failure to capture means eager, said once by the caller
-        for name, module in eager.items():
-            setattr(gen, name, module)
+        for name, (owner, module) in eager.items():
+            setattr(owner, name, module)
         if log is not None:
             log.debug("capture %s failed", used, exc_info=True)
         return CaptureReport(mode, "off", time.perf_counter() - t0, _first_line(e), (), sizes)

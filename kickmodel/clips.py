@@ -7,21 +7,18 @@ end) prepare clips with these same functions, so a kick means the same thing to 
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-import torch
-import torchaudio.functional as AF
 
+from . import dsp
 from .config import DataConfig
+from .dsp import CLIP_HIGHPASS_HZ, fall, resample
 
 PRE_ONSET_MS = 0.5  # kept before the detected onset so the attack's first rise is not cut
 END_FADE_MS = 2.0  # fade at the natural end of a clip shorter than cfg.length
 SILENCE_DB = -80.0  # a file whose peak is below this (dBFS) is "silent"
-HIGHPASS_HZ = 10.0  # gentle DC / rumble removal after mean subtraction
 
 # What a file may cost before any work starts (training files and the daemon's variation sources alike;
 # kickserver/sources.py checks the same from the header). A kick is short: a longer file is refused, not
@@ -32,8 +29,6 @@ MIN_RATE, MAX_RATE = 1000, 384000  # sample rates a file may have (Hz); any rate
 # torchaudio's sinc resampler builds a kernel of new' x (orig' + 2 x width) values, orig'/new' the ratio
 # reduced by the rates' gcd: 147 x 174 from 48 kHz to 44.1 kHz, but 44100 x 9085 (1.6 GB) from 9071 Hz.
 # Ratios whose kernel is larger than this are approximated (resample_ratio); every common rate is exact.
-MAX_RESAMPLE_KERNEL = 1 << 20  # values: 4 MB of float32, about 20 MB while it is built
-_LOWPASS_WIDTH, _ROLLOFF = 6, 0.99  # torchaudio.functional.resample's defaults, which it is called with
 
 
 def _audio_extensions() -> frozenset[str]:
@@ -73,37 +68,6 @@ def check_header(frames: int, rate: int, channels: int) -> None:
         raise BadAudio(f"{channels} channels x {frames} frames; at most {MAX_SAMPLES} samples in all")
 
 
-def kernel_size(down: int, up: int) -> int:
-    """Values in torchaudio's sinc kernel for resampling by up/down (both already reduced)."""
-    width = math.ceil(_LOWPASS_WIDTH * down / (min(down, up) * _ROLLOFF))
-    return up * (down + 2 * width)
-
-
-def resample_ratio(sr: int, target: int) -> tuple[int, int]:
-    """(down, up): resampling sr to target is resampling by up/down. The exact ratio (reduced by the gcd)
-    when its kernel has at most MAX_RESAMPLE_KERNEL values, as it has for every common rate; else the
-    closest fraction whose kernel does (a 9071 Hz file to 44.1 kHz: 2003/412, 0.00007 % off, where the exact
-    44100/9071 would need 1.6 GB). Within MIN_RATE..MAX_RATE the pitch moves by under 0.1 % (2 cents; at worst
-    0.06 %, 1 cent, for a ratio near 1 such as 44071 Hz to 44.1 kHz), which no one hears in a kick."""
-    g = math.gcd(int(sr), int(target))
-    down, up = int(sr) // g, int(target) // g
-    limit = down
-    while kernel_size(down, up) > MAX_RESAMPLE_KERNEL and limit > 1:
-        limit = max(1, limit * 3 // 4)
-        f = Fraction(int(target), int(sr)).limit_denominator(limit)
-        down, up = f.denominator, f.numerator
-    return down, up
-
-
-def resample(x: np.ndarray, sr: int, target: int) -> np.ndarray:
-    """Mono float32 x at sr resampled to target (torchaudio's sinc resampler, its kernel bounded by
-    resample_ratio)."""
-    if sr == target:
-        return x
-    down, up = resample_ratio(sr, target)
-    return AF.resample(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)), down, up).numpy()
-
-
 def read_audio(path: Path) -> tuple[np.ndarray, int]:
     """(float32 [frames, channels], sample rate) of a sound file; BadAudio with the reason if unreadable or
     larger than check_header allows (judged from the header, before decoding)."""
@@ -133,10 +97,8 @@ def read_audio(path: Path) -> tuple[np.ndarray, int]:
 
 
 def _raised_cosine(n: int) -> np.ndarray:
-    """n samples going from 1 to exactly 0 (half a Hann window)."""
-    if n <= 1:
-        return np.zeros(max(n, 0), dtype=np.float32)
-    return (0.5 * (1.0 + np.cos(np.linspace(0.0, math.pi, n)))).astype(np.float32)
+    """n samples going from 1 to exactly 0 (half a Hann window), float32."""
+    return fall(n).astype(np.float32)
 
 
 def load_clip(path: Path, cfg: DataConfig) -> tuple[np.ndarray, float]:
@@ -188,7 +150,7 @@ def prepare_audio(data: np.ndarray, sr: int, cfg: DataConfig, *, highpass: bool 
         x[: onset - start] *= _raised_cosine(onset - start)[::-1]
     x = np.ascontiguousarray(x) * np.float32(0.5 / peak)  # headroom: torchaudio's biquads clamp to [-1, 1]
     if highpass:
-        x = AF.highpass_biquad(torch.from_numpy(x), cfg.sample_rate, HIGHPASS_HZ, Q=0.5).numpy()
+        x = dsp.highpass(x, cfg.sample_rate, CLIP_HIGHPASS_HZ, q=0.5)
 
     out = np.zeros(cfg.length, dtype=np.float32)
     if x.shape[0] > cfg.length:

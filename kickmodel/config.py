@@ -285,6 +285,15 @@ def parse_sections(data: dict[str, Any], family_name: str, family_sections: Mapp
     return cfg
 
 
+def without_keys(data: dict[str, Any], section: str, *keys: str) -> dict[str, Any]:
+    """A config table with keys since dropped from one section removed (a copy; data is kept): what a family's
+    `upgrade` does so that configs written before still parse strictly."""
+    table = data.get(section)
+    if isinstance(table, dict) and any(k in table for k in keys):
+        data = dict(data, **{section: {k: v for k, v in table.items() if k not in keys}})
+    return data
+
+
 def upgrade(data: Any) -> dict[str, Any]:
     """A config table of any readable version as the current version's (ConfigError if none)."""
     if not isinstance(data, dict):

@@ -47,7 +47,7 @@ class SamplingConfig:
     # sampling times t_i = (i / steps) ** time_power: < 1 spends more steps at high noise and ends with one
     # x0 estimate from moderate noise. Bundled model, 10 steps: KID 1.89 at 1.0, 1.40 at 0.35 (docs/model.md)
     time_power: float = 0.35
-    image_reject_db: float = 30.0  # waveform family: dip the output upsampler's images (0: off)
+
 
 
 def check_diffusion_config(d: DiffusionConfig, s: SamplingConfig) -> list[tuple[bool, str]]:

@@ -3,26 +3,31 @@
     gen = kickmodel.loading.load_generator(path, device)   # any family; refuses bad artifacts (ArtifactError)
     gen.controls                               # ("decay", "pitch", "click"): dials, each 0..1
     gen.samplers, gen.max_steps                # what it takes: () and 0 for a one-pass family
-    gen.render([Item(seed=7, controls={"decay": 0.8})], steps=10, sample_rate=48000, cancel=flag.is_set)
+    s = gen.settings(steps=10, sampler=None, policy=MODEL_DEFAULTS)   # resolved and checked, once per request
+    gen.generate([Item(seed=7, controls={"decay": 0.8})], s, sample_rate=48000, hook=cancel_hook(flag.is_set))
         -> [n, samples] float32: finished kicks (DC-free, high-passed, faded, peak -1 dBFS) at sample_rate
-    gen.render(items, variation=Variation(gen.prepare_source(audio, sr), strength=0.3))
-    gen.render(items, interpolation=Interpolation(Endpoint(seed=1), Endpoint(seed=2), ts=[0, 0.5, 1]))
+    gen.vary(gen.prepare_source(audio, sr), 0.3, items, s)        # VARIATION: variations of a file's kick
+    gen.morph(Endpoint(seed=1), Endpoint(seed=2), [0, 0.5, 1], items, s)   # INTERPOLATION: one kick per t
+    gen.from_map(0.3, 0.7, 0.2, items)         # kicks from the kit map's point: one latent per item,
+                                               # kit_map.near(x, y, spread, item.seed), decoded
+    gen.locate(gen.prepare_source(audio, sr))  # (x, y): where a file's kick lies on the map
     ENCODE in gen.capabilities                 # what it can do, declared by its class (never probed for):
                                                # then gen.encode(clips) -> latents (kicktrain map)
     gen.kit_map                                # its kit's map (kickmodel.kitmap.KitMap) or None, and then
                                                # gen.kit_map_missing says why
-    gen.render(items, near=Near(x=0.3, y=0.7, spread=0.2))   # kicks from the map's point: one latent per item,
-                                               # kit_map.near(x, y, spread, item.seed), decoded
-    gen.locate(gen.prepare_source(audio, sr))  # (x, y): where a file's kick lies on the map
 
-`render` is the daemon's whole contract. Families implement `sample` (new kicks) and `vary`
-(variations of a prepared source) returning raw audio at the model's own rate; GeneratorBase turns
-that into finished files and checks `cancel` between network calls (raising Cancelled).
+One small method per mode (audiocraft's `generate`, `generate_continuation`), each over one private core, `_finish`,
+that resamples and finishes the raw kicks (kickmodel.dsp.finish_kick). A mode a model cannot do is refused with a
+ValueError naming the model and what it can do. Settings are resolved and checked once (`settings`); the modes take
+the resolved value and never resolve again. Cancel and progress go through one `hook` callable, called between
+network passes with a dict ({"stage": "denoise", "i": 3}, k-diffusion's callback): it stops the render by raising
+(cancel_hook raises Cancelled when its cancel() says so). Families implement `_sample`, `_vary`, `_morph` (and,
+with ENCODE, `encode` / `decode_latents`) returning raw audio at the model's own rate, calling the hook they are
+given between network passes.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -30,14 +35,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from .artifact import Artifact, load_artifact
+from .artifact import Artifact
+from .dsp import SUBSONIC_HZ, finish_kick, resample  # the core every mode ends in (_finish)
 
 if TYPE_CHECKING:
     from .config import Config
     from .kitmap import KitMap
 
-HIGHPASS_HZ = 20.0  # subsonic filter: kick fundamentals sit at 40..100 Hz, below 20 Hz is drift and rumble
-OUTPUT_PEAK_DB = -1.0
+Hook = Callable[[dict[str, Any]], None]  # called between network passes with {"stage": ..., "i": ...}; may raise
 
 
 @dataclass
@@ -46,14 +51,6 @@ class Item:
 
     seed: int
     controls: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class Variation:
-    """Make variations of `source` (a clip prepared by `prepare_source`): 0 returns it, 1 is a fresh kick."""
-
-    source: np.ndarray
-    strength: float = 0.5
 
 
 @dataclass
@@ -66,26 +63,6 @@ class Endpoint:
     def __post_init__(self) -> None:
         if (self.seed is None) == (self.source is None):
             raise ValueError("an interpolation endpoint is a seed or a source clip")
-
-
-@dataclass
-class Interpolation:
-    """A morph from a to b: one kick per t in ts (0: a, 1: b) through the model's noise or latent space."""
-
-    a: Endpoint
-    b: Endpoint
-    ts: list[float] = field(default_factory=list)
-
-
-@dataclass
-class Near:
-    """Make kicks from a point of the model's kit map (kickmodel.kitmap): each item's kick is decoded from
-    gen.kit_map.near(x, y, spread, item.seed), the map's latent under (x, y) (0..1 each) plus that item's seeded noise
-    scaled by spread (0..1: 0 is the point itself, every seed alike; 1 moves as far as the kit's kicks spread)."""
-
-    x: float
-    y: float
-    spread: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -103,15 +80,40 @@ MODEL_DEFAULTS = StepPolicy()  # no server in between: the request's settings, e
 
 @dataclass(frozen=True)
 class Settings:
-    """How a kick is made, resolved once (GeneratorBase.settings): the worker's batch key, the render and the
-    WAV's tags all read this one object. (None, None) for a one-pass family, which takes neither."""
+    """How a kick is made, resolved and checked once (GeneratorBase.settings): the worker's batch key, the render and
+    the WAV's tags all read this one object. (None, None) for a one-pass family, which takes neither."""
 
     steps: int | None = None
     sampler: str | None = None
 
 
+class SettingsError(ValueError):
+    """Settings a model cannot make kicks with (steps out of range, an unknown sampler); `settings` holds what was
+    resolved, for a caller that refuses the request later (the daemon answers in the order requests were queued)."""
+
+    def __init__(self, reason: str, settings: Settings) -> None:
+        super().__init__(reason)
+        self.settings = settings
+
+
 class Cancelled(Exception):
-    """Raised between network calls when the caller's cancel() says stop."""
+    """Raised between network calls when the caller's cancel() says stop (cancel_hook)."""
+
+
+def cancel_hook(cancel: Callable[[], bool] | None) -> Hook | None:
+    """A render hook that raises Cancelled when cancel() says stop (None: no hook)."""
+    if cancel is None:
+        return None
+
+    def hook(info: dict[str, Any]) -> None:
+        if cancel():
+            raise Cancelled()
+
+    return hook
+
+
+def _no_hook(info: dict[str, Any]) -> None:
+    pass
 
 
 # What a generator can do, declared by its class in `capabilities` (GeneratorBase drops CONTROLS for a model
@@ -120,11 +122,11 @@ class Cancelled(Exception):
 CONTROLS = "controls"  # items' controls condition the kick (gen.controls is not empty)
 SAMPLERS = "samplers"  # several network passes: steps and sampler apply (gen.samplers, max_steps, defaults)
 GUIDANCE = "guidance"  # gen.guidance: the classifier-free guidance scale over the controls, may be set (Guided)
-VARIATION = "variation"  # render(..., variation=Variation(...)): variations of a prepared source
-INTERPOLATION = "interpolation"  # render(..., interpolation=...); gen.interpolation_samplers say which samplers
+VARIATION = "variation"  # gen.vary(source, strength, ...): variations of a prepared source
+INTERPOLATION = "interpolation"  # gen.morph(a, b, ts, ...); gen.interpolation_samplers say which samplers
 INVERT = "invert"  # gen.invert(source, steps): the noise the deterministic sampler turns into source (Inverts)
 # gen.encode(clips): prepared clips -> latents [n, gen.latent_dim] (Encodes; kicktrain map), and back:
-# gen.decode_latents(latents, items) -> raw kicks; a model with it may hold a kit map (gen.kit_map, render(near=...))
+# gen.decode_latents(latents, items) -> raw kicks; a model with it may hold a kit map (gen.kit_map, gen.from_map)
 ENCODE = "encode"
 # items' controls may also be given in units (descriptors.UNIT_CONTROLS: decay_s, pitch_hz, click_db), and each
 # kick then measures as asked (gen.unit_controls lists those the model takes)
@@ -159,10 +161,17 @@ class KickGenerator(Protocol):
     kit_map: KitMap | None  # its kit's map (kickmodel.kitmap) or None
     kit_map_missing: str  # why it has none ("" when it has one)
 
-    def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
-               variation: Variation | None = None, interpolation: Interpolation | None = None,
-               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None,
-               near: Near | None = None) -> np.ndarray: ...
+    def generate(self, items: Sequence[Item], settings: Settings, *, sample_rate: int | None = None,
+                 hook: Hook | None = None) -> np.ndarray: ...
+
+    def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], settings: Settings, *,
+             sample_rate: int | None = None, hook: Hook | None = None) -> np.ndarray: ...
+
+    def morph(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item], settings: Settings, *,
+              sample_rate: int | None = None, hook: Hook | None = None) -> np.ndarray: ...
+
+    def from_map(self, x: float, y: float, spread: float, items: Sequence[Item], *, sample_rate: int | None = None,
+                 hook: Hook | None = None) -> np.ndarray: ...
 
     def locate(self, clip: np.ndarray) -> tuple[float, float]: ...
 
@@ -179,16 +188,16 @@ class Encodes(Protocol):
 
     latent_dim: int
 
-    def encode(self, clips: np.ndarray) -> np.ndarray: ...
+    def encode(self, clips: np.ndarray, hook: Hook | None = None) -> np.ndarray: ...
 
-    def decode_latents(self, latents: np.ndarray, items: Sequence[Item]) -> np.ndarray: ...
+    def decode_latents(self, latents: np.ndarray, items: Sequence[Item], hook: Hook | None = None) -> np.ndarray: ...
 
 
 @runtime_checkable
 class Inverts(Protocol):
     """INVERT: a prepared clip [length] -> the unit noise its deterministic sampler turns (about) into it."""
 
-    def invert(self, source: np.ndarray, steps: int) -> torch.Tensor: ...
+    def invert(self, source: np.ndarray, steps: int, hook: Hook | None = None) -> torch.Tensor: ...
 
 
 @runtime_checkable
@@ -196,47 +205,6 @@ class Guided(Protocol):
     """GUIDANCE: the classifier-free guidance scale over the controls; set it between renders to change it."""
 
     guidance: float
-
-
-def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = OUTPUT_PEAK_DB, fade_ms: float = 20.0,
-                highpass_hz: float = HIGHPASS_HZ, fade_in_ms: float = 0.5) -> np.ndarray:
-    """Make a generated clip ready to drop into a DAW: finite, a fade_in_ms raised-cosine rise at the start (so the
-    first sample is 0, no step), a 2nd-order subsonic high-pass at highpass_hz (0: off; it also takes out DC), a
-    short raised-cosine fade at the end (so the last sample is 0, no click), peak at peak_db. Works on [L] or [n, L].
-
-    The high-pass is what a sample-pack editor does by hand: the bundled model's raw output carries a
-    slow drift below 20 Hz that sits as a floor about 65 dB under the peak through the whole tail (a
-    real kick's file decays to silence), and stacks into rumble when the kick repeats. The filter
-    takes that floor under -100 dB and leaves the body (-0.3 dB at 40 Hz).
-
-    The start (issue 23): no mean is subtracted. The filter has no gain at 0 Hz, so DC goes without it; with the
-    filter off (a variation at strength 0: a prepared clip, which starts from silence) subtracting it put -mean at
-    sample 0, a step of up to 11 % of the peak for the starter kit's files at 4096 samples, and a -mean floor under
-    the whole tail. The rise is the 0.5 ms one every training clip has before its onset (kickmodel.clips
-    PRE_ONSET_MS), 1/18 of a real kick's median attack (onset to peak: 9 ms): where a model's kick starts from
-    silence it changes nothing above 1 % of the peak; where one starts with a step (an untrained network's noise, a
-    waveform model's kick caught 0.5 ms into its rise, a source cut at its attack) it is what keeps that step out of
-    the file. A mel model's kick must not lean on it: Griffin-Lim builds the rise itself (mel_vae.inverter)."""
-    x = np.nan_to_num(np.asarray(audio, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    squeeze = x.ndim == 1
-    x = np.atleast_2d(x)
-    n_in = min(int(round(sample_rate * fade_in_ms / 1000)), x.shape[1])
-    if n_in > 0:  # before the filter: it then never sees a step, and makes none (its state starts at 0)
-        x[:, :n_in] *= 0.5 * (1 - np.cos(np.linspace(0, math.pi, n_in)))
-    if highpass_hz > 0 and x.shape[1] > 1:
-        import torchaudio.functional as AF
-
-        # torchaudio's biquads clamp to [-1, 1]: filter at peak 0.5 (the level is set again below)
-        scale = 2.0 * np.maximum(np.abs(x).max(axis=1, keepdims=True), 1e-12)
-        x = AF.highpass_biquad(torch.from_numpy(x / scale), sample_rate, highpass_hz).numpy() * scale
-    n_fade = max(1, int(sample_rate * fade_ms / 1000))
-    n_fade = min(n_fade, x.shape[1])
-    x[:, -n_fade:] *= 0.5 * (1 + np.cos(np.linspace(0, math.pi, n_fade)))
-    peak = np.abs(x).max(axis=1, keepdims=True)
-    target = 10 ** (peak_db / 20)
-    x = np.where(peak > 1e-9, x * (target / np.maximum(peak, 1e-12)), 0.0)
-    out = x.astype(np.float32)
-    return out[0] if squeeze else out
 
 
 def by_row(fn: Callable[..., torch.Tensor], *batched: torch.Tensor | None) -> torch.Tensor:
@@ -250,23 +218,13 @@ def by_row(fn: Callable[..., torch.Tensor], *batched: torch.Tensor | None) -> to
     return torch.cat([fn(*(None if b is None else b[i:i + 1] for b in batched)) for i in range(n)])
 
 
-def resample(audio: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
-    """[n, L] float32 from one rate to another (torchaudio's windowed sinc); unchanged when equal."""
-    if int(from_rate) == int(to_rate):
-        return audio
-    import torchaudio.functional as AF
-
-    return AF.resample(torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)), int(from_rate),
-                       int(to_rate)).numpy()
-
-
 class GeneratorBase:
-    """What every family's generator shares: controls, settings checks, cancel, finishing, sources.
+    """What every family's generator shares: controls, settings, the modes over one finishing core, sources.
 
     A subclass sets `family`, `capabilities`, `samplers`, `max_steps`, `default_steps`, `default_sampler`
-    and implements `sample(items, steps, sampler)` and `vary(source, strength, items, steps, sampler)`
-    returning raw [n, length] audio at self.sample_rate, calling `self.check_cancel()` between
-    network calls."""
+    and implements `_sample(items, settings, hook)` (and, as its capabilities say, `_vary(source, strength, items,
+    settings, hook)`, `_morph(a, b, ts, items, settings, hook)`, `encode`, `decode_latents`) returning raw
+    [n, length] audio at self.sample_rate, calling `hook` between network passes."""
 
     family = ""
     capabilities: frozenset[str] = frozenset()  # what its code can do (CAPABILITIES); see the names' comments
@@ -286,7 +244,6 @@ class GeneratorBase:
         self.controls = tuple(cfg.controls)
         self.control_quantiles = artifact.control_quantiles
         self.device = device
-        self._cancel: Callable[[], bool] | None = None
         if not self.controls:  # a model trained without controls takes none, whatever its family can
             self.capabilities = self.capabilities - {CONTROLS, UNITS}
         from .descriptors import UNIT_CONTROLS
@@ -309,16 +266,14 @@ class GeneratorBase:
             raise TypeError(f"{cls.__name__}.capabilities: unknown {', '.join(unknown)} "
                             f"(known: {', '.join(sorted(CAPABILITIES))})")
 
-    # ----------------------------------------------------------- for subclasses
-    def check_cancel(self) -> None:
-        if self._cancel is not None and self._cancel():
-            raise Cancelled()
-
+    # ----------------------------------------------------------- settings, resolved and checked once
     def settings(self, steps: int | None = None, sampler: str | None = None,
                  policy: StepPolicy = MODEL_DEFAULTS) -> Settings:
-        """The settings a kick is made with: the request's steps, else the server's default, else the model's;
-        capped at the server's cap; the request's sampler, else the model's. Not checked here (render checks:
-        an unknown sampler is the request's error, reported when it runs)."""
+        """The settings a kick is made with, resolved and checked: the request's steps, else the server's default,
+        else the model's; capped at the server's cap; the request's sampler, else the model's. ValueError when the
+        steps are out of 1..max_steps or the sampler unknown (SettingsError, holding what was resolved). Settings()
+        for a one-pass family, which ignores both (a client may send them to any model). The modes take what this
+        returns and never resolve again."""
         if not self.samplers:
             return Settings()
         if steps is None:
@@ -326,20 +281,13 @@ class GeneratorBase:
         steps = int(steps)
         if policy.cap:
             steps = min(steps, int(policy.cap))
-        return Settings(steps, sampler if sampler is not None else self.default_sampler)
-
-    def check_settings(self, steps: int | None, sampler: str | None) -> tuple[int | None, str | None]:
-        """(steps, sampler) with defaults filled in and checked; (None, None) for a one-pass family,
-        which ignores both (a client may send them to any model)."""
-        if not self.samplers:
-            return None, None
-        steps = self.default_steps if steps is None else int(steps)
-        sampler = self.default_sampler if sampler is None else sampler
+        resolved = Settings(steps, sampler if sampler is not None else self.default_sampler)
         if not 1 <= steps <= self.max_steps:
-            raise ValueError(f"steps must be within 1..{self.max_steps}, got {steps}")
-        if sampler not in self.samplers:
-            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(self.samplers)}")
-        return steps, sampler
+            raise SettingsError(f"steps must be within 1..{self.max_steps}, got {steps}", resolved)
+        if resolved.sampler not in self.samplers:
+            raise SettingsError(f"unknown sampler {resolved.sampler!r}; choose one of {', '.join(self.samplers)}",
+                                resolved)
+        return resolved
 
     def conditioning(self, items: Sequence[Item]) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """(values, presence mask) [n, controls] on the device, or (None, None) for a model without controls."""
@@ -394,16 +342,18 @@ class GeneratorBase:
             out[dial] = float(to_dial(torch.tensor([[v]], dtype=torch.float64), [self.control_quantiles[j]])[0, 0])
         return out
 
-    def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:
+    # ----------------------------------------------------------- for subclasses: raw kicks at the model's rate
+    def _sample(self, items: Sequence[Item], settings: Settings, hook: Hook) -> np.ndarray:
         raise NotImplementedError
 
-    def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
-             sampler: str | None = None) -> np.ndarray:
+    def _vary(self, source: np.ndarray, strength: float, items: Sequence[Item], settings: Settings,
+              hook: Hook) -> np.ndarray:
+        """Variations of a prepared source at 0 < strength <= 1 (strength 0 never reaches a family: `vary`)."""
         raise NotImplementedError
 
-    def interpolate(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item],
-                    steps: int | None = None, sampler: str | None = None) -> np.ndarray:
-        raise NotImplementedError(f"model family {self.family} cannot interpolate")
+    def _morph(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item], settings: Settings,
+               hook: Hook) -> np.ndarray:
+        raise NotImplementedError
 
     def _source_tensor(self, source: np.ndarray, n: int) -> torch.Tensor:
         src = torch.as_tensor(np.asarray(source, dtype=np.float32)).reshape(1, -1)
@@ -429,20 +379,6 @@ class GeneratorBase:
         clip, _ = prepare_audio(audio, sample_rate, cfg, highpass=False)
         return clip
 
-    def map_latents(self, near: Near, items: Sequence[Item]) -> np.ndarray:
-        """The latents [n, latent_dim] a Near asks for, one per item (its seed); ValueError when this model has no map
-        or an item gives a control a kick from the map cannot take (a dial: the latent is decoded as it is; a control
-        in units is set on the decoded kick by a family that sets units, kick-synth)."""
-        if self.kit_map is None:
-            raise ValueError(f"no kit map: {self.kit_map_missing}")
-        for it in items:
-            dials = sorted(set(it.controls) - set(self.unit_controls))
-            if dials:
-                units = f" (it takes {', '.join(self.unit_controls)} in units)" if self.unit_controls else ""
-                raise ValueError(f"a kick from the map is decoded from the map's latent: control(s) "
-                                 f"{', '.join(dials)} do not apply{units}; leave them out")
-        return np.stack([self.kit_map.near(near.x, near.y, near.spread, it.seed) for it in items])
-
     def locate(self, clip: np.ndarray) -> tuple[float, float]:
         """(x, y) on the kit map of a prepared clip [length] (prepare_source): its encoding placed by
         KitMap.locate. ValueError when this model has no map."""
@@ -451,43 +387,69 @@ class GeneratorBase:
         src = np.asarray(self._source_tensor(clip, 1).cpu().numpy(), dtype=np.float32)
         return self.kit_map.locate(self.encode(src)[0])  # type: ignore[attr-defined]  # ENCODE: a map needs it
 
-    def render(self, items: Sequence[Item], *, steps: int | None = None, sampler: str | None = None,
-               variation: Variation | None = None, interpolation: Interpolation | None = None,
-               sample_rate: int | None = None, cancel: Callable[[], bool] | None = None,
-               near: Near | None = None) -> np.ndarray:
-        """Finished kicks [n, samples] at sample_rate (default: the model's), one per item (for an
-        interpolation, one per t: items give each kick's controls; for a Near, each item's seed is its kick's
-        noise around the map's point)."""
-        steps, sampler = self.check_settings(steps, sampler)
-        highpass_hz = HIGHPASS_HZ
-        self._cancel = cancel
-        try:
-            if sum(x is not None for x in (near, variation, interpolation)) > 1:
-                raise ValueError("a kick is made from a map point, a variation or an interpolation, not several")
-            if near is not None:
-                z = self.map_latents(near, items)  # refuses first where there is no map (nor decode_latents)
-                raw = self.decode_latents(z, items)  # type: ignore[attr-defined]
-            elif interpolation is not None:
-                ts = [float(t) for t in interpolation.ts]
-                if len(ts) != len(items) or not all(0.0 <= t <= 1.0 for t in ts):
-                    raise ValueError("an interpolation needs one t within 0..1 per kick")
-                raw = self.interpolate(interpolation.a, interpolation.b, ts, items, steps=steps, sampler=sampler)
-            elif variation is not None:
-                strength = float(variation.strength)
-                if not 0.0 <= strength <= 1.0:
-                    raise ValueError(f"strength must be within 0..1, got {variation.strength}")
-                if strength == 0.0:
-                    # the source itself, not made again: levelled and faded as any kick but not filtered by the
-                    # subsonic filter a second time (a finished kick has had it; each pass turned its phase and
-                    # took its low end down)
-                    raw = self._source_tensor(variation.source, len(items)).float().cpu().numpy()
-                    highpass_hz = 0.0
-                else:
-                    raw = self.vary(variation.source, strength, items, steps=steps, sampler=sampler)
-            else:
-                raw = self.sample(items, steps=steps, sampler=sampler)
-        finally:
-            self._cancel = None
+    # ----------------------------------------------------------- the modes, one method each
+    def generate(self, items: Sequence[Item], settings: Settings, *, sample_rate: int | None = None,
+                 hook: Hook | None = None) -> np.ndarray:
+        """Fresh kicks [n, samples] at sample_rate (default: the model's), one per item (its seed and controls)."""
+        return self._finish(self._sample(items, settings, hook or _no_hook), sample_rate)
+
+    def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], settings: Settings, *,
+             sample_rate: int | None = None, hook: Hook | None = None) -> np.ndarray:
+        """Variations of a prepared clip (prepare_source), one per item (its seed is the noise drawn): strength 0
+        gives the source back, 1 a fresh kick. ValueError when the model makes none or strength is out of 0..1."""
+        self._needs(VARIATION, "make variations")
+        strength = float(strength)
+        if not 0.0 <= strength <= 1.0:
+            raise ValueError(f"strength must be within 0..1, got {strength:g}")
+        if strength == 0.0:
+            # the source itself, not made again: levelled and faded as any kick but not filtered by the subsonic
+            # filter a second time (a finished kick has had it; each pass turned its phase and took its low end down)
+            raw = self._source_tensor(source, len(items)).float().cpu().numpy()
+            return self._finish(raw, sample_rate, highpass_hz=0.0)
+        return self._finish(self._vary(source, strength, items, settings, hook or _no_hook), sample_rate)
+
+    def morph(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item], settings: Settings, *,
+              sample_rate: int | None = None, hook: Hook | None = None) -> np.ndarray:
+        """A morph from a to b (seeds or prepared clips): one kick per t in ts (0: a's kick, 1: b's), items giving each
+        kick's controls. ValueError when the model makes none, the ts do not match the items or leave 0..1, or the
+        sampler is not one a morph may use (gen.interpolation_samplers)."""
+        self._needs(INTERPOLATION, "morph")
+        ts = [float(t) for t in ts]
+        if len(ts) != len(items) or not all(0.0 <= t <= 1.0 for t in ts):
+            raise ValueError("an interpolation needs one t within 0..1 per kick")
+        if settings.sampler is not None and settings.sampler not in self.interpolation_samplers:
+            raise ValueError(f"interpolation needs a deterministic sampler "
+                             f"({' or '.join(self.interpolation_samplers)}), not {settings.sampler}")
+        return self._finish(self._morph(a, b, ts, items, settings, hook or _no_hook), sample_rate)
+
+    def from_map(self, x: float, y: float, spread: float, items: Sequence[Item], *, sample_rate: int | None = None,
+                 hook: Hook | None = None) -> np.ndarray:
+        """Kicks from a point of the model's kit map (kickmodel.kitmap): each item's kick is decoded from
+        kit_map.near(x, y, spread, item.seed), the map's latent under (x, y) (0..1 each) plus that item's seeded noise
+        scaled by spread (0..1: 0 is the point itself, every seed alike; 1 moves as far as the kit's kicks spread).
+        No steps, no sampler. ValueError when this model has no map or an item gives a control a kick from the map
+        cannot take (a dial: the latent is decoded as it is; a control in units is set on the decoded kick by a
+        family that sets units, kick-synth)."""
+        if self.kit_map is None:
+            raise ValueError(f"no kit map: {self.kit_map_missing}")
+        for it in items:
+            dials = sorted(set(it.controls) - set(self.unit_controls))
+            if dials:
+                units = f" (it takes {', '.join(self.unit_controls)} in units)" if self.unit_controls else ""
+                raise ValueError(f"a kick from the map is decoded from the map's latent: control(s) "
+                                 f"{', '.join(dials)} do not apply{units}; leave them out")
+        z = np.stack([self.kit_map.near(x, y, spread, it.seed) for it in items])
+        raw = self.decode_latents(z, items, hook or _no_hook)  # type: ignore[attr-defined]  # ENCODE: a map needs it
+        return self._finish(raw, sample_rate)
+
+    def _needs(self, capability: str, what: str) -> None:
+        if capability not in self.capabilities:
+            raise ValueError(f"model {self.name!r} (a {self.family} model) cannot {what}; what it can do: "
+                             f"{', '.join(sorted(self.capabilities)) or 'fresh kicks only'}")
+
+    def _finish(self, raw: np.ndarray, sample_rate: int | None, highpass_hz: float = SUBSONIC_HZ) -> np.ndarray:
+        """The core every mode ends in: raw kicks at the model's rate, resampled to sample_rate (default: the model's)
+        and finished (kickmodel.dsp.finish_kick)."""
         out_rate = int(sample_rate or self.sample_rate)
         return finish_kick(resample(np.asarray(raw, dtype=np.float32), self.sample_rate, out_rate), out_rate,
                            highpass_hz=highpass_hz)

@@ -4,7 +4,7 @@
     km.points, km.names, km.axes           # [N, 2] in 0..1, the kicks' names, each axis' correlation with
                                            # decay, pitch and click
     z = km.near(0.3, 0.7, spread=0.2, seed=5)   # a latent under that point (seeded noise scaled by spread)
-    gen.render(items, near=Near(0.3, 0.7, spread=0.2))   # kicks from there (kickmodel.generator)
+    gen.from_map(0.3, 0.7, 0.2, items)     # kicks from there (kickmodel.generator)
     km.locate(gen.encode(clip[None])[0])   # where a new kick lies on the map (gen.locate(clip) does both)
 
 The points are the layout `kicktrain map` draws and writes to map.csv (trainer/latent_map.py: t-SNE of the kicks'

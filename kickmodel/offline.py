@@ -30,8 +30,8 @@ def render_kicks(gen: Any, *, first_seed: int, n: int, controls: Mapping[str, fl
         raise ValueError("n and batch must be >= 1")
     for start in range(0, n, batch):
         seeds = list(range(first_seed + start, first_seed + min(n, start + batch)))
-        audio = gen.render([Item(seed=s, controls=dict(controls)) for s in seeds], steps=settings.steps,
-                           sampler=settings.sampler, sample_rate=sample_rate)
+        audio = gen.generate([Item(seed=s, controls=dict(controls)) for s in seeds], settings,
+                             sample_rate=sample_rate)
         for s, a in zip(seeds, audio):
             yield write(a, KickInfo(model=gen.name, seed=s, steps=settings.steps, sampler=settings.sampler,
                                     controls=dict(controls), software=software))

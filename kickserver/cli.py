@@ -362,7 +362,11 @@ def cmd_render(ns: argparse.Namespace) -> int:
     writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
     base = ns.seed if ns.seed is not None else random.randrange(0, SEED_LIMIT - ns.n)
     # render's --steps goes up to the generator's own limit (an offline run asks for what it wants), so no cap
-    chosen = gen.settings(getattr(ns, "steps", None), ns.sampler, StepPolicy(default=cfg.steps))
+    try:  # resolved and checked once: steps out of range or an unknown sampler end here
+        chosen = gen.settings(getattr(ns, "steps", None), ns.sampler, StepPolicy(default=cfg.steps))
+    except ValueError as e:
+        log.error("%s", e)
+        return 2
     t0 = time.perf_counter()
     kicks = render_kicks(gen, first_seed=base, n=ns.n, controls=controls, settings=chosen, write=writer.write,
                          sample_rate=cfg.sample_rate, batch=ns.batch, software=f"kickserver {__version__}")

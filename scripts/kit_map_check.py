@@ -19,7 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kickmodel.generator import Item, Near  # noqa: E402
+from kickmodel.generator import Item  # noqa: E402
 from kickmodel.loading import load_generator  # noqa: E402
 from trainer.embeddings import get_embedding  # noqa: E402
 from trainer.evaluation.distances import standardiser  # noqa: E402
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
         x, y = (float(v) for v in km.points[i])
         others = np.median(np.delete(np.linalg.norm(ek - ek[i], axis=1), i))
         for s in SPREADS:
-            kicks = gen.render([Item(seed=k) for k in range(1 if s == 0 else SEEDS)], near=Near(x, y, s))
+            kicks = gen.from_map(x, y, s, [Item(seed=k) for k in range(1 if s == 0 else SEEDS)])
             d = np.linalg.norm((emb(kicks, gen.sample_rate) - mu) / sd - ek[i], axis=1)
             curve[s].append(float(d.mean()))
             if s == 0:

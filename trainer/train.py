@@ -835,7 +835,8 @@ def write_samples(tr: Trainer, real: torch.Tensor, n: int = 4) -> list[Path]:
     folder = tr.run_dir / "samples"
     folder.mkdir(parents=True, exist_ok=True)
     sr, step = tr.cfg.data.sample_rate, tr.step
-    clips = tr.preview_generator().render([Item(seed=i) for i in range(n)])
+    gen = tr.preview_generator()
+    clips = gen.generate([Item(seed=i) for i in range(n)], gen.settings())
     paths = []
     for i, clip in enumerate(clips):
         p = folder / f"step-{step:08d}-{i}.wav"

@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from kickmodel.config import DataConfig
-    from kickmodel.generator import finish_kick
+    from kickmodel.dsp import finish_kick
     from trainer.evaluation.sets import load_folder
 
     def log(msg: str) -> None:

@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from kickmodel.descriptors import measure
-    from kickmodel.generator import Item, load_generator
+    from kickmodel.generator import Item
+    from kickmodel.loading import load_generator
 
     gen = load_generator(args.artifact, "cpu")
     rows = []
@@ -64,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         got = []
         for a in range(0, args.n, args.batch):
             items = [Item(seed=s, controls={name: want}) for s in range(a, min(a + args.batch, args.n))]
-            kicks = gen.render(items)
+            kicks = gen.generate(items, gen.settings())
             got.append(measure(torch.from_numpy(kicks), gen.sample_rate)[:, COLUMN[name]].numpy())
         err, tol = error(name, np.concatenate(got), want)
         inside = (np.abs(err) <= tol).astype(float)

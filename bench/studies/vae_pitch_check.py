@@ -20,7 +20,8 @@ import torch
 from bench.sound_check import measure
 from kickmodel.artifact import load_artifact
 from kickmodel.families.mel_vae.generator import build_parts
-from kickmodel.generator import Item, load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_artifact, load_generator
 from trainer.data import prepare
 
 KIT = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
@@ -64,7 +65,7 @@ def check_models(paths: list[str], dev: torch.device) -> dict:
     items = [Item(seed=1000 + i) for i in range(64)]
     for p in paths:
         g = load_generator(p, dev)
-        res[Path(p).stem] = summary(g.render(items), g.sample_rate) | {"step": g.artifact.step}
+        res[Path(p).stem] = summary(g.generate(items, g.settings()), g.sample_rate) | {"step": g.artifact.step}
         print(Path(p).stem, json.dumps(res[Path(p).stem]), flush=True)
     return res
 

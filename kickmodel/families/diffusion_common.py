@@ -26,7 +26,9 @@ from ..generator import (
     VARIATION,
     Endpoint,
     GeneratorBase,
+    Hook,
     Item,
+    Settings,
     by_row,
 )
 from .base import Objective
@@ -83,17 +85,20 @@ class DiffusionGenerator(GeneratorBase):
         self._clip = lim
 
     # ----------------------------------------------------------- the family's part
-    def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
+    def to_latent(self, audio: torch.Tensor, hook: Hook) -> torch.Tensor:
         """Clean audio [n, length] on the device -> the clean signal the denoiser works on (its units)."""
         raise NotImplementedError
 
-    def from_latent(self, z: torch.Tensor, items: Sequence[Item]) -> np.ndarray:
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item], hook: Hook) -> np.ndarray:
         """The denoiser's clean estimate -> raw audio [n, length] float32 at self.sample_rate; items: the kicks' own
-        (one per row), for a family whose kick reads more of them than the controls the denoiser saw."""
+        (one per row), for a family whose kick reads more of them than the controls the denoiser saw; hook: called
+        between its network passes."""
         raise NotImplementedError
 
     # ----------------------------------------------------------- shared
-    def _denoise_fn(self, cond: torch.Tensor | None, mask: torch.Tensor | None) -> Callable:
+    def _denoise_fn(self, cond: torch.Tensor | None, mask: torch.Tensor | None, hook: Hook) -> Callable:
+        """The denoiser as the samplers call it (guided over the controls when asked), telling `hook` before each
+        call ({"stage": "denoise", "i": calls so far})."""
         den = self.denoiser
         if self.row_by_row:
             batched = den
@@ -102,7 +107,11 @@ class DiffusionGenerator(GeneratorBase):
                     m: torch.Tensor | None = None) -> torch.Tensor:
                 return by_row(batched, x, t.expand(x.shape[0]) if t.ndim == 0 else t, c, m)
 
-        check = self.check_cancel
+        calls = iter(range(1 << 62))
+
+        def check() -> None:
+            hook({"stage": "denoise", "i": next(calls)})
+
         if cond is None or self.guidance == 1.0 or not bool(mask.any()):
             def plain(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
                 check()
@@ -137,35 +146,31 @@ class DiffusionGenerator(GeneratorBase):
         return t_start * self.schedule.timegrid(steps, 1.0) ** self.time_power
 
     @torch.inference_mode()
-    def sample(self, items: Sequence[Item], steps: int | None = None, sampler: str | None = None) -> np.ndarray:
+    def _sample(self, items: Sequence[Item], settings: Settings, hook: Hook) -> np.ndarray:
         """New kicks, one per item, [n, length] float32 at self.sample_rate (raw: see finish_kick)."""
-        steps, sampler = self.check_settings(steps, sampler)
+        steps, sampler = settings.steps, settings.sampler
         cond, mask = self.conditioning(items)
         x, gens = self.noise(items)
         ts = self.timegrid(steps, 1.0)
         x = x * float(self.schedule.alpha_sigma(ts[0])[1])
-        out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return self.from_latent(out, items)
+        out = run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, ts, self.schedule, generator=gens)
+        return self.from_latent(out, items, hook)
 
     @torch.inference_mode()
-    def vary(self, source: np.ndarray, strength: float, items: Sequence[Item], steps: int | None = None,
-             sampler: str | None = None) -> np.ndarray:
+    def _vary(self, source: np.ndarray, strength: float, items: Sequence[Item], settings: Settings,
+              hook: Hook) -> np.ndarray:
         """Variations of source ([length] at self.sample_rate) by SDEdit (Meng et al. 2022): noise its
-        clean signal to t = strength, then denoise. strength 0 returns the source; 1 is a fresh kick."""
-        steps, sampler = self.check_settings(steps, sampler)
-        if not 0.0 <= strength <= 1.0:
-            raise ValueError(f"strength must be within 0..1, got {strength}")
+        clean signal to t = strength (0 < strength <= 1), then denoise; 1 is a fresh kick."""
+        steps, sampler = settings.steps, settings.sampler
         src = self._source_tensor(source, len(items))
-        if strength == 0.0:
-            return src.float().cpu().numpy().copy()
         cond, mask = self.conditioning(items)
         noise, gens = self.noise(items)
         n_steps = max(1, math.ceil(steps * strength))
         ts = self.timegrid(n_steps, strength)
         a, s = self.schedule.alpha_sigma(ts[0])
-        x = float(a) * self.to_latent(src) + float(s) * noise
-        out = run_sampler(sampler, self._denoise_fn(cond, mask), x, ts, self.schedule, generator=gens)
-        return self.from_latent(out, items)
+        x = float(a) * self.to_latent(src, hook) + float(s) * noise
+        out = run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, ts, self.schedule, generator=gens)
+        return self.from_latent(out, items, hook)
 
 
     interpolation_samplers = ("dpmpp_2m", "ddim")  # deterministic: a morph's points lie on one smooth path
@@ -185,13 +190,14 @@ class DiffusionGenerator(GeneratorBase):
                 / math.sin(theta)).to(a.dtype)
 
     @torch.inference_mode()
-    def invert(self, source: np.ndarray, steps: int) -> torch.Tensor:
+    def invert(self, source: np.ndarray, steps: int, hook: Hook | None = None) -> torch.Tensor:
         """The unit noise that the deterministic sampler (DDIM) would turn into source: DDIM inversion,
         the sampling ODE run from t = 0 to 1 (Song et al. 2021). Approximate: the trip back is close, not
         exact."""
-        x = self.to_latent(self._source_tensor(source, 1))
+        hook = hook or (lambda info: None)
+        x = self.to_latent(self._source_tensor(source, 1), hook)
         ts = self.timegrid(steps, 1.0).flip(0)  # 0 -> 1
-        den = self._denoise_fn(None, None)
+        den = self._denoise_fn(None, None, hook)
         for i in range(len(ts) - 1):
             t, s = ts[i], ts[i + 1]
             a_t, s_t = self.schedule.alpha_sigma(t.clamp(min=1e-4))
@@ -201,27 +207,23 @@ class DiffusionGenerator(GeneratorBase):
             x = float(a_s) * x0 + float(s_s) * eps
         return x[0] / float(self.schedule.alpha_sigma(ts[-1])[1])
 
-    def _endpoint_noise(self, e: Endpoint, steps: int) -> torch.Tensor:
+    def _endpoint_noise(self, e: Endpoint, steps: int, hook: Hook) -> torch.Tensor:
         if e.seed is not None:
             return self.noise([Item(seed=e.seed)])[0][0]
-        return self.invert(e.source, steps).to(self.device)
+        return self.invert(e.source, steps, hook).to(self.device)
 
     @torch.inference_mode()
-    def interpolate(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item],
-                    steps: int | None = None, sampler: str | None = None) -> np.ndarray:
+    def _morph(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item], settings: Settings,
+               hook: Hook) -> np.ndarray:
         """Kicks along the great circle between a's and b's initial noise (a file's noise by DDIM
-        inversion), each sampled with a deterministic sampler: t = 0 is a's kick, 1 is b's."""
-        steps, sampler = self.check_settings(steps, sampler)
-        usable = self.interpolation_samplers
-        if sampler not in usable:
-            raise ValueError(f"interpolation needs a deterministic sampler ({' or '.join(usable)}), "
-                             f"not {sampler}")
-        na, nb = self._endpoint_noise(a, steps), self._endpoint_noise(b, steps)
+        inversion), each sampled with a deterministic sampler (morph checks it): t = 0 is a's kick, 1 is b's."""
+        steps, sampler = settings.steps, settings.sampler
+        na, nb = self._endpoint_noise(a, steps, hook), self._endpoint_noise(b, steps, hook)
         cond, mask = self.conditioning(items)
         grid = self.timegrid(steps, 1.0)
         x = torch.stack([self.slerp(na, nb, t) for t in ts]) * float(self.schedule.alpha_sigma(grid[0])[1])
-        out = run_sampler(sampler, self._denoise_fn(cond, mask), x, grid, self.schedule)
-        return self.from_latent(out, items)
+        out = run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, grid, self.schedule)
+        return self.from_latent(out, items, hook)
 
 
 class DiffusionObjective(Objective):

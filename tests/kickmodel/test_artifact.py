@@ -15,10 +15,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from kickmodel.artifact import ArtifactError, read_metadata
-from kickmodel.loading import load_artifact
 from kickmodel.families import preset
 from kickmodel.generator import Item
-from kickmodel.loading import load_generator
+from kickmodel.loading import load_artifact, load_generator
 
 
 def _rewrite(src: Path, dst: Path, *, tensors=None, meta=None) -> Path:
@@ -55,8 +54,9 @@ def test_format_1_artifacts_still_load_and_sound_the_same(tiny_artifact, tmp_pat
     v1 = _as_v1(tiny_artifact, tmp_path / "old.safetensors")
     art = load_artifact(v1)
     assert art.format_version == 1 and all(k.startswith("denoiser.") for k in art.tensors)
-    a = load_generator(v1, "cpu").render([Item(seed=5)], steps=3)
-    b = load_generator(tiny_artifact, "cpu").render([Item(seed=5)], steps=3)
+    old, new = load_generator(v1, "cpu"), load_generator(tiny_artifact, "cpu")
+    a = old.generate([Item(seed=5)], old.settings(3))
+    b = new.generate([Item(seed=5)], new.settings(3))
     assert np.array_equal(a, b)
 
 

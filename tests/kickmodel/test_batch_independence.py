@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from kickmodel.families import family_names
-from kickmodel.generator import Endpoint, Interpolation, Item, Variation
+from kickmodel.generator import Endpoint, Item
 
 LSB = 2.0 ** -23  # one step of a 24-bit file
 WAVEFORM_LSB = 8  # the waveform family's bound (2 measured)
@@ -37,11 +37,11 @@ def steps_of(gen) -> int | None:
 def test_a_seed_gives_the_same_kick_alone_and_in_any_batch(generators, which):
     gen = generators[which]
     controls = {gen.controls[0]: 0.3} if gen.controls else {}
-    alone = gen.render([Item(seed=5, controls=controls)], steps=steps_of(gen))[0]
+    alone = gen.generate([Item(seed=5, controls=controls)], gen.settings(steps_of(gen)))[0]
     for others, at in ((1, 0), (2, 2), (7, 4)):
         seeds = [100 + i for i in range(others)]
         seeds.insert(at, 5)
-        batch = gen.render([Item(seed=s, controls=controls) for s in seeds], steps=steps_of(gen))
+        batch = gen.generate([Item(seed=s, controls=controls) for s in seeds], gen.settings(steps_of(gen)))
         assert_same(gen, batch[at], alone)
 
 
@@ -50,17 +50,16 @@ def test_the_seed_ends_of_a_morph_are_the_kicks_their_seeds_make(generators, whi
     gen = generators[which]
     ts = [0.0, 0.25, 0.5, 0.75, 1.0]
     sampler = gen.interpolation_samplers[0] if gen.samplers else None
-    morph = gen.render([Item(seed=0)] * len(ts), steps=steps_of(gen), sampler=sampler,
-                       interpolation=Interpolation(Endpoint(seed=5), Endpoint(seed=9), ts))
+    morph = gen.morph(Endpoint(seed=5), Endpoint(seed=9), ts, [Item(seed=0)] * len(ts),
+                      gen.settings(steps_of(gen), sampler))
     for row, seed in ((0, 5), (-1, 9)):
-        assert_same(gen, morph[row], gen.render([Item(seed=seed)], steps=steps_of(gen), sampler=sampler)[0])
+        assert_same(gen, morph[row], gen.generate([Item(seed=seed)], gen.settings(steps_of(gen), sampler))[0])
 
 
 @pytest.mark.parametrize("which", CASES)
 def test_a_variation_is_the_same_alone_and_in_a_batch(generators, which):
     gen = generators[which]
-    source = gen.prepare_source(gen.render([Item(seed=2)], steps=steps_of(gen))[0], gen.sample_rate)
-    var = Variation(source, 0.4)
-    alone = gen.render([Item(seed=41)], steps=steps_of(gen), variation=var)[0]
-    batch = gen.render([Item(seed=s) for s in (40, 41, 42)], steps=steps_of(gen), variation=var)
+    source = gen.prepare_source(gen.generate([Item(seed=2)], gen.settings(steps_of(gen)))[0], gen.sample_rate)
+    alone = gen.vary(source, 0.4, [Item(seed=41)], gen.settings(steps_of(gen)))[0]
+    batch = gen.vary(source, 0.4, [Item(seed=s) for s in (40, 41, 42)], gen.settings(steps_of(gen)))
     assert_same(gen, batch[1], alone)

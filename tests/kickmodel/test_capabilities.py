@@ -22,11 +22,9 @@ from kickmodel.generator import (
     Endpoint,
     GeneratorBase,
     Guided,
-    Interpolation,
     Inverts,
     Item,
     KickGenerator,
-    Variation,
 )
 from kickmodel.loading import load_generator
 from trainer.cli import main as kicktrain
@@ -52,7 +50,9 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
     caps = gen.capabilities
     assert isinstance(caps, frozenset) and caps <= CAPABILITIES, caps
     members = [m for m in vars(KickGenerator) if not m.startswith("_")] + list(KickGenerator.__annotations__)
-    assert {"capabilities", "artifact", "config", "interpolation_samplers", "render", "settings"} <= set(members)
+    modes = {"generate", "vary", "morph", "from_map", "locate"}  # one method per mode, nothing else renders
+    assert {"capabilities", "artifact", "config", "interpolation_samplers", "settings"} | modes <= set(members)
+    assert "render" not in members
     missing = [m for m in members if not hasattr(gen, m)]  # the Protocol says what every generator exposes
     assert not missing, missing
     assert (CONTROLS in caps) == bool(gen.controls)
@@ -60,19 +60,20 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
     assert (ENCODE in caps) == isinstance(gen, Encodes)
     assert (INVERT in caps) == isinstance(gen, Inverts)
     assert (GUIDANCE in caps) == isinstance(gen, Guided)
-    assert (VARIATION in caps) == _overrides(gen, "vary")
-    assert (INTERPOLATION in caps) == _overrides(gen, "interpolate")
+    assert (VARIATION in caps) == _overrides(gen, "_vary")
+    assert (INTERPOLATION in caps) == _overrides(gen, "_morph")
     assert gen.describe()["capabilities"] == sorted(caps)
     steps = 2 if SAMPLERS in caps else None
     sampler = gen.interpolation_samplers[0] if gen.interpolation_samplers else None
-    kick = gen.render([Item(seed=1, controls={gen.controls[0]: 0.3} if CONTROLS in caps else {})], steps=steps)
+    kick = gen.generate([Item(seed=1, controls={gen.controls[0]: 0.3} if CONTROLS in caps else {})],
+                        gen.settings(steps))
     src = gen.prepare_source(kick[0], gen.sample_rate)
     if VARIATION in caps:
-        assert np.isfinite(gen.render([Item(seed=2)], steps=steps, variation=Variation(src, 0.5))).all()
+        assert np.isfinite(gen.vary(src, 0.5, [Item(seed=2)], gen.settings(steps))).all()
     if INTERPOLATION in caps:
-        morph = Interpolation(Endpoint(seed=1), Endpoint(source=src), ts=[0.0, 0.5])
-        assert gen.render([Item(seed=0), Item(seed=0)], steps=steps, sampler=sampler,
-                          interpolation=morph).shape == (2, gen.length)
+        morph = gen.morph(Endpoint(seed=1), Endpoint(source=src), [0.0, 0.5], [Item(seed=0), Item(seed=0)],
+                          gen.settings(steps, sampler))
+        assert morph.shape == (2, gen.length)
     if ENCODE in caps:
         z = gen.encode(np.stack([src, src]))
         assert z.shape == (2, gen.latent_dim) and np.isfinite(z).all()
@@ -82,7 +83,7 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
         own = gen.guidance
         gen.guidance = 2.0
         try:
-            assert np.isfinite(gen.render([Item(seed=1, controls={gen.controls[0]: 0.9})], steps=steps)).all()
+            assert np.isfinite(gen.generate([Item(seed=1, controls={gen.controls[0]: 0.9})], gen.settings(steps))).all()
         finally:
             gen.guidance = own
 

@@ -80,7 +80,7 @@ def test_modes_resolve_per_device():
 @pytest.mark.parametrize("mode", ["off", "auto"])
 def test_off_and_auto_on_the_cpu_leave_the_model_eager_without_a_warm_up(gen, mode, monkeypatch):
     before = _modules(gen)
-    monkeypatch.setattr(gen, "render", lambda *a, **k: pytest.fail("no warm-up render for an eager model"))
+    monkeypatch.setattr(gen, "generate", lambda *a, **k: pytest.fail("no warm-up render for an eager model"))
     r = cap.capture(gen, mode, log)
     assert (r.asked, r.used, r.error, r.warmup_s) == (mode, "off", None, 0.0)
     assert _modules(gen) == before and all(_modules(gen)[k] is v for k, v in before.items())
@@ -93,7 +93,7 @@ def test_graphs_on_the_cpu_are_refused_with_the_reason_and_the_model_serves_eage
     assert r.used == "off" and r.fell_back
     assert r.error == "CUDA graphs need a CUDA device; the model is on cpu"
     assert all(_modules(gen)[k] is v for k, v in before.items())
-    assert gen.render([Item(seed=3)], steps=2).shape[0] == 1
+    assert gen.generate([Item(seed=3)], gen.settings(2)).shape[0] == 1
     assert r.describe() == ("render capture off (asked graphs); fell back to eager: CUDA graphs need a CUDA device; "
                             "the model is on cpu")
 
@@ -121,8 +121,8 @@ def test_compile_wraps_every_module_and_warms_each_batch_size(gen, monkeypatch):
 
     monkeypatch.setattr(torch, "compile", fake_compile)
     rendered = []
-    real = gen.render
-    monkeypatch.setattr(gen, "render", lambda items, **k: rendered.append(len(items)) or real(items, **k))
+    real = gen.generate
+    monkeypatch.setattr(gen, "generate", lambda items, s, **k: rendered.append(len(items)) or real(items, s, **k))
     before = _modules(gen)
     r = cap.capture(gen, "compile", log, batches=(1, 3, 3))
     assert r.used == "compile" and r.error is None and r.batches == (1, 3)
@@ -132,7 +132,7 @@ def test_compile_wraps_every_module_and_warms_each_batch_size(gen, monkeypatch):
     per_size = 3 if gen.controls else 2  # twice plain (compile, then replay), once with controls (guidance: 2n)
     assert rendered == [1] * per_size + [3] * per_size
     assert r.warmup_s > 0
-    assert gen.render([Item(seed=3)], steps=2).shape[0] == 1
+    assert gen.generate([Item(seed=3)], gen.settings(2)).shape[0] == 1
 
 
 def test_a_capture_that_fails_in_its_warm_up_puts_the_eager_modules_back(gen, monkeypatch):
@@ -142,12 +142,12 @@ def test_a_capture_that_fails_in_its_warm_up_puts_the_eager_modules_back(gen, mo
 
     monkeypatch.setattr(torch, "compile", lambda module, mode, dynamic: Broken())
     before = _modules(gen)
-    want = gen.render([Item(seed=3)], steps=2)
+    want = gen.generate([Item(seed=3)], gen.settings(2))
     r = cap.capture(gen, "compile", log)
     assert r.used == "off" and r.asked == "compile"
     assert r.error == "RuntimeError: accessing tensor output of CUDAGraphs that has been overwritten"
     assert all(_modules(gen)[k] is v for k, v in before.items())
-    np.testing.assert_array_equal(gen.render([Item(seed=3)], steps=2), want)
+    np.testing.assert_array_equal(gen.generate([Item(seed=3)], gen.settings(2)), want)
 
 
 def test_a_capture_that_fails_to_wrap_falls_back(gen, monkeypatch):

@@ -293,7 +293,7 @@ def test_reject_images_dips_only_the_upsampler_bands():
 def test_finish_kick_removes_subsonic_drift_and_keeps_the_body():
     import numpy as np
 
-    from kickmodel.generator import finish_kick
+    from kickmodel.dsp import finish_kick
 
     sr, n = 44100, 45056
     t = np.arange(n) / sr

@@ -15,7 +15,8 @@ import torch
 from kickmodel.loading import load_artifact, save_artifact
 from kickmodel.config import ConfigError
 from kickmodel.families import cli_name, family_names, from_dict, get_family, preset
-from kickmodel.generator import Item, Variation, load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [(f, p) for f in family_names() for p in ("tiny", "small", "base")] + [("waveform_diffusion", "tiny-pqmf")]
@@ -64,15 +65,15 @@ def test_family_preset_trains_exports_loads_and_renders(family, name, tmp_path):
     assert art.family == family and set(art.part_configs) == set(objective.parts)
     gen = load_generator(path, "cpu")
     steps = 2 if gen.samplers else None
-    out = gen.render([Item(seed=3, controls={cfg.controls[0]: 0.7})], steps=steps)
+    out = gen.generate([Item(seed=3, controls={cfg.controls[0]: 0.7})], gen.settings(steps))
     assert out.shape == (1, cfg.data.length) and np.isfinite(out).all()
     assert abs(20 * np.log10(np.abs(out).max()) + 1.0) < 0.01  # finished: peak -1 dBFS
-    again = gen.render([Item(seed=3, controls={cfg.controls[0]: 0.7})], steps=steps)
+    again = gen.generate([Item(seed=3, controls={cfg.controls[0]: 0.7})], gen.settings(steps))
     assert np.array_equal(out, again)  # the same seed and settings: the same kick
     src = gen.prepare_source(out[0], gen.sample_rate)
-    same = gen.render([Item(seed=4)], steps=steps, variation=Variation(src, 0.0))
-    assert np.allclose(same[0], gen.render([Item(seed=9)], steps=steps, variation=Variation(src, 0.0))[0])
-    out48 = gen.render([Item(seed=3)], steps=steps, sample_rate=48000)
+    same = gen.vary(src, 0.0, [Item(seed=4)], gen.settings(steps))
+    assert np.allclose(same[0], gen.vary(src, 0.0, [Item(seed=9)], gen.settings(steps))[0])
+    out48 = gen.generate([Item(seed=3)], gen.settings(steps), sample_rate=48000)
     assert abs(out48.shape[1] - cfg.data.length * 48000 / cfg.data.sample_rate) <= 1
 
 

@@ -117,22 +117,22 @@ def synth_model(tmp_path_factory):
 
 @pytest.mark.parametrize("hz", [43.65, 61.7, 110.0])
 def test_pitch_in_hz_measures_as_asked(synth_model, hz):
-    kicks = synth_model.render([Item(seed=s, controls={"pitch_hz": hz}) for s in range(4)])
+    kicks = synth_model.generate([Item(seed=s, controls={"pitch_hz": hz}) for s in range(4)], synth_model.settings())
     got = descriptors.measure(torch.from_numpy(kicks), synth_model.sample_rate)[:, 1].numpy()
     cents = 1200 * np.log2(got / hz)
     assert np.abs(cents).max() <= 25, cents
 
 
 def test_decay_and_click_in_units_move_the_kick(synth_model):
-    short = synth_model.render([Item(seed=s, controls={"decay_s": 0.05}) for s in range(3)])
-    long = synth_model.render([Item(seed=s, controls={"decay_s": 0.15}) for s in range(3)])
+    short = synth_model.generate([Item(seed=s, controls={"decay_s": 0.05}) for s in range(3)], synth_model.settings())
+    long = synth_model.generate([Item(seed=s, controls={"decay_s": 0.15}) for s in range(3)], synth_model.settings())
     m_short = descriptors.measure(torch.from_numpy(short), SR)[:, 0]
     m_long = descriptors.measure(torch.from_numpy(long), SR)[:, 0]
     assert bool((m_long > m_short).all()), (m_short, m_long)
     assert float((m_long / 0.15 - 1).abs().max()) < 0.1 and float((m_short / 0.05 - 1).abs().max()) < 0.15, (
         m_short, m_long)
-    quiet = synth_model.render([Item(seed=s, controls={"click_db": -40.0}) for s in range(3)])
-    loud = synth_model.render([Item(seed=s, controls={"click_db": -15.0}) for s in range(3)])
+    quiet = synth_model.generate([Item(seed=s, controls={"click_db": -40.0}) for s in range(3)], synth_model.settings())
+    loud = synth_model.generate([Item(seed=s, controls={"click_db": -15.0}) for s in range(3)], synth_model.settings())
     c_quiet = descriptors.measure(torch.from_numpy(quiet), SR)[:, 2]
     c_loud = descriptors.measure(torch.from_numpy(loud), SR)[:, 2]
     assert bool((c_loud > c_quiet + 10).all()), (c_quiet, c_loud)
@@ -141,16 +141,16 @@ def test_decay_and_click_in_units_move_the_kick(synth_model):
 def test_units_are_checked(synth_model):
     assert synth_model.unit_controls == ("decay_s", "pitch_hz", "click_db")
     with pytest.raises(ValueError, match=r"pitch_hz must be within 30\.\.250"):
-        synth_model.render([Item(seed=1, controls={"pitch_hz": 20.0})])
+        synth_model.generate([Item(seed=1, controls={"pitch_hz": 20.0})], synth_model.settings())
     with pytest.raises(ValueError, match="give pitch .* or pitch_hz, not both"):
-        synth_model.render([Item(seed=1, controls={"pitch_hz": 50.0, "pitch": 0.5})])
+        synth_model.generate([Item(seed=1, controls={"pitch_hz": 50.0, "pitch": 0.5})], synth_model.settings())
 
 
 def test_other_families_take_no_units(tiny_artifact):
     gen = load_generator(tiny_artifact)
     assert gen.unit_controls == ()
     with pytest.raises(ValueError, match="unknown control"):
-        gen.render([Item(seed=1, controls={"pitch_hz": 50.0})])
+        gen.generate([Item(seed=1, controls={"pitch_hz": 50.0})], gen.settings())
 
 
 SHIPPED = Path(__file__).resolve().parents[2] / "kickserver" / "models" / "kick-synth.safetensors"
@@ -159,7 +159,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "kickserver" / "models" / "kick-
 def test_the_shipped_kick_synth_model_sets_pitch_in_hz_and_starts_from_silence():
     """The model README.md serves: eight kicks asked at 43.65 Hz measure within 25 cents, each starts at 0."""
     gen = load_generator(SHIPPED)
-    kicks = gen.render([Item(seed=s, controls={"pitch_hz": 43.65}) for s in range(8)])
+    kicks = gen.generate([Item(seed=s, controls={"pitch_hz": 43.65}) for s in range(8)], gen.settings())
     got = descriptors.measure(torch.from_numpy(kicks), gen.sample_rate)[:, 1].numpy()
     assert np.abs(1200 * np.log2(got / 43.65)).max() <= 25, got
     assert np.abs(kicks[:, 0]).max() == 0.0

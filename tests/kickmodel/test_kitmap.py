@@ -14,10 +14,9 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from kickmodel.artifact import ArtifactError, read_header
-from kickmodel.loading import check_artifact, load_artifact
-from kickmodel.generator import Item, Near
-from kickmodel.loading import load_generator
+from kickmodel.generator import Item
 from kickmodel.kitmap import MAX_NAME, MAX_POINTS, KitMap, clean_name, normalise_points
+from kickmodel.loading import check_artifact, load_artifact, load_generator
 
 
 def _kit(n: int = 24, dim: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -135,7 +134,7 @@ def test_a_family_without_an_encoder_has_no_map_and_says_why(tmp_path, mel):
     gen = load_generator(wf)
     assert gen.kit_map is None and "no encoder" in gen.kit_map_missing
     with pytest.raises(ValueError, match="no encoder"):
-        gen.render([Item(seed=1)], steps=2, near=Near(0.5, 0.5))
+        gen.from_map(0.5, 0.5, 0.0, [Item(seed=1)])
     art = load_artifact(wf)
     art.kit_map = _map(8)
     with pytest.raises(ValueError, match="no latent space to map"):
@@ -143,7 +142,7 @@ def test_a_family_without_an_encoder_has_no_map_and_says_why(tmp_path, mel):
     plain = load_generator(mel[0])
     assert plain.kit_map is None and "--into" in plain.kit_map_missing  # it could have one: says how
     with pytest.raises(ValueError, match="kicktrain map"):
-        plain.render([Item(seed=1)], near=Near(0.5, 0.5))
+        plain.from_map(0.5, 0.5, 0.0, [Item(seed=1)])
 
 
 def test_saving_a_map_of_another_latent_size_is_refused(mel, tmp_path):
@@ -214,15 +213,15 @@ def test_kicks_from_a_map_point_render_per_seed(mel):
     km = gen.kit_map
     assert km is not None and gen.kit_map_missing == ""
     x, y = (float(v) for v in km.points[2])
-    a = gen.render([Item(seed=1), Item(seed=2)], near=Near(x, y, 0.5))
-    b = gen.render([Item(seed=2)], near=Near(x, y, 0.5))
+    a = gen.from_map(x, y, 0.5, [Item(seed=1), Item(seed=2)])
+    b = gen.from_map(x, y, 0.5, [Item(seed=2)])
     assert a.shape == (2, gen.length) and np.isfinite(a).all()
     np.testing.assert_array_equal(a[1], b[0])  # a kick is its seed's, whatever its batch
     assert not np.array_equal(a[0], a[1])
     with pytest.raises(ValueError, match="decay do not apply"):
-        gen.render([Item(seed=1, controls={"decay": 0.5})], near=Near(x, y))
+        gen.from_map(x, y, 0.0, [Item(seed=1, controls={"decay": 0.5})])
     with pytest.raises(ValueError, match="spread must be within 0..1"):
-        gen.render([Item(seed=1)], near=Near(x, y, 2.0))
+        gen.from_map(x, y, 2.0, [Item(seed=1)])
     loc = gen.locate(gen.prepare_source(a[0], gen.sample_rate))
     assert all(0.0 <= v <= 1.0 for v in loc)
 

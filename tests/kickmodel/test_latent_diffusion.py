@@ -12,9 +12,8 @@ import soundfile as sf
 from safetensors.torch import load_file, save_file
 
 from kickmodel.artifact import ArtifactError, read_metadata
-from kickmodel.loading import load_artifact
 from kickmodel.generator import Item
-from kickmodel.loading import load_generator
+from kickmodel.loading import load_artifact, load_generator
 from trainer.cli import main as kicktrain
 from trainer.synth import synth_batch
 
@@ -55,9 +54,9 @@ def test_the_artifact_is_self_contained(ld_artifact, vaes):
     assert art.part_hashes["vae"] == vae.part_hashes["vae"] == art.config.vae.sha256
     assert art.part_configs["vae"].family == "mel_vae"
     gen = load_generator(ld_artifact, "cpu")
-    a = gen.render([Item(seed=4, controls={"pitch": 0.2})], steps=3)
+    a = gen.generate([Item(seed=4, controls={"pitch": 0.2})], gen.settings(3))
     assert a.shape == (1, 4096) and np.isfinite(a).all()
-    assert np.array_equal(a, gen.render([Item(seed=4, controls={"pitch": 0.2})], steps=3))
+    assert np.array_equal(a, gen.generate([Item(seed=4, controls={"pitch": 0.2})], gen.settings(3)))
     assert gen.encode(a).shape == (1, 8)  # the VAE's latent: the map works on it too
 
 
@@ -253,7 +252,8 @@ def test_a_decoder_only_fine_tune_of_its_vae_can_take_the_vaes_place(ld_artifact
     assert art.part_hashes["vae"] == b.part_hashes["vae"] == art.config.vae.sha256
     # with no steps the denoiser is the one it started from, exactly: only the decoder changed
     assert art.part_hashes["denoiser"] == load_artifact(ld_artifact).part_hashes["denoiser"]
-    assert load_generator(out, "cpu").render([Item(seed=1)], steps=2).shape == (1, 4096)
+    exported = load_generator(out, "cpu")
+    assert exported.generate([Item(seed=1)], exported.settings(2)).shape == (1, 4096)
     # or the run itself exported with the fine-tuned decoder: the same denoiser, step and training record
     run0 = ld_artifact.parent.parent / "run"
     out2 = tmp_path / "ld-export.safetensors"

@@ -121,6 +121,6 @@ def test_a_request_cannot_ask_more_steps_than_the_budget_affords(family, tmp_pat
     monkeypatch.setattr(RC, "MAX_RENDER_FLOPS", fixed + 7.5 * cost.step_flops)
     gen = load_generator(path, "cpu")  # its default, 2 steps, is within the budget
     assert gen.max_steps == 7
-    assert gen.render([Item(seed=1)], steps=7).shape[0] == 1
+    assert gen.generate([Item(seed=1)], gen.settings(7)).shape[0] == 1
     with pytest.raises(ValueError, match=r"steps must be within 1\.\.7"):
-        gen.render([Item(seed=1)], steps=8)
+        gen.generate([Item(seed=1)], gen.settings(8))

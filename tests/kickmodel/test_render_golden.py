@@ -32,37 +32,36 @@ def _digest(a) -> str:
 
 def _requests(gen):
     """(name, callable returning the rendered array) for every kind of request the model takes."""
-    from kickmodel.generator import ENCODE, INTERPOLATION, VARIATION, Endpoint, Interpolation, Item, Near, Variation
+    from kickmodel.generator import ENCODE, INTERPOLATION, VARIATION, Endpoint, Item
 
     steps = 4 if gen.samplers else None
     dials = {gen.controls[0]: 0.3, gen.controls[-1]: 0.8} if gen.controls else {}
     out = [
-        ("fresh", lambda: gen.render([Item(seed=5)], steps=steps)),
-        ("fresh-batch", lambda: gen.render([Item(seed=s) for s in (7, 5, 11)], steps=steps)),
-        ("dials", lambda: gen.render([Item(seed=5, controls=dials)], steps=steps)),
-        ("fresh-44k1", lambda: gen.render([Item(seed=6)], steps=steps, sample_rate=44100)),
+        ("fresh", lambda: gen.generate([Item(seed=5)], gen.settings(steps))),
+        ("fresh-batch", lambda: gen.generate([Item(seed=s) for s in (7, 5, 11)], gen.settings(steps))),
+        ("dials", lambda: gen.generate([Item(seed=5, controls=dials)], gen.settings(steps))),
+        ("fresh-44k1", lambda: gen.generate([Item(seed=6)], gen.settings(steps), sample_rate=44100)),
     ]
     if gen.samplers:
-        out.append(("sampler", lambda: gen.render([Item(seed=5)], steps=3, sampler=gen.samplers[-1])))
+        out.append(("sampler", lambda: gen.generate([Item(seed=5)], gen.settings(3, gen.samplers[-1]))))
     for unit in gen.unit_controls:
         _, lo, hi = gen.unit_range(unit)
-        out.append((f"units-{unit}", lambda u=unit, v=lo + 0.37 * (hi - lo): gen.render(
-            [Item(seed=8, controls={u: v})], steps=steps)))
-    source = gen.prepare_source(gen.render([Item(seed=2)], steps=steps)[0], gen.sample_rate)
+        out.append((f"units-{unit}", lambda u=unit, v=lo + 0.37 * (hi - lo): gen.generate(
+            [Item(seed=8, controls={u: v})], gen.settings(steps))))
+    source = gen.prepare_source(gen.generate([Item(seed=2)], gen.settings(steps))[0], gen.sample_rate)
     if VARIATION in gen.capabilities:
         for strength in (0.0, 0.4):
-            out.append((f"variation-{strength}", lambda s=strength: gen.render(
-                [Item(seed=s) for s in (40, 41)], steps=steps, variation=Variation(source, s))))
+            out.append((f"variation-{strength}", lambda s=strength: gen.vary(
+                source, s, [Item(seed=s) for s in (40, 41)], gen.settings(steps))))
     if INTERPOLATION in gen.capabilities:
         sampler = gen.interpolation_samplers[0] if gen.samplers else None
-        out.append(("morph-seeds", lambda: gen.render(
-            [Item(seed=0)] * 3, steps=steps, sampler=sampler,
-            interpolation=Interpolation(Endpoint(seed=5), Endpoint(seed=9), [0.0, 0.5, 1.0]))))
-        out.append(("morph-source", lambda: gen.render(
-            [Item(seed=0)] * 2, steps=steps, sampler=sampler,
-            interpolation=Interpolation(Endpoint(source=source), Endpoint(seed=9), [0.25, 0.75]))))
+        out.append(("morph-seeds", lambda: gen.morph(
+            Endpoint(seed=5), Endpoint(seed=9), [0.0, 0.5, 1.0], [Item(seed=0)] * 3, gen.settings(steps, sampler))))
+        out.append(("morph-source", lambda: gen.morph(
+            Endpoint(source=source), Endpoint(seed=9), [0.25, 0.75], [Item(seed=0)] * 2,
+            gen.settings(steps, sampler))))
     if ENCODE in gen.capabilities and gen.kit_map is not None:
-        out.append(("near", lambda: gen.render([Item(seed=s) for s in (3, 4)], near=Near(0.3, 0.7, 0.2))))
+        out.append(("near", lambda: gen.from_map(0.3, 0.7, 0.2, [Item(seed=s) for s in (3, 4)])))
         out.append(("locate", lambda: np.asarray(gen.locate(source), dtype=np.float32)))
     return out
 

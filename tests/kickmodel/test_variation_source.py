@@ -13,8 +13,9 @@ import soundfile as sf
 
 from kickmodel.clips import load_clip
 from kickmodel.config import DataConfig
+from kickmodel.dsp import finish_kick, resample
 from kickmodel.families import family_names
-from kickmodel.generator import Item, Variation, finish_kick, resample
+from kickmodel.generator import Item
 from kickmodel.loading import load_generator
 from kickmodel.wavfile import encode_wav
 
@@ -53,8 +54,8 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
 
 def vary(gen, source: np.ndarray, strength: float, seed: int = 1) -> np.ndarray:
     steps = 4 if gen.samplers else None
-    var = Variation(gen.prepare_source(source.astype(np.float32), RATE), strength)
-    return as_written(gen.render([Item(seed=seed)], steps=steps, variation=var, sample_rate=RATE)[0], RATE)
+    clip = gen.prepare_source(source.astype(np.float32), RATE)
+    return as_written(gen.vary(clip, strength, [Item(seed=seed)], gen.settings(steps), sample_rate=RATE)[0], RATE)
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ import pytest
 import soundfile as sf
 from daemon_util import REPO, build_message, make_artifact, models_folder, parse_replies, start_daemon
 
-from kickmodel.loading import load_artifact
 from kickmodel.kitmap import MAX_NAME, KitMap, normalise_points
+from kickmodel.loading import load_artifact
 
 MAP, AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
 KIT = REPO / "kickserver" / "data" / "kicks"

@@ -132,7 +132,7 @@ def test_variation_strength_zero_returns_the_source(daemon):
     """The source prepared (onset, length, level) and finished without filtering it again (issue 22)."""
     from kickmodel.clips import prepare_audio, read_audio
     from kickmodel.config import DataConfig
-    from kickmodel.generator import finish_kick
+    from kickmodel.dsp import finish_kick
 
     (_, src), = daemon.send("/kick/generate", "seed", 12, "steps", STEPS)
     (a, p), = daemon.send("/kick/variation", Path(src[1]).name, "strength", 0.0)

@@ -158,7 +158,7 @@ def _prepared(path: Path) -> np.ndarray:
     """What a variation at strength 0 gives back for the file: prepared, finished, not filtered again (issue 22)."""
     from kickmodel.clips import prepare_audio, read_audio
     from kickmodel.config import DataConfig
-    from kickmodel.generator import finish_kick
+    from kickmodel.dsp import finish_kick
 
     clip, _ = prepare_audio(*read_audio(path), DataConfig(length=4096), highpass=False)
     return finish_kick(clip, 44100, highpass_hz=0)

@@ -192,7 +192,7 @@ def test_under_a_capture_mode_only_captured_batch_sizes_reach_the_network(tmp_pa
         paths = [p[1] for _, p in r.replies if p[0] == j]
         seeds = [p[2] for _, p in r.replies if p[0] == j]
         assert seeds == list(range(10 * j, 10 * j + jobs[j]))
-        want = eager.render([Item(seed=s, controls={"decay": 0.4}) for s in seeds], steps=2)
+        want = eager.generate([Item(seed=s, controls={"decay": 0.4}) for s in seeds], eager.settings(2))
         for path, kick in zip(paths, want, strict=True):
             got, _ = sf.read(path, dtype="float64")
             assert np.abs(got - kick).max() <= 10 * lsb, (path, np.abs(got - kick).max() / lsb)
@@ -202,8 +202,8 @@ def test_under_off_nothing_is_padded(tmp_path, tiny_artifact, stand_in):
     sizes, _ = stand_in
     gen = load_generator(tiny_artifact, "cpu")
     seen = []
-    real = gen.render
-    gen.render = lambda items, **k: seen.append(len(items)) or real(items, **k)
+    real = gen.generate
+    gen.generate = lambda items, settings, **k: seen.append(len(items)) or real(items, settings, **k)
     w = Worker(gen, "tiny", KickWriter(tmp_path, gen.sample_rate), sample_rate=gen.sample_rate, capture="off",
                max_batch=8)
     r = Collect()

@@ -12,7 +12,7 @@ import pytest
 import soundfile as sf
 from inotify_util import InotifyWatch
 
-from kickmodel.generator import finish_kick
+from kickmodel.dsp import finish_kick
 from kickserver.writer import LEDGER, NAME_RE, KickInfo, KickWriter, WriteError
 
 SR = 48000

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from kickmodel.generator import finish_kick
+from kickmodel.dsp import finish_kick
 from trainer.embeddings import Embedding, MfccStats, get_embedding
 from trainer.evaluation.distances import diversity, frechet_distance, kid, mmd2_unbiased, novelty, standardiser
 from trainer.evaluation.measures import end_level_db, tail_hiss_db

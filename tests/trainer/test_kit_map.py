@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from kickmodel.loading import load_artifact
-from kickmodel.generator import Item, Near
-from kickmodel.loading import load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_artifact, load_generator
 from trainer.cli import main as kicktrain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,7 +186,7 @@ def test_a_kick_at_a_kit_kicks_point_is_nearer_that_kick_than_the_median_kit_kic
     picked = list(range(0, km.n, km.n // 8))[:8]
     nearer, own = [], []
     for i in picked:
-        kick = gen.render([Item(seed=0)], near=Near(*(float(v) for v in km.points[i]), spread=0.0))
+        kick = gen.from_map(*(float(v) for v in km.points[i]), 0.0, [Item(seed=0)])
         to_kit = np.linalg.norm(ek - embed(kick)[0], axis=1)  # the made kick to every kit kick
         nearer.append(to_kit[i] < np.median(np.delete(np.linalg.norm(ek - ek[i], axis=1), i)))  # than kit kicks are
         own.append(to_kit[i] < np.median(np.delete(to_kit, i)))  # than it is to the median other kit kick
@@ -201,9 +200,9 @@ def test_spread_widens_the_kicks_around_a_point(bundled):
     picked = list(range(3, km.n, km.n // 4))[:4]
     curve = []
     for spread in (0.0, 0.3, 0.6, 1.0):
-        d = [np.linalg.norm(embed(gen.render([Item(seed=s) for s in range(3)],
-                                             near=Near(*(float(v) for v in km.points[i]), spread=spread))) - ek[i],
-                            axis=1).mean() for i in picked]
+        d = [np.linalg.norm(embed(gen.from_map(*(float(v) for v in km.points[i]), spread,
+                                               [Item(seed=s) for s in range(3)])) - ek[i], axis=1).mean()
+             for i in picked]
         curve.append(float(np.mean(d)))
     assert all(a < b for a, b in zip(curve, curve[1:])), curve
 

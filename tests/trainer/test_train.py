@@ -19,11 +19,10 @@ import soundfile as sf
 import torch
 
 from kickmodel.artifact import ArtifactError
-from kickmodel.loading import load_artifact
 from kickmodel.diffusion import Denoiser, NoiseSchedule
 from kickmodel.families import preset
 from kickmodel.generator import Item
-from kickmodel.loading import load_generator
+from kickmodel.loading import load_artifact, load_generator
 from trainer.checkpoint import file_is_complete, list_checkpoints, load_latest
 from trainer.cli import main as kicktrain
 from trainer.synth import synth_batch
@@ -336,15 +335,15 @@ def test_export_load_sample_and_determinism(kick_dir, tmp_path):
     assert art.controls == ["decay", "pitch", "click"] and len(art.control_quantiles) == 3
     assert json.loads(art.meta["config"])["preset"] == "tiny"
     gen = load_generator(out, "cpu")
-    a = gen.sample([Item(seed=7, controls={"decay": 0.9})], steps=4)
-    b = gen.sample([Item(seed=7, controls={"decay": 0.9})], steps=4)
-    c = gen.sample([Item(seed=8, controls={"decay": 0.9})], steps=4)
+    a = gen.generate([Item(seed=7, controls={"decay": 0.9})], gen.settings(4))
+    b = gen.generate([Item(seed=7, controls={"decay": 0.9})], gen.settings(4))
+    c = gen.generate([Item(seed=8, controls={"decay": 0.9})], gen.settings(4))
     assert a.shape == (1, gen.length) and np.isfinite(a).all()
     assert np.array_equal(a, b) and not np.array_equal(a, c)
     with pytest.raises(ValueError, match="unknown control"):
-        gen.sample([Item(seed=1, controls={"wobble": 0.5})])
+        gen.generate([Item(seed=1, controls={"wobble": 0.5})], gen.settings())
     with pytest.raises(ValueError, match="within 0..1"):
-        gen.sample([Item(seed=1, controls={"decay": 1.5})])
+        gen.generate([Item(seed=1, controls={"decay": 1.5})], gen.settings())
     # offline sampling through the CLI
     assert kicktrain(["sample", str(out), "--n", "2", "--out", str(tmp_path / "wav"), "--seed", "3",
                       "--steps", "3", "--device", "cpu", "--control", "pitch=0.2"]) == 0

@@ -103,17 +103,17 @@ def generate(gen, n: int, steps: int | None, sampler: str | None, seed: int,
     seconds for one kick alone)."""
     from kickmodel.generator import Item
 
-    gen.render([Item(seed=seed)], steps=1 if gen.samplers else None, sampler=sampler)  # warm-up, not timed
+    gen.generate([Item(seed=seed)], gen.settings(1 if gen.samplers else None, sampler))  # warm-up, not timed
     out = []
     t0 = time.perf_counter()
     for s in range(0, n, batch):
         items = [Item(seed=seed + i) for i in range(s, min(n, s + batch))]
-        out.append(gen.render(items, steps=steps, sampler=sampler))
+        out.append(gen.generate(items, gen.settings(steps, sampler)))
     elapsed = time.perf_counter() - t0
     alone = []
     for r in range(LATENCY_REPS):
         t1 = time.perf_counter()
-        gen.render([Item(seed=seed + r)], steps=steps, sampler=sampler)
+        gen.generate([Item(seed=seed + r)], gen.settings(steps, sampler))
         alone.append(time.perf_counter() - t1)
     return np.concatenate(out), elapsed / n, float(np.median(alone))
 
@@ -146,7 +146,7 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
             ) -> tuple[list[Any], EvalSets]:
     """Load the models and the real/training clips, generate every model's sets and the synth set.
     Diffusion models get a row per step count; one-pass models one row."""
-    from kickmodel.generator import finish_kick
+    from kickmodel.dsp import finish_kick
     from kickmodel.loading import load_generator
 
     from ..synth import synth_batch

@@ -13,10 +13,11 @@ Artifact part: `denoiser` (the prior, with the numbers' normalisation); the synt
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 
-from ...config import AugmentConfig, ConditioningConfig, Config, ConfigError, DataConfig, TrainConfig
+from ...config import AugmentConfig, ConditioningConfig, Config, ConfigError, DataConfig, TrainConfig, without_keys
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
 from ..base import Family, FitContext
@@ -27,7 +28,7 @@ CONTROLS = ("decay", "pitch", "click")
 NO_AUGMENT = AugmentConfig(gain_p=0.0, pitch_p=0.0, stretch_p=0.0, offset_p=0.0, noise_p=0.0, reverb_p=0.0, eq_p=0.0)
 # the fitted numbers normalised to unit spread: v-prediction, no STFT term (numbers, not audio), x0 within +-5
 SYNTH_DIFFUSION = DiffusionConfig(prediction="v", stft_loss_weight=0.0, data_scale=1.0, clip_x0=5.0)
-SYNTH_SAMPLING = SamplingConfig(steps=10, time_power=0.35, image_reject_db=0.0)
+SYNTH_SAMPLING = SamplingConfig(steps=10, time_power=0.35)
 MAX_FIT_ITERS = 2000  # a fit's steps, each bounded here: a served model runs them when asked for a file's variation
 
 
@@ -43,7 +44,7 @@ class KickSynthFamily(Family):
                   "augment": NO_AUGMENT}
         tiny = make_config(self.name, "tiny", data=DataConfig(length=4096), model=LatentNetConfig(width=32, blocks=2,
                                                                                                  emb_dim=32),
-                           sampling=SamplingConfig(steps=10, time_power=1.0, image_reject_db=0.0),
+                           sampling=SamplingConfig(steps=10, time_power=1.0),
                            fit=SynthFitConfig(iters=20, restart_iters=5, serve_iters=10),
                            train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5,
                                              val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9), **common)
@@ -56,6 +57,11 @@ class KickSynthFamily(Family):
                            train=TrainConfig(batch_size=128, micro_batch=128, max_steps=20000, lr=3e-4,
                                              sample_every=0), **common)
         return {"tiny": tiny, "small": small, "base": base}
+
+    def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Configs written when the sampling section carried the waveform family's image_reject_db (0: off; the
+        shipped kick-synth model's among them): the key dropped."""
+        return without_keys(data, "sampling", "image_reject_db")
 
     def check_config(self, cfg: Config) -> None:
         m, f = cfg.model, cfg.fit

@@ -12,8 +12,10 @@ import numpy as np
 import torch
 
 from ...artifact import Artifact
+from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
-from ...generator import ENCODE, UNITS, Item, by_row, finish_kick
+from ...dsp import finish_kick
+from ...generator import ENCODE, UNITS, Hook, Item, by_row
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, serve_restart_iters
 from .network import prior_net
@@ -42,32 +44,28 @@ class KickSynthGenerator(DiffusionGenerator):
         artifact.load_part(net, "denoiser")
         super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
         self.net = self.denoiser.net
-        self.synth = KickSynth(self.sample_rate, self.length).to(device)
+        f = cfg.fit
+
+        def fit_served(x: torch.Tensor, check) -> torch.Tensor:
+            return fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
+                       batch=f.batch, check=check)[0]
+
+        self.codec = SynthCodec(KickSynth(self.sample_rate, self.length).to(device), fit_served, N_PARAMS, device)
         self.latent_shape = (N_PARAMS,)
         self.latent_dim = N_PARAMS
-        self.fit_cfg = cfg.fit
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:
         return self.net.denormalise(z / self.denoiser.data_scale)
 
-    def fit_numbers(self, audio: torch.Tensor) -> torch.Tensor:
-        f = self.fit_cfg
-        with torch.inference_mode(False), torch.enable_grad():  # a fit descends gradients, even when serving
-            x = audio.detach().float().cpu().clone()
-            u, _ = fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
-                       batch=f.batch, check=self.check_cancel)
-        return u.to(self.device)
+    def to_latent(self, audio: torch.Tensor, hook: Hook) -> torch.Tensor:
+        u = self.codec.encode(audio[:1], hook).expand(audio.shape[0], -1)
+        return self.net.normalise(u) * self.denoiser.data_scale
 
-    def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
-        return self.net.normalise(self.fit_numbers(audio[:1]).expand(audio.shape[0], -1)) * self.denoiser.data_scale
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item], hook: Hook) -> np.ndarray:
+        return self.codec.decode(self.set_units(self.numbers(z), items, hook), hook)
 
-    def from_latent(self, z: torch.Tensor, items: Sequence[Item]) -> np.ndarray:
-        self.check_cancel()
-        u = self.set_units(self.numbers(z), items)
-        return by_row(self.synth, u).float().cpu().numpy()
-
-    def set_units(self, u: torch.Tensor, items: Sequence[Item]) -> torch.Tensor:
+    def set_units(self, u: torch.Tensor, items: Sequence[Item], hook: Hook) -> torch.Tensor:
         """Kicks whose item gives a control in units get the numbers that move it corrected until they measure so
         (fit.adjust, on the finished kick); the others are left as the prior made them."""
         if len(items) != u.shape[0]:
@@ -82,21 +80,23 @@ class KickSynthGenerator(DiffusionGenerator):
         def finish(y: torch.Tensor) -> torch.Tensor:
             return torch.from_numpy(finish_kick(y.float().cpu().numpy(), self.sample_rate))
 
-        u[rows] = adjust(_RowByRow(self.synth), u[rows], targets[rows], finish, check=self.check_cancel)
+        u[rows] = adjust(_RowByRow(self.codec.synth), u[rows], targets[rows], finish,
+                         check=lambda: hook({"stage": "units"}))
         return u
 
     @torch.inference_mode()
-    def encode(self, clips: np.ndarray) -> np.ndarray:
+    def encode(self, clips: np.ndarray, hook: Hook | None = None) -> np.ndarray:
         """Prepared clips [n, length] -> their fitted numbers, normalised (the map's space)."""
-        u = self.fit_numbers(torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length))
+        x = torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length)
+        u = self.codec.encode(x, hook or (lambda info: None))
         return self.net.normalise(u).float().cpu().numpy()
 
     @torch.inference_mode()
-    def decode_latents(self, latents: np.ndarray, items: Sequence[Item]) -> np.ndarray:
+    def decode_latents(self, latents: np.ndarray, items: Sequence[Item], hook: Hook | None = None) -> np.ndarray:
         """Normalised numbers [n, N_PARAMS] (what encode gives, a kit map's) -> raw kicks: played by the synth as a
         sampled kick is (from_latent), controls in units set exactly."""
         z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, N_PARAMS).to(self.device)
-        return self.from_latent(z * self.denoiser.data_scale, items)
+        return self.from_latent(z * self.denoiser.data_scale, items, hook or (lambda info: None))
 
     def describe(self) -> dict:
         return super().describe() | {"synth_numbers": N_PARAMS, "unit_controls": list(self.unit_controls)}

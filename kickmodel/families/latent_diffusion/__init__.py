@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ...config import ConditioningConfig, Config, ConfigError, TrainConfig
+from ...config import ConditioningConfig, Config, ConfigError, TrainConfig, without_keys
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
 from ..base import Family, FamilyOption, FitContext
@@ -36,7 +36,7 @@ CONTROLS = ("decay", "pitch", "click")
 # MODEL_CARD.md (64 kicks against 20 held-out) it gave KID 0.61 at 10 steps against 0.67 with a uniform grid
 # (1.0), as good as 25 uniform steps (0.60), at the same cost per step
 LATENT_DIFFUSION = DiffusionConfig(prediction="v", stft_loss_weight=0.0, data_scale=1.0, clip_x0=5.0)
-LATENT_SAMPLING = SamplingConfig(steps=10, time_power=0.35, image_reject_db=0.0)
+LATENT_SAMPLING = SamplingConfig(steps=10, time_power=0.35)
 
 
 class LatentDiffusion(Family):
@@ -57,7 +57,7 @@ class LatentDiffusion(Family):
         cond = ConditioningConfig(controls=CONTROLS)
         common = {"conditioning": cond, "diffusion": LATENT_DIFFUSION}
         tiny = make_config(self.name, "tiny", model=LatentNetConfig(width=32, blocks=2, emb_dim=32),
-                           sampling=SamplingConfig(steps=10, time_power=1.0, image_reject_db=0.0),
+                           sampling=SamplingConfig(steps=10, time_power=1.0),
                            train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5,
                                              val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9), **common)
         small = make_config(self.name, "small", model=LatentNetConfig(), sampling=LATENT_SAMPLING,
@@ -131,7 +131,9 @@ class LatentDiffusion(Family):
 
     def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:
         """Configs before runs kept their VAE recorded its path as vae.path (the bundled model's among them):
-        dropped, not parsed, so that path goes nowhere again. The hash still says which VAE it is."""
+        dropped, not parsed, so that path goes nowhere again. The hash still says which VAE it is. And the
+        sampling section's image_reject_db (0: off), which is the waveform family's own now."""
+        data = without_keys(data, "sampling", "image_reject_db")
         vae = data.get("vae")
         if isinstance(vae, dict) and "path" in vae:
             data = dict(data, vae={k: v for k, v in vae.items() if k != "path"})

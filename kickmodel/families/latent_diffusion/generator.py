@@ -1,5 +1,6 @@
 """Serving latent diffusion: sample a normalised latent with the project's samplers (guided by the
-controls), undo the normalisation, decode with the VAE's decoder and inverter."""
+controls), undo the normalisation, decode with the mel codec (kickmodel.codecs.mel: the VAE's decoder and
+inverter), the same codec the mel-VAE family serves with."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import torch
 
 from ...artifact import Artifact, ArtifactError
 from ...diffusion import Denoiser
-from ...generator import ENCODE, Item, by_row
+from ...generator import ENCODE, Hook, Item
 from ..diffusion_common import DiffusionGenerator
-from ..mel_vae.generator import build_parts
+from ..mel_vae.generator import mel_codec
 from .network import LatentDenoiserNet
 
 
@@ -27,8 +28,8 @@ class LatentDiffusionGenerator(DiffusionGenerator):
         if cfg.vae.sha256 and vae_hash and vae_hash != cfg.vae.sha256:
             raise ArtifactError(f"{artifact.path}: its vae part (sha256 {vae_hash[:12]}...) is not the VAE the "
                                 f"denoiser was trained in ({cfg.vae.sha256[:12]}...)")
-        self.front, self.vae, self.inverter = build_parts(artifact, device)
-        dim = artifact.config_of("vae").vae.latent_dim
+        self.codec = mel_codec(artifact, device)
+        dim = self.codec.latent_dim
         net = LatentDenoiserNet(cfg.model, dim, len(cfg.controls))
         artifact.load_part(net, "denoiser")
         super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
@@ -36,25 +37,20 @@ class LatentDiffusionGenerator(DiffusionGenerator):
         self.latent_shape = (dim,)
         self.latent_dim = dim
 
-    def to_latent(self, audio: torch.Tensor) -> torch.Tensor:
-        mu = by_row(lambda a: self.vae.encode(self.front(a))[0], audio)
-        return self.net.normalise(mu) * self.denoiser.data_scale
+    def to_latent(self, audio: torch.Tensor, hook: Hook) -> torch.Tensor:
+        return self.net.normalise(self.codec.encode(audio, hook)) * self.denoiser.data_scale
 
-    def from_latent(self, z: torch.Tensor, items: Sequence[Item] = ()) -> np.ndarray:
-        self.check_cancel()
-        mel = by_row(self.vae.decode, self.net.denormalise(z / self.denoiser.data_scale))
-        self.check_cancel()
-        return by_row(self.inverter, mel).float().cpu().numpy()
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item], hook: Hook) -> np.ndarray:
+        return self.codec.decode(self.net.denormalise(z / self.denoiser.data_scale), hook)
 
     @torch.inference_mode()
-    def encode(self, clips: np.ndarray) -> np.ndarray:
+    def encode(self, clips: np.ndarray, hook: Hook | None = None) -> np.ndarray:
         """Prepared clips [n, length] -> the VAE's posterior means (the space the map shows)."""
-        x = torch.as_tensor(np.asarray(clips, dtype=np.float32)).reshape(-1, self.length).to(self.device)
-        return self.vae.encode(self.front(x))[0].float().cpu().numpy()  # batched: no inverter follows (a map)
+        return self.codec.encode_batch(clips)
 
     @torch.inference_mode()
-    def decode_latents(self, latents: np.ndarray, items: Sequence[Item]) -> np.ndarray:
+    def decode_latents(self, latents: np.ndarray, items: Sequence[Item], hook: Hook | None = None) -> np.ndarray:
         """VAE latents [n, latent_dim] (what encode gives, a kit map's) -> raw kicks, as a sampled latent is decoded
         (from_latent: the VAE's decoder and the inverter, kick by kick)."""
         z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, self.latent_dim).to(self.device)
-        return self.from_latent(self.net.normalise(z) * self.denoiser.data_scale, items)
+        return self.from_latent(self.net.normalise(z) * self.denoiser.data_scale, items, hook or (lambda info: None))

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 import torch
 
 from ...config import Config, ConfigError, DataConfig, TrainConfig
-from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
+from ...diffusion import DiffusionConfig, check_diffusion_config
 from .. import make_config
 from ..base import Family, FitContext
-from .config import UNetConfig
+from .config import UNetConfig, WaveformSamplingConfig
 
 CONTROLS = ("decay", "pitch", "click")
 
@@ -22,7 +22,7 @@ CONTROLS = ("decay", "pitch", "click")
 class WaveformDiffusion(Family):
     name = "waveform_diffusion"
     summary = "diffusion over the raw waveform with a compact 1-D U-Net"
-    sections = {"model": UNetConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig}
+    sections = {"model": UNetConfig, "diffusion": DiffusionConfig, "sampling": WaveformSamplingConfig}
     parts = ("denoiser",)
 
     def presets(self) -> dict[str, Config]:
@@ -35,7 +35,7 @@ class WaveformDiffusion(Family):
                              dilations=(1,)),
             train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5, val_every=10,
                               ckpt_every=10, sample_every=0, ema_decay=0.9),
-            sampling=SamplingConfig(steps=10))
+            sampling=WaveformSamplingConfig(steps=10))
         small = make_config(
             self.name, "small", conditioning=cond, model=UNetConfig(widths=(32, 48, 64, 96, 128)),
             diffusion=DiffusionConfig(low_noise_bias=0.5),

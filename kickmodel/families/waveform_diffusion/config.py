@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...diffusion import SamplingConfig
+
 
 @dataclass(frozen=True)
 class UNetConfig:
@@ -22,3 +24,12 @@ class UNetConfig:
     emb_dim: int = 128  # noise-level (and conditioning) embedding width
     out_smoothing: int = 9  # kernel of a full-rate conv after the output upsampling (0: none)
     dropout: float = 0.0
+
+
+@dataclass(frozen=True)
+class WaveformSamplingConfig(SamplingConfig):
+    """The diffusion sampler's settings, and the waveform codec's image dip (kickmodel.codecs.identity): how far the
+    bands around multiples of sample_rate / patch that a strided output stage (model.io conv) leaves are dipped, in dB
+    (0: off; a filter bank, model.io pqmf, has none to dip). An export may change it: no retraining."""
+
+    image_reject_db: float = 30.0
