@@ -273,7 +273,7 @@ def test_stft_loss_zero_for_identical_and_positive_for_hiss():
 def test_reject_images_dips_only_the_upsampler_bands():
     import numpy as np
 
-    from kickmodel.families.waveform_diffusion.generator import reject_images
+    from kickmodel.codecs.identity import reject_images
 
     sr, n = 44100, 45056
     t = np.arange(n) / sr
