@@ -46,7 +46,7 @@ MAX_STRING = 256  # longest string accepted in a request
 MAX_DATAGRAM = 4000  # replies stay under Max's and Pd's 4096-byte datagrams
 MAX_COUNT = 16
 NO_ID = -1  # in /kick/error: the request named no id and none was assigned
-ID_MIN = 0  # ids a client chooses; the server assigns -2, -3, ... (daemon.Server._next_id), so they never collide
+ID_MIN = 0  # ids a client chooses; the server assigns -2, -3, ... (frontend.Routes._id), so they never collide
 MAX_ARGS = 64  # arguments in one request message
 MAX_BUNDLE_MESSAGES = 32  # messages in one datagram (a bundle, nested bundles included)
 MAX_BUNDLE_DEPTH = 4
@@ -524,11 +524,12 @@ class Route:
     takes_id: bool = False
 
 
-# The whole request side of the contract: address -> (reader, handler). The daemon implements `Handlers`.
+# The whole request side of the contract: address -> (reader, handler). kickserver.frontend.Routes implements
+# `Handlers`.
 ROUTES: dict[str, Route] = {
     PING: Route(_no_args(Ping), "ping"),
     GENERATE: Route(_parse_generate, "generate", takes_id=True),
-    VARIATION: Route(_parse_variation, "generate", takes_id=True),
+    VARIATION: Route(_parse_variation, "variation", takes_id=True),
     STATUS: Route(_no_args(Status), "status"),
     MODELS: Route(_no_args(Models), "models"),
     MODEL: Route(_parse_model, "select_model"),
@@ -543,11 +544,12 @@ assert tuple(ROUTES) == ADDRESSES
 
 
 class Handlers(Protocol):
-    """What serves each route (the daemon): the parsed request, the client's (host, port), and where to reply.
-    A handler never raises: every failure becomes a /kick/error reply."""
+    """What serves each route (kickserver.frontend.Routes): the parsed request, the client's (host, port), and where
+    to reply. A handler never raises: every failure becomes a /kick/error reply."""
 
     def ping(self, req: Ping, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def generate(self, req: Generate, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def variation(self, req: Variation, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def status(self, req: Status, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def models(self, req: Models, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def select_model(self, req: SelectModel, client: tuple, reply: Callable[[bytes], None]) -> None: ...

@@ -32,6 +32,8 @@ from kickmodel.artifact import ArtifactError
 from kickmodel.generator import Cancelled
 from kickmodel.loading import check_artifact
 
+from .jobs import warm_up
+
 log = logging.getLogger("kickserver.reload")
 
 SUFFIX = ".safetensors"
@@ -40,8 +42,9 @@ DEFAULT_NAME = "default"
 POLL_S = 2.0  # polling interval when inotify is not available
 MAX_TO_CHECK = 4096  # artifacts waiting for their check (for /kick/models) at most
 
-Loaded = Callable[[Any, str, Path, Callable[[bytes], None] | None], None]
-Failed = Callable[[str, Callable[[bytes], None] | None], None]
+# the answer target of a load (kickserver.jobs.Answer: told Serving or Refused), None for a load nobody asked for
+Loaded = Callable[[Any, str, Path, Callable[[Any], None] | None], None]
+Failed = Callable[[str, Callable[[Any], None] | None], None]
 
 
 class ModelNotFound(Exception):
@@ -79,14 +82,14 @@ PRECHECK_BYTES = 64 << 20  # validate: a file larger than this has its header ch
 
 def verdict(path: Path) -> bool | None:
     """Whether the artifact loads, as found for its current mtime and size; None if not checked since it changed."""
-    sig = _signature(path)
+    sig = signature(path)
     hit = _verdicts.get(str(path))
     return hit[1] if sig is not None and hit is not None and hit[0] == sig else None
 
 
 def record_verdict(path: Path, ok: bool, sig: tuple[int, int] | None = None) -> None:
     """Record whether path loads (sig: its (mtime_ns, size) when it was read; default: now)."""
-    sig = sig or _signature(path)
+    sig = sig or signature(path)
     if sig is None:
         return
     _verdicts[str(path)] = (sig, ok)
@@ -103,7 +106,7 @@ def validate(path: Path) -> bool:
     from kickmodel.loading import load_generator
 
     path = Path(path)
-    sig = _signature(path)
+    sig = signature(path)
     if sig is None:
         return False
     known = verdict(path)
@@ -181,24 +184,14 @@ def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True,
         return path, DEFAULT_NAME
     if BUNDLED.is_file():
         return BUNDLED, DEFAULT_NAME
-    for newest in sorted(files, key=lambda p: _signature(p) or (0, 0), reverse=True):
+    for newest in sorted(files, key=lambda p: signature(p) or (0, 0), reverse=True):
         if validate(newest):
             return newest, artifact_name(newest)
     raise ModelNotFound(f"no model to serve: {models_dir} has no artifacts and the bundled model "
                         f"({BUNDLED}) is not installed; train one (kicktrain) or pass --models/--model")
 
 
-def warm_up(gen: Any, cancel: Callable[[], bool] | None = None) -> float:
-    """One throw-away sample so the first real request does not pay for lazy initialisation. cancel: as
-    render's (kickmodel.generator.Cancelled when it says stop)."""
-    from kickmodel.generator import Item
-
-    t0 = time.perf_counter()
-    gen.render([Item(seed=0)], steps=min(2, int(gen.default_steps)) if gen.samplers else None, cancel=cancel)
-    return time.perf_counter() - t0
-
-
-def _signature(path: Path) -> tuple[int, int] | None:
+def signature(path: Path) -> tuple[int, int] | None:
     try:
         st = Path(path).stat()
     except OSError:
@@ -209,7 +202,7 @@ def _signature(path: Path) -> tuple[int, int] | None:
 @dataclass
 class _Pending:
     due: float
-    reply: Callable[[bytes], None] | None = None
+    reply: Callable[[Any], None] | None = None
     name: str | None = None
     sig: tuple[int, int] | None = None  # weak (no close seen): load only once this stays the same
 
@@ -330,7 +323,7 @@ class ModelLoader:
             return
         if self.models_dir is not None and Path(path).parent != self.models_dir:
             return
-        sig = _signature(path) if weak else None
+        sig = signature(path) if weak else None
         with self._cond:
             due = time.monotonic() + delay
             p = self._pending.get(path)
@@ -358,7 +351,7 @@ class ModelLoader:
             if verdict(p) is None:
                 self.check_later(p)
 
-    def request(self, path: Path, name: str, reply: Callable[[bytes], None] | None = None) -> None:
+    def request(self, path: Path, name: str, reply: Callable[[Any], None] | None = None) -> None:
         """Load path now (a /kick/model request or a SIGHUP rescan); reply is told the outcome."""
         with self._cond:
             self._pending[Path(path)] = _Pending(time.monotonic(), reply, name)
@@ -392,7 +385,7 @@ class ModelLoader:
                     _, path = min(due)
                     p = self._pending[path]
                     if p.sig is not None:
-                        sig = _signature(path)
+                        sig = signature(path)
                         if sig != p.sig:  # still being written (no event may have told us: polling)
                             p.sig, p.due = sig, now + self.quiet_s
                             continue

@@ -23,10 +23,15 @@ import errno
 import json
 import logging
 import os
+import queue as queue_mod
 import re
 import sys
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -35,7 +40,9 @@ from kickmodel import safejson
 from kickmodel.fsutil import atomic_write_bytes, fsync_dir
 from kickmodel.wavfile import KickInfo, encode_wav
 
-__all__ = ["KickInfo", "KickWriter", "WriteError", "encode_wav", "publish"]
+from .jobs import Done, Kick, Outcome, Refused
+
+__all__ = ["KickInfo", "KickWriter", "Output", "WriteError", "WriterThread", "encode_wav", "publish"]
 
 log = logging.getLogger("kickserver.writer")
 
@@ -311,3 +318,153 @@ class KickWriter:
     @property
     def written(self) -> list[str]:
         return [f["name"] for f in self._ledger]
+
+
+# ------------------------------------------------------------------ the writer thread
+
+
+WRITE_QUEUE = 1  # rendered batches waiting for the writer thread (the next one renders meanwhile)
+
+
+@dataclass
+class Output:
+    """Where and at what rate kicks go: what the worker's set_output asked for and, once the writer thread has made
+    it (in order with the batches), its KickWriter (the previous one where the new folder could not be used). A batch
+    keeps the Output it was rendered for, so its files carry the rate it was rendered at."""
+
+    sample_rate: int
+    out_dir: Any
+    max_files: int | None = None
+    max_mb: float | None = None
+    writer: KickWriter | None = None
+
+
+class WriterThread:
+    """The `kick-writer` thread, off the render's critical path: it writes a rendered batch's files (KickWriter.write:
+    temp file, fsync, rename), answers its kicks (kickserver.jobs outcomes) and applies retention, while the worker
+    renders the next batch. Everything handed to it (`post`) runs in order, so one client's answers keep the order
+    of its kicks, and only this thread touches the KickWriter's ledger.
+
+    `running` (the kicks being rendered) and `writing` (kicks handed here, not answered yet) are guarded by the
+    worker's condition `cond`: a batch moves from one to the other in one step, so the worker's `queued` never counts
+    a kick twice."""
+
+    def __init__(self, writer: KickWriter, cond: threading.Condition, *, software: str,
+                 stopping: Callable[[], bool]) -> None:
+        self.writer = writer  # replaced by this thread (switch)
+        self.software = software
+        self.generated = 0
+        self.running = 0
+        self.writing = 0
+        self._cond = cond
+        self._stopping = stopping
+        self._queue: queue_mod.Queue[Callable[[], None] | None] = queue_mod.Queue(maxsize=WRITE_QUEUE)
+        self._thread = threading.Thread(target=self._loop, name="kick-writer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def finish(self) -> None:
+        """After everything handed over: this thread runs it all, then ends; returns once it has."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def post(self, fn: Callable[[], None], kicks: int = 0) -> None:
+        """Hand fn to this thread (after everything handed before it); waits while WRITE_QUEUE batches wait.
+        kicks: how many of the running batch's kicks fn answers: they move from `running` to `writing` at once."""
+        if kicks:
+            with self._cond:
+                self.writing += kicks
+                self.running = max(0, self.running - kicks)
+        self._queue.put(fn)
+
+    def _loop(self) -> None:
+        while True:
+            fn = self._queue.get()
+            if fn is None:
+                return
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - the writer thread must not die: later batches need it
+                log.error("writing failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
+
+    def answer_all(self, batch: list[Kick], reason: str | None = None, *, only_unanswered: bool = False,
+                   outcome: Outcome | None = None) -> None:
+        """Answer the batch's kicks (those not answered yet, with only_unanswered) with Refused(reason), or with
+        outcome, in this thread (so after the answers of earlier batches)."""
+        def answer() -> None:
+            try:
+                for k in batch:
+                    if not (only_unanswered and k.answered):
+                        k.answer(outcome if outcome is not None else Refused(k.job.id, reason or ""))
+            finally:
+                with self._cond:
+                    self.writing -= len(batch)
+
+        self.post(answer, len(batch))
+
+    def write_batch(self, batch: list[Kick], audio: np.ndarray, model_name: str, out: Output) -> None:
+        """Hand a rendered batch over: its files written with `out`'s writer at its rate, its kicks answered."""
+        def write() -> None:
+            try:
+                self._write(batch, audio, model_name, out)
+            except Exception as e:  # noqa: BLE001 - answer the kicks not answered yet
+                log.error("batch failed: %s: %s", type(e).__name__, e, exc_info=log.isEnabledFor(logging.DEBUG))
+                for k in batch:
+                    if not k.answered:
+                        k.answer(Refused(k.job.id, f"generation failed: {type(e).__name__}: {e}"))
+            finally:
+                with self._cond:
+                    self.writing -= len(batch)
+
+        self.post(write, len(batch))
+
+    def _write(self, batch: list[Kick], audio: np.ndarray, model_name: str, out: Output) -> None:
+        """Drop each rendered kick (unless stopping: the one being written lands, the rest are answered "shutting
+        down"), answer it, then apply retention and save the ledger -- all with the writer of `out`, the output the
+        batch was rendered for, and at its rate."""
+        writer = out.writer or self.writer
+        for i, k in enumerate(batch):
+            job = k.job
+            if self._stopping():
+                k.answer(Refused(job.id, "shutting down"))
+                continue
+            try:
+                info = KickInfo(model=model_name, seed=k.seed, software=self.software, **job.tags(k))
+                path = writer.write(audio[i], info, sample_rate=out.sample_rate)
+            except WriteError as e:
+                log.error("request %d: %s", job.id, e)
+                k.answer(Refused(job.id, str(e)))
+                continue
+            except Exception as e:  # noqa: BLE001 - one kick's failure is that kick's reply, not the batch's
+                log.error("request %d: writing seed %d failed: %s: %s", job.id, k.seed, type(e).__name__, e,
+                          exc_info=log.isEnabledFor(logging.DEBUG))
+                k.answer(Refused(job.id, f"cannot write kick (seed {k.seed}): {type(e).__name__}: {e}"))
+                continue
+            self.generated += 1
+            k.answer(Done(job.id, str(path), job.reply_seed(k.seed)))
+        try:
+            writer.prune()
+        except Exception as e:  # noqa: BLE001 - every kick is answered by now; retention tries again next batch
+            log.error("retention failed in %s: %s: %s", writer.out_dir, type(e).__name__, e,
+                      exc_info=log.isEnabledFor(logging.DEBUG))
+
+    def switch(self, old: Output, new: Output) -> None:
+        """In order with the batches: the old writer saves its ledger, then new's KickWriter is made (stray temp
+        files cleaned only in a folder that changed, never while a write is in flight)."""
+        def switch() -> None:
+            prev = old.writer or self.writer
+            prev.save_ledger()  # what the old writer wrote stays in its folder's ledger
+            same = os.path.realpath(prev.out_dir) == os.path.realpath(new.out_dir)
+            try:
+                w = KickWriter(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb,
+                               clean_temps=not same)
+            except OSError as e:
+                log.error("cannot use the output folder %s (%s); kicks still go to %s", new.out_dir, e, prev.out_dir)
+                new.writer = prev
+                return
+            if same and prev.retention and w.retention:
+                w.adopt_ledger(prev)  # the same folder: the old writer's ledger, as it is in memory
+            new.writer = self.writer = w
+
+        self.post(switch)

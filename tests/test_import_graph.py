@@ -120,3 +120,17 @@ def test_only_the_benchs_own_tests_import_it():
     for f, used in _imported_tops("tests"):
         if (REPO / "tests" / "bench") not in f.parents:
             assert "bench" not in used, str(f.relative_to(REPO))
+
+
+def test_the_worker_reaches_nothing_of_the_osc_contract():
+    """The worker emits outcomes (kickserver.jobs: Done, Refused, ...) and the front end encodes them: neither
+    kickserver.worker nor anything it imports, at any depth, imports kickserver.osc_api."""
+    g = _import_graph().graph(REPO)
+    seen, todo = set(), ["kickserver.worker"]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(g.get(m, ()))
+    assert "kickserver.osc_api" not in seen, sorted(m for m in seen if "osc_api" in g.get(m, ()))
+    assert "kickserver.frontend" not in seen and "kickserver.daemon" not in seen

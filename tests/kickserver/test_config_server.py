@@ -13,7 +13,7 @@ from daemon_util import REPO, daemon_env, models_folder, start_daemon
 
 from kickserver import reload as reload_mod
 from kickserver.config import ServerConfig, ServerConfigError, load_config
-from kickserver.daemon import Server
+from kickserver.frontend import allowed
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -139,14 +139,14 @@ def test_port_in_use_exits_2_with_a_clear_error(tmp_path, tiny_artifact):
 
 
 def test_allow_list():
-    s = Server(ServerConfig(host="127.0.0.1"))
-    assert s._allowed("127.0.0.1") and s._allowed("10.1.2.3")  # loopback bind: only loopback can reach it
-    s = Server(ServerConfig(host="0.0.0.0", allow=["192.168.1.0/24", "fd00::/8"]))
-    assert s._allowed("127.0.0.1") and s._allowed("::1") and s._allowed("192.168.1.77")
-    assert s._allowed("::ffff:192.168.1.5") and s._allowed("fd00::1")
-    assert not s._allowed("192.168.2.1") and not s._allowed("8.8.8.8") and not s._allowed("fe80::1")
-    s = Server(ServerConfig(host="0.0.0.0"))
-    assert s._allowed("127.0.0.1") and not s._allowed("192.168.1.77")
+    cfg = ServerConfig(host="127.0.0.1")
+    assert allowed(cfg, "127.0.0.1") and allowed(cfg, "10.1.2.3")  # loopback bind: only loopback can reach it
+    cfg = ServerConfig(host="0.0.0.0", allow=["192.168.1.0/24", "fd00::/8"])
+    assert allowed(cfg, "127.0.0.1") and allowed(cfg, "::1") and allowed(cfg, "192.168.1.77")
+    assert allowed(cfg, "::ffff:192.168.1.5") and allowed(cfg, "fd00::1")
+    assert not allowed(cfg, "192.168.2.1") and not allowed(cfg, "8.8.8.8") and not allowed(cfg, "fe80::1")
+    cfg = ServerConfig(host="0.0.0.0")
+    assert allowed(cfg, "127.0.0.1") and not allowed(cfg, "192.168.1.77")
 
 
 # ---------------------------------------------------------------- command line

@@ -22,7 +22,9 @@ from daemon_util import make_artifact, models_folder, start_daemon, wait_until
 from kickmodel.generator import Item
 from kickmodel.loading import load_generator
 from kickserver.config import CAPTURE_MODES, ServerConfig, ServerConfigError, load_config
-from kickserver.worker import Job, Worker, resident_memory
+from kickserver.frontend import encode
+from kickserver.jobs import Fresh
+from kickserver.worker import Worker, resident_memory
 from kickserver.writer import KickWriter
 
 FELL_BACK = "fell back to eager: CUDA graphs need a CUDA device; the model is on cpu"
@@ -47,10 +49,17 @@ class Collect:
     def __init__(self):
         self.replies: list[tuple[str, list]] = []
 
-    def __call__(self, data: bytes):
+    def __call__(self, data):
+        """A reply datagram, or an outcome the worker emitted (encoded as the front end encodes it)."""
         from daemon_util import parse_replies
 
-        self.replies.extend(parse_replies(data))
+        self.replies.extend(parse_replies(data if isinstance(data, bytes) else encode(data)))
+
+
+def submit(w, job):
+    """Submit as the front end does: the job resolved once against the serving model and the server's policy."""
+    job.resolve(w.gen, w.policy)
+    return w.submit(job)
 
 
 def _kick(d, seed: int) -> str:
@@ -178,7 +187,7 @@ def test_under_a_capture_mode_only_captured_batch_sizes_reach_the_network(tmp_pa
     jobs = {1: 3, 2: 5, 3: 6, 4: 7, 5: 1}
     answered = 0
     for j, n in jobs.items():  # one at a time, so each batch is its job
-        w.submit(Job(id=j, seeds=list(range(10 * j, 10 * j + n)), reply=r, steps=2, controls={"decay": 0.4}))
+        submit(w, Fresh(id=j, seeds=list(range(10 * j, 10 * j + n)), answer=r, steps=2, controls={"decay": 0.4}))
         answered += n
         assert wait_until(lambda want=answered: len(r.replies) == want, 30)
     w.stop()
@@ -207,7 +216,7 @@ def test_under_off_nothing_is_padded(tmp_path, tiny_artifact, stand_in):
     w = Worker(gen, "tiny", KickWriter(tmp_path, gen.sample_rate), sample_rate=gen.sample_rate, capture="off",
                max_batch=8)
     r = Collect()
-    w.submit(Job(id=1, seeds=[1, 2, 3], reply=r, steps=2))
+    submit(w, Fresh(id=1, seeds=[1, 2, 3], answer=r, steps=2))
     w.start()
     assert wait_until(lambda: len(r.replies) == 3, 30)
     w.stop()
@@ -233,7 +242,7 @@ def test_a_hot_swap_under_a_capture_mode_releases_the_old_models_compiled_state(
     assert all(isinstance(m, _StandIn) for m in vars(w.gen).values() if isinstance(m, torch.nn.Module))
     gc.collect()
     assert [ref() for ref in old] == [None] * len(old)
-    w.submit(Job(id=1, seeds=[1], reply=r, steps=2))
+    submit(w, Fresh(id=1, seeds=[1], answer=r, steps=2))
     assert wait_until(lambda: len(r.replies) == 2, 30)
     w.stop()
     assert w.join(10)

@@ -13,21 +13,23 @@ from daemon_util import wait_until
 
 from kickmodel.generator import GeneratorBase
 from kickmodel.loading import load_generator
-from kickserver import osc_api
-from kickserver.worker import Job, Worker
+from kickserver import jobs, osc_api
+from kickserver.frontend import encode
+from kickserver.worker import Worker
 from kickserver.writer import KickWriter
 
 
 class FakeGen(GeneratorBase):
     """A generator without a network: GeneratorBase's render (settings, finishing, resampling) around sines."""
 
+    capabilities = frozenset({"controls", "samplers", "variation"})
     samplers = ("ddim", "ddpm", "dpmpp_2m")
     max_steps = 1000
 
     def __init__(self, name="fake", delay=0.0):
         self.name, self.delay = name, delay
         self.sample_rate, self.length, self.device = 44100, 512, "cpu"
-        self.controls = ("decay",)
+        self.controls, self.unit_controls = ("decay",), ()
         self.default_steps, self.default_sampler = 7, "ddim"
         self.calls: list[tuple[int, int, str]] = []
         self.started = threading.Event()
@@ -36,9 +38,9 @@ class FakeGen(GeneratorBase):
     def prepare_source(self, audio, sample_rate):
         return np.zeros(self.length, dtype=np.float32)
 
-    def sample(self, items, steps=None, sampler=None):
+    def _sample(self, items, settings, hook):
         self.started.set()
-        self.calls.append((len(items), steps, sampler))
+        self.calls.append((len(items), settings.steps, settings.sampler))
         time.sleep(self.delay)
         t = np.arange(self.length) / self.sample_rate
         return np.stack([np.sin(2 * np.pi * (50 + it.seed) * t) for it in items]).astype(np.float32)
@@ -49,9 +51,11 @@ class Collect:
         self.replies: list[tuple[str, list]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, data: bytes):
+    def __call__(self, data):
+        """A reply datagram, or an outcome the worker emitted (encoded as the front end encodes it)."""
         from daemon_util import parse_replies
 
+        data = data if isinstance(data, bytes) else encode(data)
         with self.lock:
             self.replies.extend(parse_replies(data))
 
@@ -63,19 +67,25 @@ class Collect:
 
 
 def job(id, n, reply, **kw):
-    return Job(id=id, seeds=list(range(100 * id, 100 * id + n)), reply=reply, **kw)
+    return jobs.Fresh(id=id, seeds=list(range(100 * id, 100 * id + n)), answer=reply, **kw)
+
+
+def submit(w, job):
+    """Submit as the front end does: the job resolved once against the serving model and the server's policy."""
+    job.resolve(w.gen, w.policy)
+    return w.submit(job)
 
 
 def test_batches_share_steps_and_sampler(tmp_path):
     gen = FakeGen(delay=0.2)
     w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4)
     r = Collect()
-    w.submit(job(1, 1, r))  # taken alone while the others queue up behind it
+    submit(w, job(1, 1, r))  # taken alone while the others queue up behind it
     w.start()
     assert gen.started.wait(5)
-    w.submit(job(2, 3, r))
-    w.submit(job(3, 2, r, steps=3))
-    w.submit(job(4, 2, r))  # default steps: batched with job 2 (3 + 1 <= 4), the rest next time
+    submit(w, job(2, 3, r))
+    submit(w, job(3, 2, r, steps=3))
+    submit(w, job(4, 2, r))  # default steps: batched with job 2 (3 + 1 <= 4), the rest next time
     got = r.wait(8)
     w.stop()
     assert w.join(5)
@@ -89,16 +99,16 @@ def test_batches_share_steps_and_sampler(tmp_path):
 def test_queue_limit_refuses_with_busy(tmp_path):
     w = Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, queue_limit=5)
     r = Collect()
-    assert w.submit(job(1, 4, r)) is None
-    assert w.submit(job(2, 2, r)).startswith("busy")
-    assert w.submit(job(3, 1, r)) is None
+    assert submit(w, job(1, 4, r)) is None
+    assert submit(w, job(2, 2, r)).startswith("busy")
+    assert submit(w, job(3, 1, r)) is None
     assert w.queued == 5
     w.stop()
     w.start()
     assert w.join(5)
     got = r.wait(5)
     assert [p[1] for _, p in got] == ["shutting down"] * 5
-    assert w.submit(job(4, 1, r)) == "shutting down"
+    assert submit(w, job(4, 1, r)) == "shutting down"
 
 
 def test_model_swap_happens_between_batches(tmp_path):
@@ -106,9 +116,9 @@ def test_model_swap_happens_between_batches(tmp_path):
     w = Worker(old, "old", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=2)
     r = Collect()
     w.start()
-    w.submit(job(1, 2, r))
+    submit(w, job(1, 2, r))
     assert old.started.wait(5)
-    w.submit(job(2, 2, r))
+    submit(w, job(2, 2, r))
     w.offer_model(new, "new", r)
     got = r.wait(5)
     w.stop()
@@ -127,8 +137,8 @@ def test_stop_lets_the_file_being_written_land(tmp_path):
     started = threading.Event()
     w = Worker(FakeGen(), "fake", SlowWriter(tmp_path, 44100), sample_rate=44100, max_batch=4)
     r = Collect()
-    w.submit(job(1, 3, r))
-    w.submit(job(2, 1, r, steps=2))
+    submit(w, job(1, 3, r))
+    submit(w, job(2, 1, r, steps=2))
     w.start()
     assert started.wait(5)
     w.stop()
@@ -143,7 +153,7 @@ def test_stop_cancels_a_batch_on_the_device(tmp_path, tiny_artifact):
     gen = load_generator(tiny_artifact, "cpu")
     w = Worker(gen, "tiny", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=8)
     r = Collect()
-    w.submit(Job(id=1, seeds=list(range(8)), reply=r, steps=1000))
+    submit(w, jobs.Fresh(id=1, seeds=list(range(8)), answer=r, steps=1000))
     w.start()
     time.sleep(0.3)
     t0 = time.monotonic()
@@ -157,12 +167,12 @@ def test_stop_cancels_a_batch_on_the_device(tmp_path, tiny_artifact):
 
 def test_errors_from_the_model_are_replied(tmp_path):
     class Broken(FakeGen):
-        def sample(self, items, steps=None, sampler=None):
+        def _sample(self, items, settings, hook):
             raise ValueError("unknown control(s) colour")
 
     w = Worker(Broken(), "b", KickWriter(tmp_path, 44100), sample_rate=44100)
     r = Collect()
-    w.submit(job(1, 2, r))
+    submit(w, job(1, 2, r))
     w.start()
     got = r.wait(2)
     w.stop()
@@ -176,7 +186,7 @@ def test_output_rate(tmp_path, rate):
 
     w = Worker(FakeGen(), "fake", KickWriter(tmp_path, rate), sample_rate=rate)
     r = Collect()
-    w.submit(job(1, 1, r))
+    submit(w, job(1, 1, r))
     w.start()
     (a, p), = r.wait(1)
     w.stop()
@@ -231,7 +241,7 @@ def test_replies_are_int_float_string_only():
 
 def _run_one(w, n, reply):
     """Submit one job of n kicks, wait for n replies, stop, join: afterwards every reply has been sent."""
-    w.submit(job(1, n, reply))
+    submit(w, job(1, n, reply))
     w.start()
     reply.wait(n)
     w.stop()
@@ -269,16 +279,14 @@ def test_a_failing_prune_does_not_answer_twice(tmp_path):
 
 
 def test_a_batch_failing_midway_answers_only_the_kicks_not_yet_answered(tmp_path, monkeypatch):
-    from kickserver import worker as worker_mod
+    from kickserver import writer as writer_mod
 
-    real_done = osc_api.done
-
-    def done(id, path, seed):  # the second kick's reply cannot even be built: the catch-all takes over
+    def done(id, path, seed):  # the second kick's outcome cannot even be made: the catch-all takes over
         if seed == 101:
             raise TypeError("boom")
-        return real_done(id, path, seed)
+        return jobs.Done(id, path, seed)
 
-    monkeypatch.setattr(worker_mod.osc_api, "done", done)
+    monkeypatch.setattr(writer_mod, "Done", done)
     r = Collect()
     got = _run_one(Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100), 3, r)
     assert [a for a, _ in got] == ["/kick/done", "/kick/error", "/kick/error"], got
@@ -297,20 +305,20 @@ def test_worker_runs_every_batch_on_its_thread_count(tmp_path):
     seen: list[int] = []
 
     class Racing(FakeGen):
-        def sample(self, items, steps=None, sampler=None):
+        def _sample(self, items, settings, hook):
             if not seen:
                 other = threading.Thread(target=torch.set_num_threads, args=(1,))  # what the loader does
                 other.start()
                 other.join()
             seen.append(torch.get_num_threads())
-            return super().sample(items, steps, sampler)
+            return super()._sample(items, settings, hook)
 
     w = Worker(Racing(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, threads=3)
     r = Collect()
     try:
         w.start()
-        w.submit(job(1, 1, r))
-        w.submit(job(2, 1, r, steps=3))  # a second batch
+        submit(w, job(1, 1, r))
+        submit(w, job(2, 1, r, steps=3))  # a second batch
         assert len(r.wait(2)) == 2
         w.stop()
         assert w.join(5)
@@ -330,7 +338,7 @@ def test_an_artifacts_default_steps_never_pass_the_servers_limit(tmp_path):
     assert gen.settings(None, None, StepPolicy(default=30, cap=200)) == Settings(30, "ddim")
     w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, policy=StepPolicy(cap=20))
     r = Collect()
-    w.submit(job(1, 1, r))
+    submit(w, job(1, 1, r))
     w.start()
     assert [a for a, _ in r.wait(1)] == ["/kick/done"]
     w.stop()
@@ -347,9 +355,9 @@ def test_one_clients_backlog_does_not_starve_another_client(tmp_path):
     gen = FakeGen(delay=0.02)
     w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4, client_limit=32)
     r = Collect()
-    assert w.submit(Job(id=1, seeds=list(range(16)), reply=r, steps=200, client="A")) is None
-    assert w.submit(Job(id=2, seeds=list(range(16, 32)), reply=r, steps=200, client="A")) is None
-    assert w.submit(Job(id=3, seeds=[99], reply=r, client="B")) is None
+    assert submit(w, jobs.Fresh(id=1, seeds=list(range(16)), answer=r, steps=200, client="A")) is None
+    assert submit(w, jobs.Fresh(id=2, seeds=list(range(16, 32)), answer=r, steps=200, client="A")) is None
+    assert submit(w, jobs.Fresh(id=3, seeds=[99], answer=r, client="B")) is None
     w.start()
     got = r.wait(33)
     w.stop()
@@ -364,9 +372,9 @@ def test_a_batch_takes_compatible_kicks_from_every_client_in_turn(tmp_path):
     gen = FakeGen(delay=0.02)
     w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=8)
     r = Collect()
-    w.submit(Job(id=1, seeds=list(range(16)), reply=r, client="A"))
-    w.submit(Job(id=2, seeds=[100], reply=r, client="B"))
-    w.submit(Job(id=3, seeds=[200, 201], reply=r, client="C"))
+    submit(w, jobs.Fresh(id=1, seeds=list(range(16)), answer=r, client="A"))
+    submit(w, jobs.Fresh(id=2, seeds=[100], answer=r, client="B"))
+    submit(w, jobs.Fresh(id=3, seeds=[200, 201], answer=r, client="C"))
     w.start()
     got = r.wait(19)
     w.stop()
@@ -379,10 +387,10 @@ def test_a_batch_takes_compatible_kicks_from_every_client_in_turn(tmp_path):
 def test_per_client_limit_refuses_only_that_client(tmp_path):
     w = Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, queue_limit=64, client_limit=20)
     r = Collect()
-    assert w.submit(Job(id=1, seeds=list(range(16)), reply=r, client="A")) is None
-    why = w.submit(Job(id=2, seeds=list(range(16)), reply=r, client="A"))
+    assert submit(w, jobs.Fresh(id=1, seeds=list(range(16)), answer=r, client="A")) is None
+    why = submit(w, jobs.Fresh(id=2, seeds=list(range(16)), answer=r, client="A"))
     assert why == "busy: 16 kicks from your address queued (limit 20 per address)"
-    assert w.submit(Job(id=3, seeds=list(range(16)), reply=r, client="B")) is None
+    assert submit(w, jobs.Fresh(id=3, seeds=list(range(16)), answer=r, client="B")) is None
     assert w.queued == 32
     w.stop()
     w.start()
@@ -398,12 +406,12 @@ def test_the_limit_holds_per_host_not_per_source_port(tmp_path):
     refused = []
     for rep in range(2):
         for port in (5001, 5002, 5003, 5004):
-            why = w.submit(Job(id=port * 10 + rep, seeds=list(range(16)), reply=r, client=("127.0.0.1", port)))
+            why = submit(w, jobs.Fresh(id=port * 10 + rep, seeds=list(range(16)), answer=r, client=("127.0.0.1", port)))
             if why is not None:
                 refused.append(why)
     assert w.queued == 32 and len(refused) == 6, refused
     assert refused[0] == "busy: 32 kicks from your address queued (limit 32 per address)"
-    assert w.submit(Job(id=1, seeds=list(range(16)), reply=r, client=("127.0.0.2", 5001))) is None
+    assert submit(w, jobs.Fresh(id=1, seeds=list(range(16)), answer=r, client=("127.0.0.2", 5001))) is None
     assert w.queued == 48
     w.stop()
     w.start()
@@ -418,8 +426,9 @@ def test_hosts_take_turns_and_a_hosts_ports_take_turns_within_its_share(tmp_path
     w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4, client_limit=32)
     r = Collect()
     for port in (1, 2, 3, 4):
-        assert w.submit(Job(id=port, seeds=list(range(8)), reply=r, steps=200, client=("10.0.0.1", port))) is None
-    assert w.submit(Job(id=9, seeds=[99], reply=r, client=("10.0.0.2", 1))) is None
+        job = jobs.Fresh(id=port, seeds=list(range(8)), answer=r, steps=200, client=("10.0.0.1", port))
+        assert submit(w, job) is None
+    assert submit(w, jobs.Fresh(id=9, seeds=[99], answer=r, client=("10.0.0.2", 1))) is None
     w.start()
     got = r.wait(33)
     w.stop()
@@ -447,7 +456,7 @@ def test_the_worker_decodes_the_open_source_and_refuses_one_grown_past_the_limit
         f.write((tmp_path / "long.wav").read_bytes())
     r = Collect()
     w = Worker(FakeGen(), "fake", KickWriter(out, 44100), sample_rate=44100, max_batch=1)
-    w.submit(Job(id=9, seeds=[1, 2], reply=r, source=src))
+    submit(w, jobs.Variation(id=9, seeds=[1, 2], answer=r, source=jobs.Opened(src)))
     w.start()
     got = r.wait(2)
     w.stop()
@@ -465,7 +474,7 @@ def test_sources_of_kicks_never_generated_are_closed_at_shutdown(tmp_path):
     src = open_source("k.wav", tmp_path, [])
     r = Collect()
     w = Worker(FakeGen(), "fake", KickWriter(tmp_path / "out", 44100), sample_rate=44100)
-    w.submit(Job(id=4, seeds=[1], reply=r, source=src))
+    submit(w, jobs.Variation(id=4, seeds=[1], answer=r, source=jobs.Opened(src)))
     w.stop()
     w.start()
     assert w.join(5)
@@ -482,7 +491,10 @@ class MorphGen(FakeGen):
         super().__init__(**kw)
         self.morphs: list[tuple[int, object, object]] = []
 
-    def interpolate(self, a, b, ts, items, steps=None, sampler=None):
+    capabilities = FakeGen.capabilities | {"interpolation"}
+    interpolation_samplers = ("dpmpp_2m", "ddim")
+
+    def _morph(self, a, b, ts, items, settings, hook):
         self.started.set()
         self.morphs.append((len(ts), a.seed if a.source is None else "file", b.seed if b.source is None else "file"))
         time.sleep(self.delay)
@@ -491,10 +503,8 @@ class MorphGen(FakeGen):
 
 
 def morph(id, ts, reply, a=1, b=2, **kw):
-    from kickserver.worker import End
-
     seeds = [a if t == 0 else b if t == 1 else osc_api.NO_SEED for t in ts]
-    return Job(id=id, seeds=seeds, reply=reply, ends=(End(seed=a), End(seed=b)), ts=list(ts), **kw)
+    return jobs.Morph(id=id, seeds=seeds, answer=reply, ends=(jobs.End(seed=a), jobs.End(seed=b)), ts=list(ts), **kw)
 
 
 def test_an_interpolation_counts_against_the_limits_and_is_batched_alone_in_order(tmp_path):
@@ -502,11 +512,11 @@ def test_an_interpolation_counts_against_the_limits_and_is_batched_alone_in_orde
     w = Worker(gen, "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4, client_limit=8)
     r = Collect()
     ts = [i / 5 for i in range(6)]
-    assert w.submit(morph(1, ts, r, client="A")) is None
+    assert submit(w, morph(1, ts, r, client="A")) is None
     busy = "busy: {} kicks from your address queued (limit 8 per address)"
-    assert w.submit(Job(id=2, seeds=[7, 8, 9], reply=r, client="A")) == busy.format(6)
-    assert w.submit(Job(id=3, seeds=[7, 8], reply=r, client="A")) is None
-    assert w.submit(morph(4, [0.5], r, a=3, b=4, client="A")) == busy.format(8)
+    assert submit(w, jobs.Fresh(id=2, seeds=[7, 8, 9], answer=r, client="A")) == busy.format(6)
+    assert submit(w, jobs.Fresh(id=3, seeds=[7, 8], answer=r, client="A")) is None
+    assert submit(w, morph(4, [0.5], r, a=3, b=4, client="A")) == busy.format(8)
     w.start()
     got = r.wait(8)
     w.stop()
@@ -525,7 +535,6 @@ def test_a_morph_whose_file_fails_answers_each_kick_once_and_closes_the_other_fi
     import soundfile as sf
 
     from kickserver.sources import open_source
-    from kickserver.worker import End
 
     for name in ("a.wav", "b.wav"):
         sf.write(tmp_path / name, np.zeros(800, dtype=np.float32), 8000, subtype="PCM_16")
@@ -536,8 +545,8 @@ def test_a_morph_whose_file_fails_answers_each_kick_once_and_closes_the_other_fi
     gen = MorphGen()
     w = Worker(gen, "fake", KickWriter(tmp_path / "out", 44100), sample_rate=44100, max_batch=2)
     r = Collect()
-    w.submit(Job(id=5, seeds=[-1] * 5, reply=r, ends=(End(source=src_a), End(source=src_b)),
-                 ts=[0.1, 0.2, 0.3, 0.4, 0.5]))
+    ends = (jobs.End(file=jobs.Opened(src_a)), jobs.End(file=jobs.Opened(src_b)))
+    submit(w, jobs.Morph(id=5, seeds=[-1] * 5, answer=r, ends=ends, ts=[0.1, 0.2, 0.3, 0.4, 0.5]))
     w.start()
     got = r.wait(5)
     w.stop()
@@ -557,12 +566,12 @@ class RenderLog(FakeGen):
         self.renders: list[threading.Event] = [threading.Event() for _ in range(8)]
         self.n = 0
 
-    def sample(self, items, steps=None, sampler=None):
+    def _sample(self, items, settings, hook):
         self.renders[min(self.n, 7)].set()
         self.n += 1
-        if steps == 3:
+        if settings.steps == 3:
             raise ValueError("steps 3 refused by this model")
-        return super().sample(items, steps, sampler)
+        return super()._sample(items, settings, hook)
 
 
 def test_the_next_batch_renders_while_the_last_one_is_written(tmp_path):
@@ -578,7 +587,7 @@ def test_the_next_batch_renders_while_the_last_one_is_written(tmp_path):
 
     w = Worker(gen, "fake", Waiting(tmp_path, 44100, max_files=10), sample_rate=44100, max_batch=2)
     r = Collect()
-    w.submit(job(1, 4, r))  # two batches of two
+    submit(w, job(1, 4, r))  # two batches of two
     w.start()
     got = r.wait(4)
     w.stop()
@@ -602,9 +611,9 @@ def test_one_clients_replies_keep_the_order_of_its_kicks(tmp_path):
 
     w = Worker(gen, "fake", Slow(tmp_path, 44100), sample_rate=44100, max_batch=2)
     r = Collect()
-    w.submit(job(1, 2, r))
-    w.submit(job(2, 1, r, steps=3))
-    w.submit(job(3, 6, r))
+    submit(w, job(1, 2, r))
+    submit(w, job(2, 1, r, steps=3))
+    submit(w, job(3, 6, r))
     w.start()
     got = r.wait(9)
     w.stop()
@@ -626,7 +635,7 @@ def test_stop_during_writes_loses_no_file_and_leaves_no_temp_file(tmp_path):
 
     w = Worker(FakeGen(), "fake", Slow(tmp_path, 44100, max_files=100), sample_rate=44100, max_batch=2)
     r = Collect()
-    w.submit(job(1, 6, r))
+    submit(w, job(1, 6, r))
     w.start()
     assert started.wait(5)
     w.stop()
@@ -666,8 +675,8 @@ def test_a_new_output_rate_and_folder_apply_between_batches_written_whole(tmp_pa
     gen = FakeGen()
     w = Worker(gen, "fake", KickWriter(old_dir, 44100, max_files=100), sample_rate=44100, max_batch=2)
     r = Collect()
-    w.submit(job(1, 2, r))
-    w.submit(job(2, 2, r))
+    submit(w, job(1, 2, r))
+    submit(w, job(2, 2, r))
     w.start()
     assert held.wait(5)  # batch 1's first kick: its .part written, not yet renamed
     assert wait_until(lambda: len(gen.calls) == 2)  # batch 2 rendered at 44100, waiting for the writer
@@ -678,7 +687,7 @@ def test_a_new_output_rate_and_folder_apply_between_batches_written_whole(tmp_pa
         new_dir.mkdir()
         (new_dir / ".kick_20250101-000000_6.wav.99998.part").write_bytes(b"RIFF")  # a killed run's: removed
     w.set_output(new_dir, 48000, max_files=100)  # what the daemon's SIGHUP does
-    w.submit(job(3, 2, r))  # rendered after: at 48000, into the new folder
+    submit(w, job(3, 2, r))  # rendered after: at 48000, into the new folder
     time.sleep(0.2)  # let a wrong implementation do its damage before the writer goes on
     go.set()
     got = r.wait(6)
@@ -714,7 +723,7 @@ def test_queued_counts_a_kick_once_while_the_worker_waits_for_the_writer(tmp_pat
     gen = FakeGen()
     w = Worker(gen, "fake", Held(tmp_path, 44100), sample_rate=44100, max_batch=2)
     r = Collect()
-    w.submit(job(1, 6, r))
+    submit(w, job(1, 6, r))
     w.start()
     try:
         assert wait_until(lambda: len(gen.calls) == 3)

@@ -1,0 +1,376 @@
+"""A request, once accepted, as one typed value: one dataclass per kind, each carrying its resolved settings and
+controls, and what the worker emits for it (the outcomes the front end encodes as OSC).
+
+    Fresh      /kick/generate: kicks from seeds
+    Variation  /kick/variation: kicks made from a source file (SDEdit)
+    Morph      /kick/interpolate: kicks between two ends (seeds or files), one per t
+    Near       /kick/near: kicks from a point of the kit map
+    Locate     /kick/locate: no kick, the map point of a source file
+
+The front end (kickserver.frontend) makes a job from a parsed request and resolves it once against the serving model
+(`resolve`: steps and sampler through the generator's `settings`, the one call of it in kickserver); nothing
+downstream re-derives what kind of request it is or resolves its steps again. The worker resolves the jobs still
+queued again only when what they were resolved against changes (a model swapped in, a new --steps/--max-steps on
+SIGHUP), so a queued kick is made with the settings of the model that makes it, as before.
+
+Every call from kickserver into the generator (settings, prepare_source, render, locate) sits in this module, in the
+kinds' methods (and `warm_up`, a throw-away fresh kick): the worker asks a job to render its batch and never names a
+mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kickmodel.clips import BadAudio
+from kickmodel.generator import Endpoint, Hook, Item, Settings, SettingsError, StepPolicy, cancel_hook
+
+from .sources import Source, SourceError
+
+log = logging.getLogger("kickserver.worker")
+
+
+# ------------------------------------------------------------------ outcomes (the worker emits, the front end encodes)
+
+
+@dataclass(frozen=True)
+class Done:
+    """A kick written: its request's id, its path and the seed /kick/generate turns into it (None: no seed does)."""
+
+    id: int
+    path: str
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A kick (or a model load) that failed, and why; id None: no request's id."""
+
+    id: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a file's kick lies on the map; `source` as the client named it."""
+
+    x: float
+    y: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Serving:
+    """A model that serves now (the answer to /kick/model)."""
+
+    name: str
+
+
+Outcome = Done | Refused | Located | Serving
+Answer = Callable[[Outcome], None]
+
+
+# ------------------------------------------------------------------ files a job reads
+
+
+class Opened:
+    """A file the receive loop opened and checked (kickserver.sources), decoded once, by the worker, from that
+    descriptor; a failure to decode fails every later use alike."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self._audio: tuple[np.ndarray, int] | None = None
+        self._error: Exception | None = None
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    def __str__(self) -> str:
+        return str(self.source)
+
+    def decoded(self) -> tuple[np.ndarray, int]:
+        if self._error is not None:
+            raise self._error
+        if self._audio is None:
+            try:
+                self._audio = self.source.decode()
+            except Exception as e:
+                self._error = e
+                raise
+        return self._audio
+
+    def clip(self, gen: Any) -> np.ndarray:
+        """The file as the serving model's input clip, prepared like a training clip (GeneratorBase.prepare_source)."""
+        audio, rate = self.decoded()
+        return gen.prepare_source(audio, rate)
+
+    def close(self) -> None:
+        self.source.close()
+
+
+@dataclass
+class End:
+    """One end of a morph: a seed, or an opened file."""
+
+    seed: int | None = None
+    file: Opened | None = None
+
+    @property
+    def tag(self) -> int | str:
+        """What the kick's tags record: the seed, or the file's path."""
+        return self.seed if self.file is None else str(self.file)
+
+
+# ------------------------------------------------------------------ jobs
+
+
+@dataclass
+class Kick:
+    """One kick of a job, queued: its seed (-1 for a morph's inner kick), its t (a morph's), answered once."""
+
+    job: Job
+    seed: int
+    t: float | None = None
+    answered: bool = False
+    settings: Settings | None = None  # what it was rendered with (its job's may be resolved again meanwhile)
+
+    def answer(self, outcome: Outcome) -> None:
+        """Send this kick's one outcome; marks it answered first."""
+        self.answered = True
+        self.job.answer(outcome)
+
+
+@dataclass
+class Job:
+    """An accepted request: `count` kicks (`seeds`), each answered exactly once through `answer`. `client` is whose
+    queue the kicks join (the daemon: the source address and port; see `host`)."""
+
+    id: int
+    seeds: list[int]
+    answer: Answer
+    client: Any = None
+    refused: str | None = None  # a reason every later batch of this job gets (a morph the model refused)
+
+    @property
+    def count(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def host(self) -> Any:
+        """Whose share the kicks count against: the source address of an (address, port) client, else the client."""
+        return self.client[0] if isinstance(self.client, tuple) and self.client else self.client
+
+    def kicks(self) -> list[Kick]:
+        return [Kick(self, s) for s in self.seeds]
+
+    def batch_key(self) -> tuple:
+        """Kicks with the same key may be made in one batch: by default only this job's."""
+        return (type(self).__name__, id(self))
+
+    def resolve(self, gen: Any, policy: StepPolicy) -> None:
+        """Fix the settings against the model that will make the kicks (no settings by default)."""
+
+    def files(self) -> list[Opened]:
+        """Every file this job holds open (to close when it is refused, dropped or done)."""
+        return []
+
+    def close(self) -> None:
+        for f in self.files():
+            f.close()
+
+
+@dataclass
+class KickJob(Job):
+    """A job whose kicks are rendered and written. `steps` and `sampler` are what the request asked (None: the
+    server's or the model's default); `settings` what the kicks are made with (`resolve`)."""
+
+    controls: dict[str, float] = field(default_factory=dict)
+    steps: int | None = None
+    sampler: str | None = None
+    settings: Settings = field(default_factory=Settings)
+    unusable: str = ""  # why the serving model cannot make it with its settings (resolve), else ""
+
+    def resolve(self, gen: Any, policy: StepPolicy) -> None:
+        try:
+            self.settings = gen.settings(self.steps, self.sampler, policy)  # the one resolver call in kickserver
+            self.unusable = ""
+        except SettingsError as e:  # refused when its kicks' turn comes (render), so replies keep the queue's order
+            self.settings, self.unusable = e.settings, str(e)
+
+    def reply_seed(self, seed: int) -> int | None:
+        """The seed a kick's /kick/done carries: the seed /kick/generate turns into this very kick, else None."""
+        return seed
+
+    def items(self, kicks: Sequence[Kick], pad: int) -> list[Item]:
+        """The kicks as the generator's items (an inner morph kick's seed -1 as 0), then `pad` copies of the first
+        (a batch padded up to a captured size; their rows are dropped after the render)."""
+        items = [Item(seed=max(0, k.seed), controls=dict(self.controls)) for k in kicks]
+        return items + [Item(seed=items[0].seed, controls=dict(items[0].controls)) for _ in range(pad)]
+
+    def render(self, gen: Any, kicks: Sequence[Kick], pad: int, sample_rate: int,
+               cancel: Callable[[], bool]) -> np.ndarray:
+        """The batch's kicks [len(kicks), L] at sample_rate; each kick records the settings it is made with."""
+        s = self.settings
+        for k in kicks:
+            k.settings = s
+        if self.unusable:
+            raise ValueError(self.unusable)
+        return self.make(gen, kicks, self.items(kicks, pad), sample_rate, cancel_hook(cancel))[:len(kicks)]
+
+    def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
+        """The generator's mode for this kind, called with the batch's items (a fresh kick: gen.generate)."""
+        return gen.generate(items, self.settings, sample_rate=sample_rate, hook=hook)
+
+    def tags(self, kick: Kick) -> dict[str, Any]:
+        """What the kick's WAV records (kickmodel.wavfile.KickInfo's fields) beside model, seed and software."""
+        s = kick.settings or self.settings
+        return {"steps": s.steps, "sampler": s.sampler, "controls": self.controls}
+
+    def refusal(self, e: Exception) -> str:
+        """The reason every kick of the batch gets when the model refused to make it."""
+        if isinstance(e, BadAudio):
+            return f"cannot use source {getattr(self, 'source', None) and self.source.name or ''}: {e}"
+        return str(e) if isinstance(e, ValueError) else f"{type(e).__name__}: {e}"
+
+
+@dataclass
+class Fresh(KickJob):
+    """/kick/generate: kicks from seeds; batched with any queued kicks made with the same settings."""
+
+    def batch_key(self) -> tuple:
+        return ("generate", self.settings.steps, self.settings.sampler)
+
+
+@dataclass
+class Variation(KickJob):
+    """/kick/variation: the source noised to `strength` and denoised (its seed is the noise drawn)."""
+
+    source: Opened | None = None
+    strength: float = 0.5
+
+    def reply_seed(self, seed: int) -> int | None:
+        return None  # its seed is its noise: /kick/generate would turn it into another kick
+
+    def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
+        return gen.vary(self.source.clip(gen), self.strength, items, self.settings, sample_rate=sample_rate,
+                        hook=hook)
+
+    def tags(self, kick: Kick) -> dict[str, Any]:
+        return {**super().tags(kick), "source": str(self.source), "strength": self.strength}
+
+    def files(self) -> list[Opened]:
+        return [self.source] if self.source is not None else []
+
+
+@dataclass
+class Morph(KickJob):
+    """/kick/interpolate: one kick per t between two ends; a file end is decoded once and prepared per batch."""
+
+    ends: tuple[End, End] = field(default_factory=lambda: (End(), End()))
+    ts: list[float] = field(default_factory=list)
+
+    def kicks(self) -> list[Kick]:
+        return [Kick(self, s, t) for s, t in zip(self.seeds, self.ts, strict=True)]
+
+    def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
+        """Its ends as the model's endpoints and one t per kick (and per padding row); a file the model cannot use
+        raises ValueError naming its end."""
+        ends = []
+        for key, end in zip(("a", "b"), self.ends, strict=True):
+            if end.file is None:
+                ends.append(Endpoint(seed=end.seed))
+                continue
+            try:
+                ends.append(Endpoint(source=end.file.clip(gen)))
+            except BadAudio as e:
+                raise ValueError(f"{key}: cannot use source {end.file.name}: {e}") from None
+            except SourceError as e:
+                raise ValueError(f"{key}: {e}") from None
+        ts = [k.t for k in kicks]
+        ts += [ts[0]] * (len(items) - len(ts))
+        return gen.morph(ends[0], ends[1], ts, items, self.settings, sample_rate=sample_rate, hook=hook)
+
+    def tags(self, kick: Kick) -> dict[str, Any]:
+        return {**super().tags(kick), "a": self.ends[0].tag, "b": self.ends[1].tag, "t": kick.t}
+
+    def refusal(self, e: Exception) -> str:
+        self.refused = super().refusal(e)  # its later batches get the same reason
+        self.close()
+        return self.refused
+
+    def files(self) -> list[Opened]:
+        return [e.file for e in self.ends if e.file is not None]
+
+
+@dataclass(frozen=True)
+class MapPoint:
+    """A point of the kit map (x, y: 0..1 each) and how far its kicks spread around it (0..1)."""
+
+    x: float
+    y: float
+    spread: float = 0.0
+
+
+@dataclass
+class Near(KickJob):
+    """/kick/near: kicks from the kit map's point, each its seed's noise scaled by the spread; the map's latent is
+    decoded at once (no steps, no sampler), and only controls in units apply (the front end drops the dials)."""
+
+    point: MapPoint = field(default_factory=lambda: MapPoint(0.5, 0.5))
+
+    def resolve(self, gen: Any, policy: StepPolicy) -> None:
+        pass  # a map kick is decoded as it is: steps and sampler do not apply
+
+    def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
+        p = self.point
+        return gen.from_map(p.x, p.y, p.spread, items, sample_rate=sample_rate, hook=hook)
+
+    def tags(self, kick: Kick) -> dict[str, Any]:
+        p = self.point
+        return {**super().tags(kick), "map_x": p.x, "map_y": p.y, "spread": p.spread}
+
+
+@dataclass
+class Locate(Job):
+    """/kick/locate: no kick; the source decoded, prepared as a variation's, encoded and placed on the map."""
+
+    source: Opened | None = None
+    name: str = ""  # as the client named it
+
+    def place(self, gen: Any) -> Outcome:
+        """`Located`, or why it cannot be; the file is closed either way."""
+        try:
+            x, y = gen.locate(self.source.clip(gen))
+            return Located(x, y, self.name)
+        except BadAudio as e:
+            return Refused(self.id, f"cannot use source {self.source.name}: {e}")
+        except ValueError as e:  # a model without a map (swapped in meanwhile), a file gone bad (SourceError)
+            return Refused(self.id, str(e))
+        except Exception as e:  # noqa: BLE001 - one request's failure is its reply
+            log.error("locating %s failed: %s: %s", self.source.name, type(e).__name__, e,
+                      exc_info=log.isEnabledFor(logging.DEBUG))
+            return Refused(self.id, f"cannot locate {self.source.name}: {type(e).__name__}: {e}")
+        finally:
+            self.close()
+
+    def files(self) -> list[Opened]:
+        return [self.source] if self.source is not None else []
+
+
+def warm_up(gen: Any, cancel: Callable[[], bool] | None = None) -> float:
+    """One throw-away kick (seed 0, at most 2 steps) so the first real request does not pay for lazy initialisation;
+    its time in seconds. cancel: as render's (kickmodel.generator.Cancelled when it says stop)."""
+    t0 = time.perf_counter()
+    gen.generate([Item(seed=0)], gen.settings(policy=StepPolicy(cap=2)), hook=cancel_hook(cancel))  # <= 2 steps
+    return time.perf_counter() - t0
+
+
+__all__ = ["Answer", "Done", "End", "Fresh", "Job", "Kick", "KickJob", "Locate", "Located", "MapPoint", "Morph",
+           "Near", "Opened", "Outcome", "Refused", "Serving", "Variation", "warm_up"]
