@@ -1,0 +1,370 @@
+"""Kit folders (kickserver.kitfiles) checked with the tools that load them: DrumGizmo's validator and headless
+renderer (Debian `drumgizmo`), Hydrogen's h2cli (Debian `hydrogen`) and libsndfile's sndfile-info (Debian
+`sndfile-programs`); each tool's test is skipped, saying which package to install, where the tool is missing.
+Then the folder as a whole: atomic, refused over an existing one, nothing left behind by a full disk or a failed
+write, bad input refused before anything is written."""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from kickmodel import kitrules
+from kickmodel.families.kick_synth.synth import N_PARAMS, PARAMS, KickSynth, from_params, to_params
+from kickserver import kitfiles
+from kickserver.kitfiles import Kit, KitHit, KitWriteError, midi_hits, velocity_ranges, write_kit
+
+SR = 44100
+LAYERS, ROBINS = 4, 3
+NOTE = 33  # A1
+
+
+def _needs(tool: str, package: str):
+    return pytest.mark.skipif(shutil.which(tool) is None,
+                              reason=f"{tool} not installed (Debian: apt-get install {package})")
+
+
+def _synth_kit_hits(layers: int = LAYERS, robins: int = ROBINS, seed: int = 5) -> list[KitHit]:
+    """A kick-synth kick tuned to A1 made into layers x robins by kickmodel.kitrules' number rules, each hit
+    peak-normalised to -1 dBFS as a family's finish step does, then at its layer's gain."""
+    top = dict(zip([q.name for q in PARAMS], to_params(torch.zeros(1, N_PARAMS))[0].tolist()))
+    top.update({"f_end": 55.0, "sweep": 3.0, "sweep_tau": 0.02, "sweep_curve": 1.0, "attack": 0.0003, "decay": 0.25,
+                "decay_curve": 1.0, "body2_db": -40.0, "click_db": -12.0, "click_hz": 4000.0, "click_tau": 0.004,
+                "drive": 2.0, "residual_db": -60.0, "level_db": 0.0})
+    synth = KickSynth(SR, SR // 2)
+    hits = []
+    for lay, p in enumerate(kitrules.layer_positions(layers)):
+        params = [kitrules.synth_robin(kitrules.synth_layer(top, p), r, seed) for r in range(robins)]
+        u = from_params(torch.tensor([[q[x.name] for x in PARAMS] for q in params], dtype=torch.float32))
+        x = synth(u).detach().numpy()
+        x = [k / np.abs(k).max() * 10 ** (-1 / 20) for k in x]
+        for r, k in enumerate(kitrules.distinct_robins(x, SR, seed)):
+            hits.append(KitHit((k * 10 ** (kitrules.layer_gain_db(p) / 20)).astype(np.float32), lay, r))
+    return hits
+
+
+def _simple_hits(layers: int, robins: int, n: int = 4410) -> list[KitHit]:
+    t = np.arange(n) / SR
+    return [KitHit((0.5 * (lay + 1) / layers * np.sin(2 * np.pi * (55 + r) * t) * np.exp(-t * 20)).astype(np.float32),
+                   lay, r) for lay in range(layers) for r in range(robins)]
+
+
+@pytest.fixture(scope="module")
+def kit_dir(tmp_path_factory) -> tuple[Path, kitfiles.KitFiles]:
+    out = tmp_path_factory.mktemp("kits")
+    made = write_kit(Kit("synthkit", "A1", SR, _synth_kit_hits(), key="Am", info="model=kick-synth seed=5"), out)
+    return out, made
+
+
+def test_the_folder_holds_every_file_and_names_no_machine_path(kit_dir):
+    out, made = kit_dir
+    assert made.folder == out / "synthkit" and (made.layers, made.robins, made.hydrogen_robins) == (4, 3, 3)
+    assert sorted(p.name for p in made.folder.iterdir()) == sorted(made.files)
+    assert len(made.wavs) == 12 and "synthkit_v4_rr3.wav" in made.wavs
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp folder left
+    for name in made.files:
+        data = (made.folder / name).read_bytes()
+        assert str(out).encode() not in data and b"/tmp" not in data, name
+    assert oct(made.folder.stat().st_mode & 0o777) == "0o755"
+    assert all(oct((made.folder / f).stat().st_mode & 0o777) == "0o644" for f in made.files)
+
+
+def test_sfz_regions(kit_dir):
+    _, made = kit_dir
+    text = (made.folder / made.sfz).read_text()
+    assert re.search(r"^<global>\nkey=33 pitch_keycenter=33 loop_mode=one_shot amp_veltrack=0$", text, re.M)
+    groups = re.findall(r"^<group> lovel=(\d+) hivel=(\d+) seq_length=(\d+)$", text, re.M)
+    assert [(int(a), int(b)) for a, b, _ in groups] == [(1, 32), (33, 64), (65, 95), (96, 127)]
+    assert {int(s) for _, _, s in groups} == {3}
+    regions = re.findall(r"^<region> sample=(\S+) seq_position=(\d+)$", text, re.M)
+    assert [s for s, _ in regions] == list(made.wavs) and [int(p) for _, p in regions] == [1, 2, 3] * 4
+    assert all((made.folder / s).is_file() for s, _ in regions)
+
+
+def test_velocity_ranges_cover_1_to_127():
+    for n in range(1, 9):
+        r = velocity_ranges(n)
+        assert r[0][0] == 1 and r[-1][1] == 127 and all(b[0] == a[1] + 1 for a, b in itertools.pairwise(r))
+        h = kitfiles.hydrogen_ranges(n)
+        assert h[0][0] == 0.0 and h[-1][1] == 1.0
+        for (lo, hi), (hlo, hhi) in zip(r, h):  # each MIDI velocity falls in the same layer in both
+            assert all(hlo <= v / 127 <= hhi for v in range(lo, hi + 1))
+            assert not any(hlo <= v / 127 <= hhi for v in range(1, 128) if not lo <= v <= hi)
+
+
+@_needs("sndfile-info", "sndfile-programs")
+def test_every_wav_carries_the_kits_note(kit_dir):
+    _, made = kit_dir
+    for w in made.wavs:
+        out = subprocess.run(["sndfile-info", "--instrument", str(made.folder / w)], capture_output=True, text=True,
+                             timeout=30).stdout
+        assert re.search(r"Base note\s*:\s*33\b", out), (w, out)
+        with sf.SoundFile(made.folder / w) as snd:
+            assert snd.samplerate == SR and snd.subtype == "PCM_24" and "kit=synthkit" in snd.comment
+
+
+@_needs("dgvalidator", "drumgizmo")
+def test_dgvalidator_accepts_the_kit_and_refuses_a_broken_one(kit_dir, tmp_path):
+    _, made = kit_dir
+    ok = subprocess.run(["dgvalidator", "-v", str(made.folder / made.drumgizmo_kit)], capture_output=True, text=True,
+                        timeout=60)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "[Error]" not in ok.stdout + ok.stderr
+    # the only warning left: no e-mail address (kickserver has none to give)
+    assert [w for w in re.findall(r"\[Warning\] (.*)", ok.stdout + ok.stderr)] == ["Missing email field."]
+    broken = tmp_path / "broken"
+    shutil.copytree(made.folder, broken)
+    (broken / made.wavs[4]).unlink()
+    bad = subprocess.run(["dgvalidator", str(broken / made.drumgizmo_kit)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and made.wavs[4] in bad.stdout + bad.stderr
+
+
+def _onsets(x: np.ndarray, sr: int) -> list[int]:
+    """Where hits start in a render: a 5 ms frame's peak rising over 4x the previous frame's and over 2 % of the
+    render's peak."""
+    hop = sr // 200
+    f = np.abs(x[: len(x) // hop * hop]).reshape(-1, hop).max(axis=1)
+    thr = 0.02 * f.max()
+    prev = np.concatenate([[0.0], f[:-1]])  # silence before the render
+    frames = [i for i in range(len(f)) if f[i] > thr and f[i] > 4 * prev[i]]
+    starts = []
+    for i in frames:
+        if not starts or i * hop - starts[-1] > sr // 4:
+            lo = max(i - 1, 0) * hop
+            starts.append(lo + int(np.argmax(np.abs(x[lo:(i + 1) * hop]) > thr)))
+    return starts
+
+
+def _centroid(x: np.ndarray, sr: int) -> float:
+    spec = np.abs(np.fft.rfft(x * np.hanning(len(x)), 8192))
+    f = np.fft.rfftfreq(8192, 1 / sr)
+    return float(np.sum(f * spec) / np.sum(spec))
+
+
+@_needs("drumgizmo", "drumgizmo")
+def test_drumgizmo_renders_a_midi_file_with_the_kit(kit_dir, tmp_path):
+    """Hits at rising velocity (one in each layer's range) rise in level and in the spectral centroid of their first
+    20 ms; repeated hits at one velocity differ (round robins). DrumGizmo 0.9.20 plays this file at half its tempo
+    (2 s between hits written 1 s apart), so the hits are found by their onsets, not by their times."""
+    _, made = kit_dir
+    rising = [(lo + hi) // 2 for lo, hi in velocity_ranges(LAYERS)]
+    repeats = [112] * (ROBINS + 1)
+    velocities = rising + repeats
+    (tmp_path / "hits.mid").write_bytes(midi_hits(NOTE, [(1.0 * i, v) for i, v in enumerate(velocities)]))
+    inputs = f"file={tmp_path / 'hits.mid'},midimap={made.folder / made.drumgizmo_midimap}"
+    cmd = ["drumgizmo", "-i", "midifile", "-I", inputs, "-o", "wavfile", "-O", f"file={tmp_path / 'render'}",
+           "-e", str(SR * 2 * (len(velocities) + 1)), str(made.folder / made.drumgizmo_kit)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    renders = sorted(tmp_path.glob("render*.wav"))
+    assert [p.name for p in renders] == ["renderKick-0.wav"]  # one file per kit channel
+    x, sr = sf.read(renders[0], dtype="float64")
+    starts = _onsets(x, sr)
+    assert len(starts) == len(velocities), starts
+    hits = [x[s:s + sr // 2] for s in starts]
+    peaks = [float(np.abs(h).max()) for h in hits]
+    bright = [_centroid(h[: sr // 50], sr) for h in hits]
+    n = len(rising)
+    assert all(a < b for a, b in itertools.pairwise(peaks[:n])), peaks
+    assert all(a < b for a, b in itertools.pairwise(bright[:n])), bright
+    assert 20 * np.log10(peaks[n - 1] / peaks[0]) > 6
+    rep = hits[n:]
+    for a, b in itertools.pairwise(rep):  # each hit differs from the one before it: the robins take turns
+        assert kitrules.correlation(a, b) < 0.99
+    assert max(peaks[n:]) / min(peaks[n:]) < 10 ** (1.5 / 20)  # yet all at the top layer's level
+
+
+def _hydrogen_home(tmp_path: Path) -> dict[str, str]:
+    """An environment whose HOME holds a Hydrogen config with the Fake audio driver and no MIDI driver, so h2cli
+    neither waits for JACK nor opens ALSA (12 s of retries otherwise)."""
+    default = Path("/usr/share/hydrogen/data/hydrogen.default.conf")
+    if not default.is_file():
+        pytest.skip(f"{default} missing (Debian: apt-get install hydrogen)")
+    conf = default.read_text()
+    conf = re.sub(r"<audio_driver>[^<]*</audio_driver>", "<audio_driver>Fake</audio_driver>", conf)
+    conf = re.sub(r"<driverName>[^<]*</driverName>", "<driverName>None</driverName>", conf)
+    (tmp_path / "home" / ".hydrogen").mkdir(parents=True)
+    (tmp_path / "home" / ".hydrogen" / "hydrogen.conf").write_text(conf)
+    return {**os.environ, "HOME": str(tmp_path / "home")}
+
+
+def _h2cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    # cwd outside the kit: h2cli 1.2 run from inside a kit folder takes a bare sample name as its path and aborts
+    # (Sample.cpp:75 assertion), with Hydrogen's own GMRockKit too
+    return subprocess.run(["h2cli", *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd)
+
+
+@_needs("h2cli", "hydrogen")
+def test_h2cli_checks_and_loads_the_hydrogen_kit(kit_dir, tmp_path):
+    _, made = kit_dir
+    env = _hydrogen_home(tmp_path)
+    check = _h2cli(["-c", str(made.folder)], env, tmp_path)
+    assert check.returncode == 0 and f"Provided drumkit [{made.folder}] is valid" in check.stdout + check.stderr
+    # -u loads the kit, samples included (a missing one logs "(E) ... No sample associated with layer"), and saves
+    # it again: no error, and Hydrogen keeps every layer, its velocity range and the round robin
+    upgrade = _h2cli(["-V", "Warning", "-u", str(made.folder), "-t", str(tmp_path / "upgraded")], env, tmp_path)
+    log = upgrade.stdout + upgrade.stderr
+    assert upgrade.returncode == 0 and "(E)" not in log, log[-3000:]
+    saved = (tmp_path / "upgraded" / "drumkit.xml").read_text()
+    assert saved.count("<layer>") == LAYERS * ROBINS
+    assert "<sampleSelectionAlgo>ROUND_ROBIN</sampleSelectionAlgo>" in saved
+    ours = (made.folder / "drumkit.xml").read_text()
+    assert [float(v) for v in re.findall(r"<max>([^<]+)</max>", saved)] == pytest.approx(
+        [float(v) for v in re.findall(r"<max>([^<]+)</max>", ours)], abs=1e-5)
+    # the checks can fail: a kit whose XML breaks Hydrogen's schema is refused
+    broken = tmp_path / "broken"
+    shutil.copytree(made.folder, broken)
+    (broken / "drumkit.xml").write_text(ours.replace("<min>0.000000</min>", "<min>soft</min>", 1))
+    bad = _h2cli(["-c", str(broken)], env, tmp_path)
+    assert bad.returncode != 0 and "INVALID" in bad.stdout + bad.stderr
+
+
+@_needs("h2cli", "hydrogen")
+def test_hydrogen_keeps_16_layers_at_most(tmp_path):
+    made = write_kit(Kit("big", 36, SR, _simple_hits(8, 4)), tmp_path)
+    assert (made.layers, made.robins, made.hydrogen_robins) == (8, 4, 2)
+    text = (made.folder / "drumkit.xml").read_text()
+    assert text.count("<layer>") == 16 and "keeps 2 robins per layer" in text
+    assert len(made.wavs) == 32  # the SFZ and DrumGizmo kits keep all four
+    env = _hydrogen_home(tmp_path)
+    upgrade = _h2cli(["-V", "Warning", "-u", str(made.folder), "-t", str(tmp_path / "up")], env, tmp_path)
+    assert upgrade.returncode == 0 and "(E)" not in upgrade.stdout + upgrade.stderr
+    assert (tmp_path / "up" / "drumkit.xml").read_text().count("<layer>") == 16
+
+
+def test_one_layer_leaves_velocity_to_the_sampler(tmp_path):
+    made = write_kit(Kit("one", "C2", SR, _simple_hits(1, 1)), tmp_path)
+    sfz = (made.folder / made.sfz).read_text()
+    assert "amp_veltrack" not in sfz and "seq_length" not in sfz and "lovel=1 hivel=127" in sfz
+    h2 = (made.folder / "drumkit.xml").read_text()
+    assert "<applyVelocity>true</applyVelocity>" in h2 and "<sampleSelectionAlgo>VELOCITY" in h2
+
+
+# --- the folder as a whole --------------------------------------------------------------------------------------
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+def test_an_existing_target_is_refused_and_kept(tmp_path):
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "mine.txt").write_text("a user's file")
+    with pytest.raises(KitWriteError, match="exists already") as e:
+        write_kit(Kit("k", 36, SR, _simple_hits(2, 2)), tmp_path)
+    assert e.value.errno == errno.EEXIST
+    assert _leftovers(tmp_path) == ["k"] and _leftovers(tmp_path / "k") == ["mine.txt"]
+
+
+def test_a_target_appearing_during_the_write_is_not_replaced(tmp_path, monkeypatch):
+    """Another writer makes the folder (empty: plain rename would replace it) between the check and the rename."""
+    real = kitfiles._rename_noreplace
+
+    def racing(src, dst):
+        os.mkdir(dst)
+        return real(src, dst)
+
+    monkeypatch.setattr(kitfiles, "_rename_noreplace", racing)
+    with pytest.raises(KitWriteError, match="appeared"):
+        write_kit(Kit("k", 36, SR, _simple_hits(2, 2)), tmp_path)
+    assert _leftovers(tmp_path) == ["k"] and _leftovers(tmp_path / "k") == []
+
+
+def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    """A write that fails mid-way (the fifth file: no space left) leaves neither the kit nor its temp folder."""
+    real, calls = kitfiles._write_file, []
+
+    def failing(path, data):
+        calls.append(path.name)
+        if len(calls) == 5:
+            real(path, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(path, data)
+
+    monkeypatch.setattr(kitfiles, "_write_file", failing)
+    with pytest.raises(KitWriteError, match="could not be written.*No space left.*nothing was left") as e:
+        write_kit(Kit("k", 36, SR, _simple_hits(2, 2)), tmp_path)
+    assert e.value.errno == errno.ENOSPC and len(calls) == 5
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_missing_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(KitWriteError, match="cannot make a folder"):
+        write_kit(Kit("k", 36, SR, _simple_hits(1, 1)), tmp_path / "nowhere")
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 256 KiB tmpfs (root only; skipped where mount is not allowed), unmounted after the test."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mnt)], capture_output=True,
+                       text=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30)
+
+
+def test_a_full_disk_leaves_nothing(tiny_tmpfs):
+    """A real ENOSPC: 16 hits of 0.5 s (about 1.1 MB of WAVs) on a 256 KiB filesystem."""
+    (tiny_tmpfs / "old.wav").write_bytes(b"x" * 1000)
+    hits = _simple_hits(4, 4, n=SR // 2)
+    with pytest.raises(KitWriteError, match="No space left") as e:
+        write_kit(Kit("k", 36, SR, hits), tiny_tmpfs)
+    assert e.value.errno == errno.ENOSPC
+    assert _leftovers(tiny_tmpfs) == ["old.wav"]
+    small = write_kit(Kit("k", 36, SR, _simple_hits(1, 1, n=2000)), tiny_tmpfs)  # the space came back
+    assert small.folder.is_dir()
+
+
+def test_a_killed_writers_temp_folder_is_swept(tmp_path):
+    (tmp_path / ".k.abc123.kitpart").mkdir()
+    (tmp_path / ".k.abc123.kitpart" / "k_v1_rr1.wav").write_bytes(b"half")
+    (tmp_path / "keep").mkdir()
+    (tmp_path / ".hidden.kitpart").write_text("a file, not a kit's folder")
+    assert [p.name for p in kitfiles.clean_stale_kit_temps(tmp_path)] == [".k.abc123.kitpart"]
+    assert _leftovers(tmp_path) == [".hidden.kitpart", "keep"]
+
+
+@pytest.mark.parametrize("change, why", [
+    (dict(name="../up"), "kit name"), (dict(name=".hidden"), "kit name"), (dict(name="a/b"), "kit name"),
+    (dict(name="x" * 65), "kit name"), (dict(name=""), "kit name"), (dict(note="H2"), "note"),
+    (dict(note=128), "note"), (dict(sample_rate=100), "sample rate"), (dict(pitch_hz=-1.0), "pitch_hz"),
+    (dict(hits=[]), "no hits"),
+    (dict(hits=_simple_hits(2, 2)[:3]), "layer 1, robin 1 is missing"),
+    (dict(hits=_simple_hits(1, 1) * 2), "given twice"),
+    (dict(hits=_simple_hits(9, 1)), "layers 9"), (dict(hits=_simple_hits(1, 5)), "robins 5"),
+    (dict(hits=[KitHit(np.full(100, np.nan, np.float32), 0, 0)]), "NaN"),
+    (dict(hits=[KitHit(np.zeros((2, 100), np.float32), 0, 0)]), "mono float"),
+    (dict(hits=[KitHit(np.zeros(100, np.int16), 0, 0)]), "mono float"),
+    (dict(hits=[KitHit(np.zeros(SR * 11, np.float32), 0, 0)]), "longer than 10 s"),
+    (dict(hits=[KitHit(np.zeros(100, np.float32), -1, 0)]), "whole numbers from 0"),
+])
+def test_bad_kits_are_refused_before_anything_is_written(tmp_path, change, why):
+    kit = Kit(**{**dict(name="k", note=36, sample_rate=SR, hits=_simple_hits(1, 1)), **change})
+    with pytest.raises(ValueError, match=re.escape(why)):
+        write_kit(kit, tmp_path)
+    assert _leftovers(tmp_path) == []
+
+
+def test_midi_hits_bytes():
+    data = midi_hits("A1", [(0.0, 100), (0.5, 20)])
+    assert data[:4] == b"MThd" and data[14:18] == b"MTrk"
+    assert bytes([0x99, 33, 100]) in data and bytes([0x99, 33, 20]) in data and data.endswith(b"\x00\xff\x2f\x00")
+    for bad in ([(0.0, 0)], [(0.0, 128)], [(-1.0, 64)], [(float("nan"), 64)]):
+        with pytest.raises(ValueError, match="MIDI hit"):
+            midi_hits(36, bad)
