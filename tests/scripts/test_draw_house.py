@@ -22,7 +22,8 @@ def test_a_circle_is_drawn_red_and_modules_sit_in_their_folders(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "codecs" / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from .codecs import mel\n")
-    (pkg / "codecs" / "mel.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import a\n")
+    (pkg / "codecs" / "mel.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .. import a\n")
     (pkg / "b.py").write_text("from . import a\n")
     text = _draw().dot_text(tmp_path, "test")
     assert "1 import circle(s)" in text
