@@ -255,6 +255,58 @@ def test_h2cli_checks_and_loads_the_hydrogen_kit(kit_dir, tmp_path):
     assert bad.returncode != 0 and "INVALID" in bad.stdout + bad.stderr
 
 
+def _hydrogen_song(kit_xml: str, kit_name: str, patterns: list[list[int]]) -> str:
+    """A Hydrogen 1.2 song at 60 bpm whose one instrument is the kit's (its drumkit.xml instrument, found through
+    the kit's name in Hydrogen's user drumkit folder), playing each pattern (a bar of four quarter notes at these MIDI
+    velocities) once, in order: one hit a second."""
+    inst = re.search(r"<instrumentList>.*</instrumentList>", kit_xml, re.S).group(0)
+    inst = inst.replace("</name>", f"</name><drumkit>{kit_name}</drumkit><drumkitLookup>1</drumkitLookup>", 1)
+    note = ("<note><position>{pos}</position><leadlag>0</leadlag><velocity>{vel:.6f}</velocity><pan>0</pan>"
+            "<pitch>0</pitch><probability>1</probability><key>C0</key><length>-1</length><instrument>0</instrument>"
+            "<note_off>false</note_off></note>")
+    pats = "".join(f"<pattern><name>p{i}</name><category></category><size>192</size><denominator>4</denominator>"
+                   f"<info></info><noteList>{''.join(note.format(pos=48 * j, vel=v / 127) for j, v in enumerate(p))}"
+                   "</noteList></pattern>" for i, p in enumerate(patterns))
+    seq = "".join(f"<group><patternID>p{i}</patternID></group>" for i in range(len(patterns)))
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<song><version>1.2.0</version><bpm>60</bpm><volume>1</volume>'
+            "<metronomeVolume>0</metronomeVolume><name>kit test</name><author>kickserver</author><notes>-</notes>"
+            "<license>-</license><loopEnabled>false</loopEnabled><mode>song</mode><humanize_time>0</humanize_time>"
+            "<humanize_velocity>0</humanize_velocity><swing_factor>0</swing_factor><componentList><drumkitComponent>"
+            f"<id>0</id><name>Main</name><volume>1</volume></drumkitComponent></componentList>{inst}"
+            f"<patternList>{pats}</patternList><virtualPatternList/><patternSequence>{seq}</patternSequence></song>")
+
+
+@_needs("h2cli", "hydrogen")
+def test_hydrogen_plays_the_kit(any_kit, tmp_path):
+    """h2cli exports a song through the kit's instrument, installed (a link) in Hydrogen's user drumkit folder: hits
+    at rising velocity rise in level and 20 ms centroid, repeated hits take the robins in turn. Without the kit
+    installed the same song is silent and Hydrogen logs errors: the render comes from the kit's files."""
+    made = any_kit
+    env = _hydrogen_home(tmp_path)
+    kits = Path(env["HOME"]) / ".hydrogen" / "data" / "drumkits"
+    kits.mkdir(parents=True)
+    rising = [(lo + hi) // 2 for lo, hi in velocity_ranges(LAYERS)]
+    song = tmp_path / "kit.h2song"
+    song.write_text(_hydrogen_song((made.folder / "drumkit.xml").read_text(), made.folder.name,
+                                   [rising, [112] * (ROBINS + 1)]))
+    silent = _h2cli(["-V", "Error", "-s", str(song), "-o", str(tmp_path / "silent.wav")], env, tmp_path)
+    assert "(E)" in silent.stdout + silent.stderr and np.abs(sf.read(tmp_path / "silent.wav")[0]).max() == 0.0
+    (kits / made.folder.name).symlink_to(made.folder)
+    run = _h2cli(["-V", "Error", "-s", str(song), "-o", str(tmp_path / "song.wav")], env, tmp_path)
+    assert run.returncode == 0 and "(E)" not in run.stdout + run.stderr, (run.stdout + run.stderr)[-3000:]
+    x, sr = sf.read(tmp_path / "song.wav", dtype="float64", always_2d=True)
+    x = x.mean(axis=1)
+    starts = _onsets(x, sr)
+    assert len(starts) == LAYERS + ROBINS + 1 and np.allclose(np.diff(starts) / sr, 1.0, atol=0.01), starts
+    hits = [x[s:s + sr // 2] for s in starts]
+    peaks = [float(np.abs(h).max()) for h in hits]
+    bright = [_centroid(h[: sr // 50], sr) for h in hits]
+    assert all(a < b for a, b in itertools.pairwise(peaks[:LAYERS])), peaks
+    assert all(a < b for a, b in itertools.pairwise(bright[:LAYERS])), bright
+    for a, b in itertools.pairwise(hits[LAYERS:]):
+        assert kitrules.correlation(a, b) < 0.99
+
+
 @_needs("h2cli", "hydrogen")
 def test_hydrogen_keeps_16_layers_at_most(tmp_path):
     made = write_kit(Kit("big", 36, SR, _simple_hits(8, 4)), tmp_path)
