@@ -212,3 +212,32 @@ def distinct_robins(robins: Sequence[np.ndarray], sample_rate: int, seed: int,
                              "turns of its phase (is the kick silent?)")
         out.append(y)
     return out
+
+
+def audio_kit(x: np.ndarray, sample_rate: int, layers: int, robins: int, seed: int) -> list[list[np.ndarray]]:
+    """A kit's hits [layer][robin] (softest layer first) from one finished kick x, the top layer's first robin, by
+    the audio rules: audio_layer for each layer, then audio_robin for its robins, made distinct."""
+    layers, robins = check_counts(layers, robins)
+    out = []
+    for p in layer_positions(layers):
+        layer = audio_layer(x, sample_rate, p)
+        out.append(distinct_robins([audio_robin(layer, sample_rate, r, seed) for r in range(robins)], sample_rate,
+                                   seed))
+    return out
+
+
+def synth_kit(params: Mapping[str, float], render, sample_rate: int, layers: int, robins: int,
+              seed: int) -> list[list[np.ndarray]]:
+    """A kit's hits [layer][robin] from the kick-synth numbers of the asked kick (by name, in units) by the number
+    rules: each layer's numbers (synth_layer), its robins' (synth_robin), rendered by render(list of numbers) ->
+    finished kicks (a family's render and finish step, peak-normalised), made distinct, then at the layer's gain."""
+    layers, robins = check_counts(layers, robins)
+    out = []
+    for p in layer_positions(layers):
+        numbers = [synth_robin(synth_layer(params, p), r, seed) for r in range(robins)]
+        kicks = [np.asarray(k) for k in render(numbers)]
+        if len(kicks) != robins:
+            raise ValueError(f"synth_kit: render gave {len(kicks)} kicks for {robins} robins")
+        gain = _gain(layer_gain_db(p))
+        out.append([(k * gain).astype(k.dtype, copy=False) for k in distinct_robins(kicks, sample_rate, seed)])
+    return out

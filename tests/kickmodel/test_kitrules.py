@@ -146,3 +146,24 @@ def test_counts(layers, robins, what):
     assert kitrules.check_counts(8.0, 4) == (8, 4)
     with pytest.raises(ValueError, match="layer position"):
         kitrules.layer_gain_db(1.5)
+
+
+def test_kit_builders():
+    """audio_kit and synth_kit give [layer][robin]: the top layer's first robin is the asked kick, every layer's
+    robins distinct, peaks rising over the layers."""
+    x = _real(REAL[1])
+    grid = kitrules.audio_kit(x, SR, 3, 2, seed=4)
+    assert [len(row) for row in grid] == [2, 2, 2] and np.array_equal(grid[-1][0], x)
+    assert all(kitrules.correlation(*row) < 0.99 for row in grid)
+    peaks = [np.abs(row[0]).max() for row in grid]
+    assert peaks[0] < peaks[1] < peaks[2]
+
+    synth = _synth_params()
+    grid = kitrules.synth_kit(synth, _render, SR, 2, 3, seed=4)
+    assert [len(row) for row in grid] == [3, 3]
+    assert np.allclose(grid[-1][0], _render([synth])[0], atol=1e-6)  # the asked kick (its numbers through float32)
+    assert np.abs(grid[0][0]).max() < np.abs(grid[1][0]).max()
+    with pytest.raises(ValueError, match="render gave 1 kicks for 3 robins"):
+        kitrules.synth_kit(synth, lambda numbers: _render(numbers[:1]), SR, 2, 3, seed=4)
+    with pytest.raises(ValueError, match="robins 5"):
+        kitrules.audio_kit(x, SR, 2, 5, seed=4)

@@ -35,38 +35,31 @@ def _needs(tool: str, package: str):
 
 
 def _synth_kit_hits(layers: int = LAYERS, robins: int = ROBINS, seed: int = 5) -> list[KitHit]:
-    """A kick-synth kick tuned to A1 made into layers x robins by kickmodel.kitrules' number rules, each hit
-    peak-normalised to -1 dBFS as a family's finish step does, then at its layer's gain."""
+    """A kick-synth kick tuned to A1 made into layers x robins by kickmodel.kitrules' number rules (synth_kit),
+    each hit rendered, peak-normalised to -1 dBFS as a family's finish step does, then at its layer's gain."""
     top = dict(zip([q.name for q in PARAMS], to_params(torch.zeros(1, N_PARAMS))[0].tolist()))
     top.update({"f_end": 55.0, "sweep": 3.0, "sweep_tau": 0.02, "sweep_curve": 1.0, "attack": 0.0003, "decay": 0.25,
                 "decay_curve": 1.0, "body2_db": -40.0, "click_db": -12.0, "click_hz": 4000.0, "click_tau": 0.004,
                 "drive": 2.0, "residual_db": -60.0, "level_db": 0.0})
     synth = KickSynth(SR, SR // 2)
-    hits = []
-    for lay, p in enumerate(kitrules.layer_positions(layers)):
-        params = [kitrules.synth_robin(kitrules.synth_layer(top, p), r, seed) for r in range(robins)]
-        u = from_params(torch.tensor([[q[x.name] for x in PARAMS] for q in params], dtype=torch.float32))
-        x = synth(u).detach().numpy()
-        x = [k / np.abs(k).max() * 10 ** (-1 / 20) for k in x]
-        for r, k in enumerate(kitrules.distinct_robins(x, SR, seed)):
-            hits.append(KitHit((k * 10 ** (kitrules.layer_gain_db(p) / 20)).astype(np.float32), lay, r))
-    return hits
+
+    def render(numbers: list[dict[str, float]]) -> list[np.ndarray]:
+        u = from_params(torch.tensor([[q[x.name] for x in PARAMS] for q in numbers], dtype=torch.float32))
+        return [(k / np.abs(k).max() * 10 ** (-1 / 20)).astype(np.float32) for k in synth(u).detach().numpy()]
+
+    grid = kitrules.synth_kit(top, render, SR, layers, robins, seed)
+    return [KitHit(k, lay, r) for lay, row in enumerate(grid) for r, k in enumerate(row)]
 
 
 def _audio_kit_hits(layers: int = LAYERS, robins: int = ROBINS, seed: int = 5) -> list[KitHit]:
     """A real kick of the starter kit (a model's finished kick stands in: no numbers) made into layers x robins by
-    kickmodel.kitrules' audio rules: a deepening shelf and the layer's gain, robins turned in phase."""
+    kickmodel.kitrules' audio rules (audio_kit): a deepening shelf and the layer's gain, robins turned in phase."""
     x, sr = sf.read(Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks" / "BJA_Pacific_BD_05.flac",
                     dtype="float32", always_2d=True)
     assert sr == SR
     x = x.mean(axis=1)
-    x = x / np.abs(x).max() * 10 ** (-1 / 20)
-    hits = []
-    for lay, p in enumerate(kitrules.layer_positions(layers)):
-        layer = kitrules.audio_layer(x, SR, p)
-        robins_ = kitrules.distinct_robins([kitrules.audio_robin(layer, SR, r, seed) for r in range(robins)], SR, seed)
-        hits += [KitHit(k, lay, r) for r, k in enumerate(robins_)]
-    return hits
+    grid = kitrules.audio_kit(x / np.abs(x).max() * 10 ** (-1 / 20), SR, layers, robins, seed)
+    return [KitHit(k, lay, r) for lay, row in enumerate(grid) for r, k in enumerate(row)]
 
 
 def _simple_hits(layers: int, robins: int, n: int = 4410) -> list[KitHit]:
