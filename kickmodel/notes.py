@@ -158,3 +158,27 @@ def parse_key(key: str) -> Key:
     pc = (_LETTER[letter] + _ACCIDENTAL[acc]) % 12
     spelled = letter + {"\u266f": "#", "\u266d": "b"}.get(acc, acc)
     return Key(pitch_class=pc, tonic=spelled, mode=_MODES[mode_text])
+
+
+def resolve_pitch(note: str | int | float | None = None, pitch_hz: float | None = None,
+                  key: str | None = None) -> float | None:
+    """The pitch a request asks for, in Hz, from its `note`, `pitch_hz` and (for a kit) `key`; None when it asks for
+    none (the model's own). A note and a pitch_hz together are refused (one pitch, said once); a key tunes to its
+    root (Key.root_midi), and a note given with it must be the key's tonic, in any octave (`key Am note A2`: A2)."""
+    if note is not None and pitch_hz is not None:
+        raise ValueError(f"note {note!r} and pitch_hz {pitch_hz!r}: give one of them, not both")
+    if key is not None and pitch_hz is not None:
+        raise ValueError(f"key {key!r} and pitch_hz {pitch_hz!r}: a key tunes the kit to its tonic; give a note in "
+                         "that key for another octave, or pitch_hz alone")
+    if pitch_hz is not None:
+        hz = float(pitch_hz)
+        hz_to_midi(hz)  # positive and finite, or the error that says so
+        return hz
+    k = parse_key(key) if key is not None else None
+    if note is not None:
+        m = note_to_midi(note)
+        if k is not None and m % 12 != k.pitch_class:
+            raise ValueError(f"note {note!r} is not the tonic of key {key!r} ({k.tonic}); give {k.tonic} in the "
+                             f"octave you want (e.g. {midi_to_name(k.root_midi, flats='b' in k.tonic)}), or no note")
+        return midi_to_hz(m)
+    return k.root_hz if k is not None else None

@@ -88,3 +88,23 @@ def test_every_key_root_lies_in_one_octave_from_40_hz():
 def test_bad_keys(key):
     with pytest.raises(ValueError, match=r"^key .*(F#m|longer than 16)"):
         notes.parse_key(key)
+
+
+def test_resolve_pitch():
+    assert notes.resolve_pitch() is None
+    assert notes.resolve_pitch(note="A1") == pytest.approx(55.0)
+    assert notes.resolve_pitch(note=45) == pytest.approx(110.0)
+    assert notes.resolve_pitch(pitch_hz=57.5) == 57.5
+    assert notes.resolve_pitch(key="Am") == pytest.approx(55.0)
+    assert notes.resolve_pitch(key="Am", note="A2") == pytest.approx(110.0)
+    assert notes.resolve_pitch(key="Bb minor", note="A#1") == pytest.approx(notes.note_to_hz("Bb1"))
+    with pytest.raises(ValueError, match="give one of them"):
+        notes.resolve_pitch(note="A1", pitch_hz=55.0)
+    with pytest.raises(ValueError, match="a key tunes the kit"):
+        notes.resolve_pitch(key="A", pitch_hz=55.0)
+    with pytest.raises(ValueError, match=r"not the tonic of key 'Am' \(A\); give A .*A1"):
+        notes.resolve_pitch(key="Am", note="C2")
+    with pytest.raises(ValueError, match="Eb"):
+        notes.resolve_pitch(key="Eb", note="E1")
+    with pytest.raises(ValueError, match="positive finite"):
+        notes.resolve_pitch(pitch_hz=-3.0)
