@@ -28,8 +28,9 @@ Hydrogen keeps at most 16 layers per instrument (its preference maxLayers): wher
 kit takes the first 16 // layers robins of each layer; KitFiles.hydrogen_robins says how many.
 
 Atomicity: everything is encoded in memory first, then written into a hidden temp folder beside the target
-(`.NAME.<random>.kitpart`), each file fsynced, the folder fsynced, and renamed onto the target (refusing one that
-exists, atomically where the filesystem has renameat2's RENAME_NOREPLACE), then the parent fsynced. On any error
+(`.NAME.<random>.kitpart`), each file fsynced, the folder fsynced, and renamed onto the target by the writer's
+publish (refusing one that exists: atomically where the filesystem has renameat2's RENAME_NOREPLACE, else a check
+then rename), then the parent fsynced. On any error
 the temp folder is removed and KitWriteError says what failed; the target never holds half a kit. A writer killed
 mid-way leaves only a `.*.kitpart` folder, which clean_stale_kit_temps removes.
 
@@ -38,7 +39,6 @@ No file names a path of the machine that wrote it: every reference inside the ki
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import math
 import os
@@ -56,6 +56,8 @@ from kickmodel.fsutil import fsync_dir
 from kickmodel.kitrules import MAX_LAYERS, MAX_ROBINS, check_counts
 from kickmodel.notes import midi_to_hz, midi_to_name, note_to_midi
 from kickmodel.wavfile import encode_wav
+
+from .writer import publish
 
 INSTRUMENT = "Kick"
 HYDROGEN_MAX_LAYERS = 16
@@ -336,30 +338,6 @@ def midi_hits(note: int | str, hits: Sequence[tuple[float, int]], channel: int =
     return b"MThd" + header + b"MTrk" + len(track).to_bytes(4, "big") + bytes(track)
 
 
-_RENAME_NOREPLACE = 1
-_AT_FDCWD = -100
-
-
-def _rename_noreplace(src: Path, dst: Path) -> None:
-    """Rename src onto dst, refusing (FileExistsError) a dst that exists: atomically with renameat2's
-    RENAME_NOREPLACE where libc and the filesystem have it, else by a check then rename (a race only with another
-    writer of the same name)."""
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).renameat2
-    except (AttributeError, OSError):
-        fn = None
-    if fn is not None:
-        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-        if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
-            raise OSError(err, os.strerror(err), str(dst))
-    if os.path.lexists(dst):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(dst))
-    os.rename(src, dst)
-
-
 def _write_file(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
@@ -391,7 +369,8 @@ def write_kit(kit: Kit, folder: Path | str) -> KitFiles:
         for name, data in files.items():
             _write_file(tmp / name, data)
         fsync_dir(tmp)
-        _rename_noreplace(tmp, target)
+        if not publish(tmp, target):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), kit.name)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, FileExistsError):

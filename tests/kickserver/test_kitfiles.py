@@ -338,13 +338,13 @@ def test_an_existing_target_is_refused_and_kept(tmp_path):
 
 def test_a_target_appearing_during_the_write_is_not_replaced(tmp_path, monkeypatch):
     """Another writer makes the folder (empty: plain rename would replace it) between the check and the rename."""
-    real = kitfiles._rename_noreplace
+    real = kitfiles.publish
 
     def racing(src, dst):
         os.mkdir(dst)
         return real(src, dst)
 
-    monkeypatch.setattr(kitfiles, "_rename_noreplace", racing)
+    monkeypatch.setattr(kitfiles, "publish", racing)
     with pytest.raises(KitWriteError, match="appeared"):
         write_kit(Kit("k", 36, SR, _simple_hits(2, 2)), tmp_path)
     assert _leftovers(tmp_path) == ["k"] and _leftovers(tmp_path / "k") == []
