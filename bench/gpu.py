@@ -1,4 +1,4 @@
-"""Every GPU measurement of issue 24 in one call of at most 8 minutes, for the day a GPU is lent.
+"""Every GPU measurement of issues 24 and 33 in one call of at most 8 minutes, for the day a GPU is lent.
 
     python -m bench.gpu [--budget-s 480] [--out bench/results]      # refuses (exit 2) without a CUDA GPU
 
@@ -7,6 +7,9 @@ bench.report` shows the latest), in
 sections, each as long as the budget allows (a section that no longer fits is marked skipped), then a table of
 every target with its figure and verdict (`targets`):
 
+0. batch (first: seconds): bench/batch_bits on the GPU: each shipped model's seed alone against the same seed at
+   every position of batches of 2, 4 and 8 for a fresh kick, a variation, a morph's kick and a kick from the map
+   (target: identical, bit for bit), and the render of eight kicks against one (target: eight <= 2x one).
 1. loop: the real training loop (`trainer.train.fit` on the starter kit: augmentation, conditioning and the
    VAE's encoding included) for LOOP_STEPS steps of each family's `small` preset and latent diffusion's `base`,
    beside its network alone at the loop it chose (bench/train_speed.measure): the ratio (target >= 0.70) and
@@ -58,6 +61,7 @@ PLAN_BUDGETS_GB = (None, 2.0, 0.5)  # the default, and two --vram-budget values 
 DEFAULT_VS_NAIVE_TARGET = 0.95  # issue 24: with room, the default loop at least as fast as the naive one (5 % noise)
 LOOP_RATIO_TARGET = 0.70  # issue 24: the real loop >= 70 % of its network's samples/s on a GPU
 LOOP_VRAM_TARGET_MB = {("latent_diffusion", "small"): DESIGN_POINT_GB * 1000, ("latent_diffusion", "base"): 2048.0}
+BATCH_RATIO_TARGET = 2.0  # eight kicks within 2x one kick's time on a GPU (issue 33)
 CUSTOM_TRAIN_S = 45.0  # training wall time of the custom section (its clock also counts start-up, export, swap)
 CUSTOM_TARGET_S = {"cuda": 120.0}  # issue 24: 20 kicks -> a model served by a running daemon in <= 2 minutes
 
@@ -360,6 +364,13 @@ def summary(payload: dict) -> list[dict]:
         elif "within_budget" in r:
             add(f"{r['family']}: loop chosen for {r['budget_gb']} GB fits it (peak MB)", round(r["peak_gpu_mb"]),
                 r["within_budget"])
+    for m in payload.get("batch", {}).get("models", []):
+        t = m["timing"]
+        add(f"{m['model']}: eight kicks / one (render, target <= {BATCH_RATIO_TARGET:g})", round(t["eight_over_one"], 2),
+            t["eight_over_one"] <= BATCH_RATIO_TARGET)
+        add(f"{m['model']}: a seed's kick bit for bit at every position of 2, 4, 8 "
+            f"({', '.join(b['mode'] for b in m['bits'])})", max(b["max_lsb"] for b in m["bits"]),
+            all(b["identical"] for b in m["bits"]))
     c = payload.get("custom", {})
     if "time_to_model_s" in c:
         add("20 kicks -> model served (s)", round(c["time_to_model_s"], 1), c.get("met_target"))
@@ -402,6 +413,15 @@ def main(argv: list[str] | None = None) -> int:
                      "machine": common.machine(device), "budget_s": budget}
     with tempfile.TemporaryDirectory(prefix="kickbench-gpu-") as tmp:
         work = Path(tmp)
+        print("== batch: a seed's kick alone and at every position of a batch; one kick beside eight", flush=True)
+        try:
+            from bench import batch_bits
+
+            payload["batch"] = batch_bits.run(device, ["default", "kick-synth"])
+            print(batch_bits.table(payload["batch"]), flush=True)
+        except Exception as e:  # noqa: BLE001 -- the section's row says what failed; the rest of the run is kept
+            payload["batch"] = {"error": f"{type(e).__name__}: {e}"}
+            print(f"batch section failed: {payload['batch']['error']}", flush=True)
         print("== loop: the real training loop beside its network alone", flush=True)
         payload["loop"] = loop_section(device, fams, "small", LOOP_STEPS, [common.STARTER_KIT], work,
                                        deadline=deadline, reserve_s=0.62 * budget)

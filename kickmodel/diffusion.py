@@ -164,6 +164,11 @@ class Denoiser(torch.nn.Module):
         self.clip_x0 = clip_x0
         self.data_scale = data_scale
 
+    @property
+    def per_kick_on_cpu(self) -> bool:
+        """Its network's word on its render shape on the CPU (kickmodel.batching)."""
+        return bool(getattr(self.net, "per_kick_on_cpu", False))
+
     @classmethod
     def from_config(cls, net: torch.nn.Module, d: DiffusionConfig) -> Denoiser:
         return cls(net, NoiseSchedule(d.schedule, d.timesteps), d.prediction, clip_x0=d.clip_x0,

@@ -207,17 +207,6 @@ class Guided(Protocol):
     guidance: float
 
 
-def by_row(fn: Callable[..., torch.Tensor], *batched: torch.Tensor | None) -> torch.Tensor:
-    """fn on each kick's row of the batched tensors (None passes as None), the rows' results concatenated.
-
-    What a network makes of one kick then does not depend on the batch around it: a BLAS kernel is chosen by the
-    batch's size, and its float rounding (1e-7) is what Griffin-Lim turns into thousands of 24-bit steps (the
-    bundled model's seed 5 alone and in a batch of three differed by 6,646). Costs little where the network is
-    small beside the inverter (the bundled model: about 0.07 s of a 1.5 s batch of eight on the CPU)."""
-    n = next(b.shape[0] for b in batched if b is not None)
-    return torch.cat([fn(*(None if b is None else b[i:i + 1] for b in batched)) for i in range(n)])
-
-
 class GeneratorBase:
     """What every family's generator shares: controls, settings, the modes over one finishing core, sources.
 

@@ -7,7 +7,8 @@ better synth body or inverter replaces one piece:
     synth.SynthCodec         kick-synth: the synth's numbers, fitted to audio (analysis by synthesis) and played
 
 Each has `encode(audio [n, length], hook) -> latents [n, ...]` and `decode(latents, hook) -> audio [n, length]`
-(float32 numpy at the model's rate, kick by kick where a batch could change a kick: kickmodel.generator.by_row),
+(float32 numpy at the model's rate, each network at its render shape so no kick depends on its batch:
+kickmodel.batching),
 calling the render hook (kickmodel.generator.Hook) between its passes. They are built from an artifact's parts by
 the families' generators; none knows the prior it is paired with.
 """

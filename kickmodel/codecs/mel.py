@@ -3,15 +3,16 @@ the decoder's log-mel -> the inverter's audio (decode). The mel-VAE family pairs
 latent diffusion pairs it with a denoiser over its latents. Its networks are built from an artifact's `vae` (and
 `inverter`) parts by the mel-VAE family (kickmodel.families.mel_vae.generator.mel_codec), which knows them.
 
-Every network runs kick by kick where an inverter follows (kickmodel.generator.by_row): Griffin-Lim turns the float
-rounding a batch brings into an audible difference, and a kick must not depend on what else is in its batch."""
+Every network runs at its render shape (kickmodel.batching): Griffin-Lim turns the float rounding a batch brings into
+an audible difference, and a kick must not depend on what else is in its batch."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from ..generator import Hook, by_row
+from ..batching import in_render_shape
+from ..generator import Hook
 
 
 class MelCodec:
@@ -26,9 +27,9 @@ class MelCodec:
         self.device = device
 
     def encode(self, audio: torch.Tensor, hook: Hook | None = None) -> torch.Tensor:
-        """Clips [n, length] on the device -> posterior means [n, latent_dim], kick by kick (a variation's or a
-        morph's source: what it decodes back to must not depend on its batch)."""
-        return by_row(lambda a: self.vae.encode(self.front(a))[0], audio)
+        """Clips [n, length] on the device -> posterior means [n, latent_dim], at the VAE's render shape (a
+        variation's or a morph's source: what it decodes back to must not depend on its batch)."""
+        return in_render_shape(lambda a: self.vae.encode(self.front(a))[0], audio, like=self.vae)
 
     def encode_batch(self, clips: np.ndarray) -> np.ndarray:
         """Prepared clips [n, length] -> posterior means [n, latent_dim] in one batch (a kit map: no inverter
@@ -39,6 +40,6 @@ class MelCodec:
     def decode(self, z: torch.Tensor, hook: Hook) -> np.ndarray:
         """Latents [n, latent_dim] -> raw audio [n, length] float32 (the decoder's log-mel, then the inverter)."""
         hook({"stage": "decode"})
-        mel = by_row(self.vae.decode, z.to(self.device))
+        mel = in_render_shape(self.vae.decode, z.to(self.device))
         hook({"stage": "invert"})
-        return by_row(self.inverter, mel).float().cpu().numpy()
+        return in_render_shape(self.inverter, mel).float().cpu().numpy()

@@ -1,5 +1,5 @@
 """A kick synth's numbers as a codec: encode fits the synth's numbers to audio (analysis by synthesis, by gradient
-descent), decode plays them, kick by kick. The kick-synth family pairs it with a prior over the numbers; a better
+descent), decode plays them. The kick-synth family pairs it with a prior over the numbers; a better
 synth body (or an amortised fit) replaces this piece. The synth and its fit are the family's
 (kickmodel.families.kick_synth: synth.py, fit.py), handed in when the family builds the codec."""
 
@@ -10,7 +10,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..generator import Hook, by_row
+from ..batching import in_render_shape
+from ..generator import Hook
 
 Fit = Callable[[torch.Tensor, Callable[[], None]], torch.Tensor]  # (clips [n, length] on the CPU, check) -> numbers
 
@@ -33,6 +34,6 @@ class SynthCodec:
         return u.to(self.device)
 
     def decode(self, u: torch.Tensor, hook: Hook) -> np.ndarray:
-        """Numbers [n, N] -> raw audio [n, length] float32, played kick by kick."""
+        """Numbers [n, N] -> raw audio [n, length] float32, played at the synth's render shape (kickmodel.batching)."""
         hook({"stage": "play"})
-        return by_row(self.synth, u).float().cpu().numpy()
+        return in_render_shape(self.synth, u).float().cpu().numpy()

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ..artifact import Artifact
+from ..batching import in_render_shape
 from ..config import MAX_STEPS, Config
 from ..diffusion import SAMPLER_NAMES, Denoiser, SamplingConfig, run_sampler
 from ..generator import (
@@ -29,7 +30,6 @@ from ..generator import (
     Hook,
     Item,
     Settings,
-    by_row,
 )
 from .base import Objective
 
@@ -51,9 +51,6 @@ class DiffusionGenerator(GeneratorBase):
     samplers = SAMPLER_NAMES
     max_steps = MAX_STEPS
     latent_shape: tuple[int, ...] = ()
-    # the denoiser runs kick by kick (kickmodel.generator.by_row), so a kick never depends on its batch: for a
-    # family whose inverter turns a float rounding into an audible difference (latent diffusion's Griffin-Lim)
-    row_by_row = False
 
     def _affordable_steps(self, artifact: Artifact) -> int:
         """MAX_STEPS, or fewer when a kick of this model at that many steps would pass the render budget: the
@@ -99,13 +96,12 @@ class DiffusionGenerator(GeneratorBase):
     def _denoise_fn(self, cond: torch.Tensor | None, mask: torch.Tensor | None, hook: Hook) -> Callable:
         """The denoiser as the samplers call it (guided over the controls when asked), telling `hook` before each
         call ({"stage": "denoise", "i": calls so far})."""
-        den = self.denoiser
-        if self.row_by_row:
-            batched = den
+        batched = self.denoiser
 
-            def den(x: torch.Tensor, t: torch.Tensor, c: torch.Tensor | None = None,
-                    m: torch.Tensor | None = None) -> torch.Tensor:
-                return by_row(batched, x, t.expand(x.shape[0]) if t.ndim == 0 else t, c, m)
+        def den(x: torch.Tensor, t: torch.Tensor, c: torch.Tensor | None = None,
+                m: torch.Tensor | None = None) -> torch.Tensor:
+            # at its render shape (kickmodel.batching): a kick never depends on its batch, in any family
+            return in_render_shape(batched, x, t.expand(x.shape[0]) if t.ndim == 0 else t, c, m)
 
         calls = iter(range(1 << 62))
 

@@ -291,3 +291,34 @@ def test_loop_ab_runs_a_commit_beside_this_tree(tmp_path):
     assert r["before_samples_per_s"] > 0 and r["after_samples_per_s"] > 0
     assert r["after_vs_before"] == pytest.approx(r["after_samples_per_s"] / r["before_samples_per_s"])
     assert logs and logs[0].startswith("mel_vae round 1: before")
+
+
+def test_batch_bits_finds_a_batch_dependent_kick_and_passes_a_batch_invariant_one(tmp_path):
+    """bench/batch_bits.py (bench.gpu's batch section, run on CUDA when a GPU is lent): on a real generator every
+    mode's kick is identical at every position; a generator whose kicks move with their batch is caught, with its
+    largest difference in 24-bit steps; the summary turns both into targets."""
+    from bench import batch_bits
+    from kickmodel.loading import load_generator
+
+    gen = load_generator(make_artifact(tmp_path / "ld.safetensors", family="latent_diffusion"), "cpu")
+    rows = batch_bits.bits(gen)
+    assert [r["mode"] for r in rows] == ["generate", "variation", "morph"]
+    assert all(r["identical"] and r["positions"] == 14 for r in rows), rows
+
+    class Drifting:  # a kick that moves by a rounding with its batch's size
+        capabilities, samplers, sample_rate = frozenset(), (), 8000
+
+        def settings(self, *a):
+            return None
+
+        def generate(self, items, settings):
+            n = len(items)
+            return np.stack([np.full(16, it.seed * 1e-3 + (n > 1) * 2.0 ** -20) for it in items])
+
+    (r,) = batch_bits.bits(Drifting())
+    assert not r["identical"] and r["max_lsb"] == 8.0
+    payload = {"batch": {"models": [{"model": "m", "bits": rows, "timing": {"eight_over_one": 1.5}},
+                                    {"model": "d", "bits": [r], "timing": {"eight_over_one": 3.0}}]}}
+    met = {t["what"].split(":")[0] + (" bits" if "bit for bit" in t["what"] else ""): t["met"]
+           for t in gpu.summary(payload)}
+    assert met == {"m": True, "m bits": True, "d": False, "d bits": False}

@@ -15,28 +15,30 @@ from ...artifact import Artifact
 from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
 from ...dsp import finish_kick
-from ...generator import ENCODE, UNITS, Hook, Item, by_row
+from ...batching import in_render_shape
+from ...generator import ENCODE, UNITS, Hook, Item
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, serve_restart_iters
 from .network import prior_net
 from .synth import N_PARAMS, KickSynth
 
 
-class _RowByRow(torch.nn.Module):
-    """The synth played kick by kick (a kick never depends on its batch)."""
+class _InRenderShape(torch.nn.Module):
+    """The synth played at its render shape (kickmodel.batching: a kick never depends on its batch)."""
+
+    per_kick_on_cpu = KickSynth.per_kick_on_cpu
 
     def __init__(self, synth: KickSynth) -> None:
         super().__init__()
         self.synth, self.sample_rate = synth, synth.sample_rate
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        return by_row(self.synth, u)
+        return in_render_shape(self.synth, u)
 
 
 class KickSynthGenerator(DiffusionGenerator):
     family = "kick_synth"
     capabilities = DiffusionGenerator.capabilities | {ENCODE, UNITS}  # the fitted numbers are the map's space
-    row_by_row = True  # the prior and the synth run kick by kick: a kick never depends on its batch (by_row)
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config_of("denoiser")
@@ -80,7 +82,7 @@ class KickSynthGenerator(DiffusionGenerator):
         def finish(y: torch.Tensor) -> torch.Tensor:
             return torch.from_numpy(finish_kick(y.float().cpu().numpy(), self.sample_rate))
 
-        u[rows] = adjust(_RowByRow(self.codec.synth), u[rows], targets[rows], finish,
+        u[rows] = adjust(_InRenderShape(self.codec.synth), u[rows], targets[rows], finish,
                          check=lambda: hook({"stage": "units"}))
         return u
 

@@ -88,6 +88,8 @@ class KickSynth(torch.nn.Module):
     """params_u [n, N_PARAMS] (unconstrained) -> audio [n, length] at sample_rate. No weights: the fixed noise's
     spectrum is a buffer made at construction (not saved), the rest is arithmetic."""
 
+    per_kick_on_cpu = True  # its oscillators' work grows with every row and fills the cores (kickmodel.batching)
+
     def __init__(self, sample_rate: int, length: int) -> None:
         super().__init__()
         self.sample_rate, self.length = int(sample_rate), int(length)

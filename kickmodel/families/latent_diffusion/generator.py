@@ -20,7 +20,6 @@ from .network import LatentDenoiserNet
 class LatentDiffusionGenerator(DiffusionGenerator):
     family = "latent_diffusion"
     capabilities = DiffusionGenerator.capabilities | {ENCODE}  # the VAE's encoder: the space the map shows
-    row_by_row = True  # Griffin-Lim: a kick's networks run on it alone, never on its batch (by_row)
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config_of("denoiser")

@@ -70,6 +70,7 @@ class VocosInverter(nn.Module):
 
 class GriffinLimInverter(nn.Module):
     kind = "griffin-lim"
+    per_kick_on_cpu = True  # its FFTs grow with every row and fill the cores (kickmodel.batching)
 
     def __init__(self, cfg: InverterConfig, front: MelFrontEnd) -> None:
         super().__init__()

@@ -246,6 +246,10 @@ class MixturePrior(nn.Module):
 class MelVAE(nn.Module):
     """Encoder, decoder and learned prior: the artifact's `vae` part."""
 
+    # convolutions over a whole kick's mel: the work grows with every row (its decoder: 6.6 ms of CPU time for one
+    # row, 20.9 ms for eight on the 2-core dev box), so the CPU runs it one row at a time (kickmodel.batching)
+    per_kick_on_cpu = True
+
     def __init__(self, mel: MelConfig, cfg: VAEConfig, prior: PriorConfig, frames: int, n_controls: int) -> None:
         super().__init__()
         self.cfg = cfg

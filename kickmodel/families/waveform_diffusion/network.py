@@ -86,6 +86,10 @@ class Attention(nn.Module):
 class WaveUNet(nn.Module):
     """The network of family "waveform_diffusion"."""
 
+    # a whole kick's samples through every level: its work grows with every row and fills the cores at one
+    # (52 ms for one row, 336 ms for eight, the fixture model on the 2-core dev box): kickmodel.batching
+    per_kick_on_cpu = True
+
     def __init__(self, cfg: UNetConfig, n_controls: int = 0) -> None:
         super().__init__()
         self.cfg = cfg
