@@ -1,4 +1,5 @@
-"""Put each bug of issue 14's list into a scratch copy of the code and check that the tests guarding it fail.
+"""Put each bug of issue 14's list (and of issue 31's pieces) into a scratch copy of the code and check that the
+tests guarding it fail.
 
     python scripts/check_mutants.py [NAME ...]        # all of them by default; exit status 1 if one survives
 
@@ -46,6 +47,42 @@ MUTANTS = {
         'self.step = int(state["step"])',
         "self.step = 0",
         ["tests/trainer/test_train.py", "-k", "resume"]),
+    # issue 31: notes, the smpl chunk, kits
+    "octave-off-by-one": (
+        "kickmodel/notes.py",
+        "return _midi_in_range((octave + 1) * 12",
+        "return _midi_in_range((octave + 2) * 12",
+        ["tests/kickmodel/test_notes.py"]),
+    "smpl-nearest-note": (
+        "kickmodel/wavfile.py",
+        "note = math.floor(m + 1e-9)",
+        "note = math.floor(m + 0.5)",
+        ["tests/kickmodel/test_wav_smpl.py"]),
+    "layer-without-tilt": (
+        "kickmodel/kitrules.py",
+        "y = high_shelf(x, sample_rate, -TILT_RANGE_DB * (1.0 - p))",
+        "y = high_shelf(x, sample_rate, 0.0)",
+        ["tests/kickmodel/test_kitrules.py"]),
+    "drumgizmo-power-per-robin": (
+        "kickserver/kitfiles.py",
+        'power=f"{power:g}")',
+        'power=f"{power + 3 * r:g}")',
+        ["tests/kickserver/test_kitfiles.py", "-k", "drumgizmo_renders"]),
+    "hydrogen-no-round-robin": (
+        "kickserver/kitfiles.py",
+        '"ROUND_ROBIN" if h_robins > 1 else "VELOCITY"',
+        '"VELOCITY"',
+        ["tests/kickserver/test_kitfiles.py", "-k", "hydrogen_plays"]),
+    "kit-replaces-a-folder": (
+        "kickserver/kitfiles.py",
+        "if not publish(tmp, target):",
+        "if os.replace(tmp, target) is not None:",
+        ["tests/kickserver/test_kitfiles.py", "-k", "appearing"]),
+    "kit-temp-left-behind": (
+        "kickserver/kitfiles.py",
+        "        shutil.rmtree(tmp, ignore_errors=True)\n        if isinstance(e, FileExistsError):",
+        "        if isinstance(e, FileExistsError):",
+        ["tests/kickserver/test_kitfiles.py", "-k", "failed_write or full_disk"]),
 }
 
 
