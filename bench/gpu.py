@@ -366,8 +366,8 @@ def summary(payload: dict) -> list[dict]:
                 r["within_budget"])
     for m in payload.get("batch", {}).get("models", []):
         t = m["timing"]
-        add(f"{m['model']}: eight kicks / one (render, target <= {BATCH_RATIO_TARGET:g})", round(t["eight_over_one"], 2),
-            t["eight_over_one"] <= BATCH_RATIO_TARGET)
+        add(f"{m['model']}: eight kicks / one (render, target <= {BATCH_RATIO_TARGET:g})",
+            round(t["eight_over_one"], 2), t["eight_over_one"] <= BATCH_RATIO_TARGET)
         add(f"{m['model']}: a seed's kick bit for bit at every position of 2, 4, 8 "
             f"({', '.join(b['mode'] for b in m['bits'])})", max(b["max_lsb"] for b in m["bits"]),
             all(b["identical"] for b in m["bits"]))

@@ -17,7 +17,6 @@ to <out>/batch-ab-cpu.json with the machine (--out: the user's bench folder unle
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -151,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     print(common.table(rows, [("model", "model", ""), ("tree", "tree", ""), ("one_ms", "one ms", ".0f"),
                               ("eight_ms", "eight ms", ".0f"), ("eight_p95_ms", "eight p95 ms", ".0f"),
                               ("eight_over_one", "eight/one", ".2f")]))
-    payload = {"before": args.before, "after": args.after or "working tree", "rounds": args.rounds, "reps": args.reps, "threads": args.threads,
+    payload = {"before": args.before, "after": args.after or "working tree", "rounds": args.rounds, "reps": args.reps,
+               "threads": args.threads,
                "rows": rows, "machine": common.machine()}
     out = common.write_result(args.out, "batch-ab", "cpu", payload)
     print(f"wrote {out}")

@@ -26,8 +26,9 @@ def _pm(v: float | None, sd: float | None) -> str:
     return "-" if v is None else f"{v:.3g} ±{sd or 0.0:.2g}"
 
 
-TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "1-NN", "1-NN(train)", "gen nn gen", "nov/real",
-                 "ncc max", "copies", "div/real", "haze dB", "hiss dB", "s/kick", "train h", "train kicks/s", "train MB")
+TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "1-NN", "1-NN(train)", "gen nn gen",
+                 "nov/real", "ncc max", "copies", "div/real", "haze dB", "hiss dB", "s/kick", "train h",
+                 "train kicks/s", "train MB")
 
 
 def column_legend() -> dict[str, str]:

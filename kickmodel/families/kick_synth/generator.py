@@ -12,10 +12,10 @@ import numpy as np
 import torch
 
 from ...artifact import Artifact
+from ...batching import in_render_shape
 from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
 from ...dsp import finish_kick
-from ...batching import in_render_shape
 from ...generator import ENCODE, UNITS, Hook, Item
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, serve_restart_iters
