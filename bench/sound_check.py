@@ -20,6 +20,9 @@ count, the procedural synth; generated and synth kicks finished like the daemon'
 - pitch_start_hz / pitch_end_hz: the strongest frequency below 250 Hz in 10..50 ms and in
   80..160 ms after the onset (Hann window, zero-padded to 1 Hz bins). pitch_drop is the share of
   clips whose start is at least 5 % above their end: the sweep that makes a kick sound like one.
+- second_hit: the share of clips with a second hit (`trainer.evaluation.measures.second_hit_ms`: a new attack 40 ms
+  or more after the first, with the body's level climbing again: a flam or a loop's next beat). A one-shot has
+  none; the target is 0 in 512 generated kicks.
 - tail_hiss_db: `trainer.evaluation.measures.tail_hiss_db` (energy above 4 kHz, 400..900 ms, re the peak).
 - end_jump_db: the largest sample-to-sample step in the last 50 ms, dB re the peak (a click at
   the end of the file shows as a step far above the signal's own slope).
@@ -70,7 +73,7 @@ from pathlib import Path
 import numpy as np
 
 from trainer.evaluation.distances import diversity, real_halves_1nn, standardiser, two_sample_1nn
-from trainer.evaluation.measures import body_haze_db, tail_hiss_db
+from trainer.evaluation.measures import body_haze_db, second_hit_ms, tail_hiss_db
 from trainer.evaluation.sets import collect
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,6 +115,9 @@ def strongest_low(seg: np.ndarray, sr: int, top_hz: float = 250.0) -> np.ndarray
     return f[band][np.argmax(p[:, band], axis=1)]
 
 
+SHARES = ("pitch_drop", "second_hit")  # measures that are a yes or no per clip: a set shows their share
+
+
 def measure(clips: np.ndarray, sr: int) -> dict[str, np.ndarray]:
     x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
     on = onsets(x)
@@ -127,6 +133,7 @@ def measure(clips: np.ndarray, sr: int) -> dict[str, np.ndarray]:
         "pitch_start_hz": f_start,
         "pitch_end_hz": f_end,
         "pitch_drop": (f_start >= 1.05 * f_end).astype(float),
+        "second_hit": (~np.isnan(second_hit_ms(x, sr))).astype(float),
         "tail_hiss_db": tail_hiss_db(x, sr),
         "end_jump_db": _db((jump / np.maximum(peak, 1e-12)) ** 2),
         "body_hf_db": body_haze_db(x, sr),
@@ -248,7 +255,7 @@ def summarise(m: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
     (ci_lo, ci_hi); with start_pct, also step_share: the share of clips whose start_pct is above STEP_PCT."""
     out = {}
     for k, v in m.items():
-        if k == "pitch_drop":
+        if k in SHARES:
             lo, hi = bootstrap_interval(v, np.mean)
             out[k] = {"share": float(v.mean()), "ci_lo": lo, "ci_hi": hi}
         else:
@@ -301,8 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     div = {name: s["diversity_ratio"] for name, s in spreads.items()}
     grid = {name: worst_grid_depth(clips, sr) for name, clips in groups.items()}
 
-    cols = ["start_pct", "step_share", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "tail_hiss_db",
-            "end_jump_db", "body_hf_db"]
+    cols = ["start_pct", "step_share", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop", "second_hit",
+            "tail_hiss_db", "end_jump_db", "body_hf_db"]
     width = max(14, *(len(k) for k in groups))
     print(f"{'set':<{width}} {'n':>3}  " + "  ".join(f"{c:>18}" for c in cols)
           + f"  {'div/real':>8}  {'1-NN held-out':>18}  {'1-NN train':>18}  {'grid dB @ Hz':>16}")
@@ -319,12 +326,13 @@ def main(argv: list[str] | None = None) -> int:
             cells.append((f"{t['accuracy']:.2f} [{t['lo']:.2f}..{t['hi']:.2f}]" if t else "-").rjust(18))
         cells.append((f"{g['depth_db']:+.1f} @ {g['hz']:.0f}" if g["hz"] is not None else "-").rjust(16))
         print(f"{name:<{width}} {len(groups[name]):>3}  " + "  ".join(cells))
-    print("95 % bootstrap intervals (resampling each set's clips): pitch_drop and step_share shares, body_hf_db and "
-          "attack_ms medians")
+    print("95 % bootstrap intervals (resampling each set's clips): pitch_drop, second_hit and step_share shares, "
+          "body_hf_db and attack_ms medians")
     for name, r in rows.items():
         print(f"{name:<{width}} {len(groups[name]):>3}  "
               + "  ".join(f"{c} {r[c]['ci_lo']:.{d}f}..{r[c]['ci_hi']:.{d}f}"
-                          for c, d in (("pitch_drop", 2), ("step_share", 2), ("body_hf_db", 1), ("attack_ms", 1))))
+                          for c, d in (("pitch_drop", 2), ("second_hit", 3), ("step_share", 2), ("body_hf_db", 1),
+                                       ("attack_ms", 1))))
 
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
