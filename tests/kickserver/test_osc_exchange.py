@@ -13,6 +13,16 @@ def test_the_recorded_script_is_the_recorders():
     assert load()["settings"] == SETTINGS
 
 
+def test_the_exchange_covers_every_route_and_reply():
+    """Every address the daemon serves is asked, and every reply address it sends comes back at least once."""
+    from kickserver import osc_api
+
+    sent = {bytes.fromhex(s["sent"]).split(b"\0", 1)[0].decode("latin-1") for s in load()["steps"]}
+    assert set(osc_api.ADDRESSES) <= sent, sorted(set(osc_api.ADDRESSES) - sent)
+    replied = {r.split(" ", 1)[0] for s in load()["steps"] for r in s["shown"]}
+    assert set(osc_api.REPLY_ADDRESSES) <= replied, sorted(set(osc_api.REPLY_ADDRESSES) - replied)
+
+
 def test_the_daemon_answers_the_recorded_exchange_byte_for_byte(tmp_path):
     record, got, seen = run(tmp_path, recorded_steps())
     differ = [f"{w['what']}:\n  recorded {w['shown']}\n  now      {g['shown']}"
