@@ -165,18 +165,19 @@ def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: in
     models folder does not list it): family_options."""
     import torch
 
-    from kickmodel.families import get_family, preset
-    from kickmodel.families.base import FitContext
+    from kickmodel.families import preset
     from trainer.export import artifact_from_state
+    from trainer.recipes import get_recipe
+    from trainer.recipes.base import FitContext
 
     path = Path(path)
     cfg = preset(preset_name, family)
     options = family_options(cfg.family, {}, path.parent, preset_name, seed, stem=f".{path.stem}")
     ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, options=options)
-    fam = get_family(cfg.family)
-    cfg = fam.fit_config(cfg, ctx)
+    recipe = get_recipe(cfg.family)
+    cfg = recipe.fit_config(cfg, ctx)
     torch.manual_seed(seed)
-    objective = fam.objective(cfg, ctx)
+    objective = recipe.objective(cfg, ctx)
     with torch.no_grad():  # zero-initialised output layers would make every kick silent
         for p in objective.module.parameters():
             if p.ndim > 1 and p.abs().sum() == 0:
@@ -189,16 +190,16 @@ def random_artifact(path: Path, family: str, preset_name: str = "tiny", seed: in
 
 def family_options(family: str, given: Mapping[str, Any], folder: Path, preset_name: str, seed: int = 0,
                    stem: str | None = None) -> dict[str, Any]:
-    """The options a benchmark gives `family` (its FamilyOption declarations on "bench"): those in `given`
+    """The options a benchmark gives `family` (its recipe's FamilyOption declarations on "bench"): those in `given`
     (e.g. a benchmark's flags from trainer.cli.add_family_flags(parser, "bench")) that it takes -- a benchmark
     of several families gives each only its own -- and, for each not given whose value is an artifact
     (artifact_of), a random one of the same preset in folder, named STEM-OPTION.safetensors."""
-    from kickmodel.families import get_family
+    from trainer.recipes import get_recipe
 
-    fam = get_family(family)
-    stem = stem or f".{fam.name}-{preset_name}"
+    recipe = get_recipe(family)
+    stem = stem or f".{recipe.family}-{preset_name}"
     out: dict[str, Any] = {}
-    for opt in fam.options_for("bench"):
+    for opt in recipe.options_for("bench"):
         if given.get(opt.name) is not None:
             out[opt.name] = opt.type(given[opt.name])
         elif opt.artifact_of:
@@ -209,7 +210,7 @@ def family_options(family: str, given: Mapping[str, Any], folder: Path, preset_n
 
 def option_args(options: Mapping[str, Any]) -> list[str]:
     """Family options as `kicktrain fit` flags: {"vae": path} -> ["--vae", "path"]."""
-    from kickmodel.families.base import option_flag
+    from trainer.recipes.base import option_flag
 
     return [a for name, value in options.items() for a in (option_flag(name), str(value))]
 

@@ -208,10 +208,11 @@ def plan_section(device: str, families, preset_name: str, budgets=PLAN_BUDGETS_G
     loop's (fp32, one micro-batch, no checkpointing), measured in this run: with no budget the chosen loop should
     be at least as fast as the naive one (default_vs_naive >= 1 within noise)."""
     from bench.train_speed import measure
-    from kickmodel.families import get_family, preset
-    from kickmodel.families.base import FitContext
-    from kickmodel.generator import resolve_device
+    from kickmodel.families import preset
+    from kickmodel.loading import resolve_device
     from trainer.loop_plan import choose_loop
+    from trainer.recipes import get_recipe
+    from trainer.recipes.base import FitContext
 
     dev = resolve_device(device)
     rows = []
@@ -231,7 +232,7 @@ def plan_section(device: str, families, preset_name: str, budgets=PLAN_BUDGETS_G
                     cfg = preset(preset_name, fam)
                     options = common.family_options(fam, {}, folder, preset_name)
                     ctx = FitContext(device=dev, log=lambda m: None, options=options)
-                    cfg = get_family(fam).fit_config(cfg, ctx)
+                    cfg = get_recipe(fam).fit_config(cfg, ctx)
                     lines: list[str] = []
                     plan = choose_loop(cfg, dev, budget, ctx, lines.append)
                     _free(device)

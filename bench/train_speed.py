@@ -48,8 +48,10 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
     import torch
 
     from kickmodel.families import get_family, preset
-    from kickmodel.families.base import FitContext, parameter_count
-    from kickmodel.generator import resolve_device
+    from kickmodel.families.base import parameter_count
+    from kickmodel.loading import resolve_device
+    from trainer.recipes import get_recipe
+    from trainer.recipes.base import FitContext
     from trainer.train import precision, set_grad_checkpointing
 
     fam = get_family(family)
@@ -64,10 +66,10 @@ def measure(preset_name: str, mode: str, steps: int, device_spec: str, family: s
     with tempfile.TemporaryDirectory(prefix="kickbench-train-") as tmp:
         options = common.family_options(fam.name, {}, Path(tmp), preset_name)  # e.g. a random VAE to train over
         ctx = FitContext(device=device, log=lambda m: None, options=options)
-        cfg = fam.fit_config(cfg, ctx)
+        cfg = get_recipe(fam.name).fit_config(cfg, ctx)
         tc = cfg.train
         torch.manual_seed(0)
-        objective = fam.objective(cfg, ctx)
+        objective = get_recipe(fam.name).objective(cfg, ctx)
     net = objective.module
     set_grad_checkpointing(net, tc.grad_checkpointing)
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4)

@@ -27,31 +27,32 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def fit_context(cfg, path: Path, seed: int = 0):
-    """(cfg as `fit` would train it, a FitContext): each family option whose value is an artifact (its
-    FamilyOption.artifact_of: a latent-diffusion model's --vae) gets a random one of the same preset beside
+    """(cfg as `fit` would train it, a FitContext): each option of the family's recipe whose value is an artifact
+    (its FamilyOption.artifact_of: a latent-diffusion model's --vae) gets a random one of the same preset beside
     `path` (a hidden file, so a models folder does not list it)."""
-    from kickmodel.families import get_family
-    from kickmodel.families.base import FitContext
+    from trainer.recipes import get_recipe
+    from trainer.recipes.base import FitContext
 
-    family = get_family(cfg.family)
+    recipe = get_recipe(cfg.family)
     options = {opt.name: make_tiny_artifact(path.with_name(f".{path.stem}-{opt.name}.safetensors"), seed=seed,
                                             family=opt.artifact_of, preset_name=cfg.preset)
-               for opt in family.options_for("bench") if opt.artifact_of}
+               for opt in recipe.options_for("bench") if opt.artifact_of}
     ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, options=options)
-    return family.fit_config(cfg, ctx), ctx
+    return recipe.fit_config(cfg, ctx), ctx
 
 
 def make_tiny_artifact(path: Path, seed: int = 0, family: str = "waveform_diffusion", cfg=None,
                        preset_name: str = "tiny") -> Path:
     """A model of `family` (default preset tiny) with seeded random weights, exported as a real artifact
     (fast; no training)."""
-    from kickmodel.families import get_family, preset
+    from kickmodel.families import preset
     from trainer.export import artifact_from_state
+    from trainer.recipes import get_recipe
 
     path = Path(path)
     cfg, ctx = fit_context(cfg or preset(preset_name, family), path, seed)
     torch.manual_seed(seed)
-    objective = get_family(cfg.family).objective(cfg, ctx)
+    objective = get_recipe(cfg.family).objective(cfg, ctx)
     net = objective.module
     # Zero-initialised output layers would make every sample silent; give them small weights.
     with torch.no_grad():

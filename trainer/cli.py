@@ -13,8 +13,9 @@
                   [--device auto]
     torchrun --standalone --nproc-per-node 2 -m trainer fit ...   (DistributedDataParallel; see distributed.py)
 
-A family's own options (latent diffusion's --vae) are declared in its folder (Family.options); fit, export
-and profile make their flags from the registry, and refuse one the family does not take.
+A family's own options (latent diffusion's --vae) are declared in its training recipe (trainer/recipes/<name>.py:
+Recipe.options); fit, export and profile make their flags from the recipes' registry, and refuse one the family does
+not take. What an export may change (--set) is the recipe's too (Recipe.export_keys).
 
 Errors a user can fix print one line and exit 2; nothing is left half-written.
 """
@@ -30,9 +31,10 @@ from typing import Any
 
 from kickmodel import safejson
 from kickmodel.config import SEED_LIMIT, ConfigError
-from kickmodel.families import cli_name, family_names, from_dict, get_family, options_for, preset
+from kickmodel.families import cli_name, family_names, from_dict, preset
 
 from . import __version__
+from .recipes import get_recipe, options_for, recipe_names
 
 # The family prepare, fit and profile train when neither --family nor an --init artifact names one (a choice of
 # this CLI, free to change; a config that names no family is kickmodel.config.UNNAMED_FAMILY, for good).
@@ -119,7 +121,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     family, preset_name = _init_defaults(args)
     cfg = apply_overrides(preset(preset_name, _family(family)), args.set or [])
-    family_options = get_family(cfg.family).take_options(given_options(args), "fit")
+    family_options = get_recipe(cfg.family).take_options(given_options(args), "fit")
     opts = FitOptions(data=args.data, run_dir=Path(args.run_dir), cfg=cfg, device=args.device,
                       max_steps=args.max_steps, export_dir=Path(args.export_dir) if args.export_dir else None,
                       export_name=args.export_name, init=Path(args.init) if args.init else None,
@@ -137,7 +139,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from .train import FitOptions
 
     cfg = apply_overrides(preset(args.preset, _family(args.family)), args.set or [])
-    family_options = get_family(cfg.family).take_options(given_options(args), "profile")
+    family_options = get_recipe(cfg.family).take_options(given_options(args), "profile")
     opts = FitOptions(data=args.data, run_dir=Path(args.out) / ".run", cfg=cfg, device=args.device,
                       family_options=family_options)
     out = Path(args.out)
@@ -227,14 +229,22 @@ FAMILY_OPTION_DEST = "family_option_"  # argparse dest prefix of the families' o
 
 
 def add_family_flags(parser: argparse.ArgumentParser, command: str) -> None:
-    """A flag for each option the registered families declare on `command` (kickmodel.families.base.FamilyOption:
+    """A flag for each option the registered recipes declare on `command` (trainer.recipes.base.FamilyOption:
     fit, export, profile, bench), so a family's options need no line here. Families that declare one name share
-    its flag; its help says which families take it. Read back with given_options; the family then takes or
-    refuses them (Family.take_options)."""
+    its flag; its help says which families take it. Read back with given_options; the family's recipe then takes
+    or refuses them (Recipe.take_options)."""
     for name, owners in options_for(command).items():
         first = owners[0][1]
         parser.add_argument(first.flag, dest=FAMILY_OPTION_DEST + name, metavar=first.metavar,
-                            help="; ".join(f"{fam.cli_name}: {opt.help}" for fam, opt in owners).replace("%", "%%"))
+                            help="; ".join(f"{rec.cli_name}: {opt.help}" for rec, opt in owners).replace("%", "%%"))
+
+
+def _export_keys_help() -> str:
+    """What `kicktrain export --set` may change, family by family, from the recipes (Recipe.export_keys)."""
+    recipes = [get_recipe(n) for n in recipe_names()]
+    return "; ".join(f"{r.cli_name}: " + ", ".join(f"{s}.{k}" for s, keys in r.export_keys.items() for k in keys)
+                     for r in recipes)
+
 
 
 def given_options(args: argparse.Namespace) -> dict[str, str]:
@@ -290,8 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run")
     sp.add_argument("--out", required=True)
     sp.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
-                    help="what needs no retraining: sampling.steps/sampler/time_power/guidance/temperature, "
-                         "inverter.kind=griffin-lim (mel-vae)")
+                    help="what needs no retraining, by family: " + _export_keys_help())
     sp.add_argument("--map-data", nargs="+", metavar="KIT", help="the folders the run trained on: the artifact "
                     "stores the map of its training kicks among them (kicktrain map --into), for /kick/map and "
                     "/kick/near")

@@ -65,10 +65,11 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.weak import WeakIdKeyDictionary
 
 from kickmodel.config import Config, TrainConfig
-from kickmodel.families import get_family, preset
-from kickmodel.families.base import FitContext
+from kickmodel.families import preset
 
 from .errors import TrainingError
+from .recipes import get_recipe
+from .recipes.base import FitContext
 
 Log = Callable[[str], None]
 
@@ -228,7 +229,7 @@ class StepProbe:
         quiet: Log = lambda m: None  # noqa: E731 -- building the probe's module says nothing the run will not
         ctx = dataclasses.replace(ctx, device=device, log=quiet) if ctx is not None else FitContext(device=device,
                                                                                                      log=quiet)
-        self.objective = get_family(cfg.family).objective(cfg, ctx)
+        self.objective = get_recipe(cfg.family).objective(cfg, ctx)
         self.net = self.objective.module
         self.net.train()
         self.opt = torch.optim.AdamW(self.net.parameters(), lr=1e-6)

@@ -9,8 +9,8 @@
         for hook in trainer.hooks:      # log, validate, sample, checkpoint (+ profiler, when asked)
             hook(trainer, metrics)
 
-The loop knows nothing of any family: `kickmodel.families.<name>.objective()` gives the module to train
-and its loss. Why it looks the way it does:
+The loop knows nothing of any family: its recipe (`trainer.recipes.get_recipe(name).objective()`) gives the
+module to train and its loss. Why it looks the way it does:
 - All randomness of step k (which clips, how they are augmented, which controls are dropped, noise
   levels, noise) comes from generators seeded by (seed, k). A resumed run therefore continues exactly
   where the killed one would have gone: weights after N straight steps equal weights after k steps,
@@ -51,7 +51,7 @@ from kickmodel.artifact import Artifact
 from kickmodel.config import Config, ConfigError, differences
 from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_dial
 from kickmodel.families import from_dict, get_family
-from kickmodel.families.base import FitContext, Objective, parameter_count
+from kickmodel.families.base import parameter_count
 from kickmodel.fsutil import atomic_write_bytes, clean_stale_temp_files
 from kickmodel.loading import resolve_device
 from kickmodel.loading import load_artifact
@@ -64,6 +64,8 @@ from .distributed import Dist, per_rank_batch
 from .errors import TrainingError
 from .export import artifact_from_state
 from .loop_plan import choose_loop, explicit_settings, set_grad_checkpointing
+from .recipes import get_recipe
+from .recipes.base import FitContext, Objective
 
 Log = Callable[[str], None]
 NAMED_HELD_OUT = 8  # the log names the held-out clips when there are at most this many (they are not on the map)
@@ -279,13 +281,13 @@ class Trainer:
             if differ:
                 log(f"resuming keeps the run's saved config; the command line asked otherwise for: {', '.join(differ)}")
             cfg = old
-            get_family(cfg.family).check_resume(cfg, ctx.options)  # e.g. another --vae than the run's: refused
+            get_recipe(cfg.family).check_resume(cfg, ctx.options)  # e.g. another --vae than the run's: refused
         else:
             if init is not None and init.family != cfg.family:
                 theirs = get_family(init.family).cli_name
                 raise TrainingError(f"--init {init.path.name} is a {theirs} model: drop --family or pass "
                                     f"--family {theirs}")
-            cfg = get_family(cfg.family).fit_config(cfg, ctx)
+            cfg = get_recipe(cfg.family).fit_config(cfg, ctx)
             if init is not None and "sampling" in cfg.parts and "sampling" in init.config.parts:
                 # the sampling settings were chosen by evaluating the model being fine-tuned (the bundled one
                 # samples at guidance 2): a fine-tune keeps them rather than the preset's
@@ -364,7 +366,7 @@ class Trainer:
             _write_json(run_dir / "config.json", cfg.to_dict())
 
         torch.manual_seed(tc.seed)
-        self.objective: Objective = family.objective(cfg, ctx)
+        self.objective: Objective = get_recipe(cfg.family).objective(cfg, ctx)
         self.module = self.objective.module
         set_grad_checkpointing(self.module, tc.grad_checkpointing)
         self.base_lr = tc.lr

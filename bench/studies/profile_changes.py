@@ -67,7 +67,7 @@ def latent_cache(vae_path: Path | None, batch: int, repeats: int) -> dict:
     from kickmodel.config import AugmentConfig, ConditioningConfig
     from kickmodel.families import preset
     from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
-    from kickmodel.families.latent_diffusion.objective import LatentObjective
+    from trainer.recipes.latent_diffusion import LatentObjective
     from trainer.synth import synth_batch
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,9 +1,11 @@
 """Model families: each is a sub-package here and one line in REGISTRY.
 
-A family gives its typed config sections, its presets, how to build what it trains, its training
-objective and its generator (the `KickGenerator` the daemon serves); `kickmodel.families.base.Family`
-says exactly what. Nothing outside a family's folder knows its internals: the trainer, the artifact
-loader, the evaluation and the daemon go through the registry and those interfaces.
+A family here is its serving half: its typed config sections, its presets, how to build an artifact's
+parts, and its generator (the `KickGenerator` the daemon serves); `kickmodel.families.base.Family` says
+exactly what. Its training half (objective, options, resume checks, export keys) is its recipe in the
+trainer (trainer/recipes/, a registry of its own by the same name); nothing here imports it. Nothing
+outside a family's folder knows its internals: the artifact loader, the evaluation and the daemon go
+through the registry and those interfaces.
 
 Families are imported lazily (the daemon loads only the one it serves). Names: artifacts and configs
 say `waveform_diffusion`; the command line says `waveform-diffusion` (both are accepted).
@@ -19,7 +21,7 @@ from .. import safejson
 from ..config import SHARED_SECTIONS, UNNAMED_FAMILY, Config, ConfigError
 
 if TYPE_CHECKING:
-    from .base import Family, FamilyOption
+    from .base import Family
 
 REGISTRY: dict[str, str] = {
     "waveform_diffusion": "kickmodel.families.waveform_diffusion",
@@ -44,18 +46,6 @@ def get_family(name: str) -> Family:
         known = ", ".join(cli_name(n) for n in REGISTRY)
         raise ConfigError(f"model family {name!r} is not known (known: {known})")
     return importlib.import_module(REGISTRY[key]).FAMILY
-
-
-def options_for(command: str) -> dict[str, list[tuple[Family, FamilyOption]]]:
-    """{option name: [(family, its declaration), ...]} over every registered family's options on `command`
-    (kickmodel.families.base.FamilyOption), in registry order: what kicktrain makes its family flags from.
-    Imports every family."""
-    out: dict[str, list[tuple[Family, FamilyOption]]] = {}
-    for name in REGISTRY:
-        family = get_family(name)
-        for opt in family.options_for(command):
-            out.setdefault(opt.name, []).append((family, opt))
-    return out
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,14 +1,15 @@
-"""What a model family gives the rest of the project.
+"""What a model family gives the rest of the project: its serving half (audiocraft's models/).
 
     family.sections                 typed config sections of its own ({"model": UNetConfig, ...})
     family.presets()                {"tiny": Config, "small": Config, "base": Config}
     family.check_config(cfg)        its own config checks (raise ConfigError)
     family.part_modules(configs)    {part: nn.Module} for an artifact's parts (also on the meta device,
                                     to check sizes before anything real is built)
-    family.objective(cfg, ...)      training: the module to train and its loss (an Objective)
-    family.load_generator(art, dev) serving: a KickGenerator (kickmodel/generator.py)
-    family.options                  its command-line options (FamilyOption: --vae FILE ...); kicktrain makes
-                                    the flags from the registry, the values reach fit_config / export_config
+    family.generator_class()        the KickGenerator class that serves it (kickmodel/generator.py), whose
+                                    `capabilities` say what it can do; load_generator(art, dev) builds one
+
+How a family is trained (its objective, command-line options, resume checks, the keys an export may change)
+is its recipe in the trainer (trainer/recipes/<name>.py), which imports this; nothing here imports that.
 
 An artifact's tensors are namespaced by part (`denoiser.*`, `vae.*`, `inverter.*`); each part has
 its own config in the artifact's metadata (kickmodel/artifact.py).
@@ -16,9 +17,7 @@ its own config in the artifact's metadata (kickmodel/artifact.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -35,115 +34,6 @@ if TYPE_CHECKING:
 MAX_PARAMETERS = 100_000_000
 MAX_PART_BYTES = 1 << 30
 
-OPTION_COMMANDS = ("fit", "export", "profile", "bench")
-
-
-@dataclass(frozen=True)
-class FamilyOption:
-    """A command-line option of a family, declared in its own folder (`Family.options`): trainer/cli.py makes
-    `--NAME VALUE` on each of `commands` from the registered families, so nothing outside the family names it.
-
-    commands: `kicktrain fit`, `export`, `profile`, and "bench" (benchmarks that build or train the family).
-    The same name may be declared twice for different commands, with different help (a fit's --vae and an
-    export's --vae mean different things). The value reaches the family through `FitContext.options` (fit,
-    profile, bench) or `export_config(options)` (export) under `name`, after `type` (given the string).
-    artifact_of: the value is an artifact file of that family; benchmarks and tests, which do not listen
-    to the kicks, make a random one of the same preset when none is given."""
-
-    name: str
-    help: str
-    commands: tuple[str, ...] = OPTION_COMMANDS
-    metavar: str = "VALUE"
-    type: Callable[[str], Any] = str
-    artifact_of: str | None = None
-
-    def __post_init__(self) -> None:
-        if not (self.name.isidentifier() and self.name == self.name.lower() and not self.name.startswith("_")):
-            raise ValueError(f"family option {self.name!r}: a lower-case name of letters, digits and underscores")
-        unknown = sorted(set(self.commands) - set(OPTION_COMMANDS))
-        if unknown:
-            raise ValueError(f"family option {self.name!r}: unknown command(s) {', '.join(unknown)} "
-                             f"(known: {', '.join(OPTION_COMMANDS)})")
-
-    @property
-    def flag(self) -> str:
-        return option_flag(self.name)
-
-
-def option_flag(name: str) -> str:
-    """An option's flag on the command line: --name, dashes for underscores."""
-    return "--" + name.replace("_", "-")
-
-
-@dataclass
-class FitContext:
-    """What `kicktrain fit` knows that a family's training set-up may need."""
-
-    device: torch.device
-    log: Any = print
-    init: Any = None  # a loaded Artifact to fine-tune from, or None
-    options: Mapping[str, Any] = field(default_factory=dict)  # family options from the command line (e.g. vae)
-    run_dir: Path | None = None
-
-
-class Objective:
-    """One run's trainable module and its loss; the training loop sees a family only through this.
-
-    `module` is what the optimiser, the EMA, checkpoints and DistributedDataParallel see. `loss`
-    is called once per micro-batch with the module to call (it may be wrapped by DDP, so call it,
-    not its submodules, for the forward pass that needs gradients)."""
-
-    module: torch.nn.Module
-
-    def prepare_batch(self, x: torch.Tensor) -> Any:
-        """What the loss needs from clean audio x [B, L] (on the device) that takes no gradient: a mel
-        spectrogram, a frozen encoder's latents. The trainer may run it ahead, on another thread, while
-        the previous step computes (train.prefetch); so it must not touch the trained module."""
-        return x
-
-    def loss(self, module: torch.nn.Module, x: Any, cond: torch.Tensor | None, mask: torch.Tensor | None,
-             g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float | torch.Tensor]]:
-        """(scalar loss to backpropagate, extra figures to log) for a prepared batch (`prepare_batch`);
-        all randomness from g (seeded by the step), so a resumed run repeats the same step exactly. Figures may
-        be 0-d tensors on the device: the loop reads them back once a step, so a figure read with .item() or
-        float() here would wait for the GPU once per micro-batch."""
-        raise NotImplementedError
-
-    @torch.no_grad()
-    def val_loss(self, module: torch.nn.Module, x: Any, cond: torch.Tensor | None,
-                 mask: torch.Tensor | None, g: torch.Generator) -> dict[str, float]:
-        """Validation figures ({"loss": ..., ...}) of the (EMA) module on a prepared batch of held-out clips,
-        deterministic given g."""
-        raise NotImplementedError
-
-    def artifact_tensors(self, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The served artifact's tensors (namespaced by part) from the module's state dict."""
-        raise NotImplementedError
-
-    def part_configs(self, cfg: Config) -> dict[str, dict]:
-        """{part: config dict} for the artifact's metadata; by default every part was trained by this run."""
-        return {p: cfg.to_dict() for p in self.parts}
-
-    parts: tuple[str, ...] = ()
-
-    def load_init(self, art: Artifact) -> None:
-        """Fine-tuning: take the weights of an artifact of the same family (strict)."""
-        raise NotImplementedError
-
-    def fit_data(self, clips: torch.Tensor) -> None:
-        """Called once on a new run with the training clips [N, L] (clean, on the training device: a GPU's when the
-        run trains on one, so call .cpu() before .numpy()), before the first step: e.g. a latent family measures its
-        latents' statistics. Resumed runs restore state instead."""
-
-    def clip_groups(self) -> list[list[torch.nn.Parameter]]:
-        """Parameter groups whose gradients are clipped (to train.grad_clip) each on its own: parts trained
-        by unrelated losses (a VAE and its inverter) must not shrink each other's steps."""
-        return [list(self.module.parameters())]
-
-    def state_for_checkpoint(self) -> dict[str, Any]:
-        """Anything besides the module's weights that a resume needs (plain types and tensors)."""
-        return {}
-
 
 class Family:
     """Base class of a family's description; each family module defines `FAMILY = Subclass()`."""
@@ -152,7 +42,6 @@ class Family:
     summary: str = ""
     sections: dict[str, type] = {}
     parts: tuple[str, ...] = ()
-    options: tuple[FamilyOption, ...] = ()  # its command-line options (kicktrain fit/export/profile, benchmarks)
 
     @property
     def cli_name(self) -> str:
@@ -183,65 +72,27 @@ class Family:
         before loading it. Every family says it; what it leaves out is not bounded."""
         raise NotImplementedError
 
-    def options_for(self, command: str) -> tuple[FamilyOption, ...]:
-        """Its options on `command` (one of OPTION_COMMANDS)."""
-        return tuple(o for o in self.options if command in o.commands)
-
-    def take_options(self, given: Mapping[str, Any], command: str) -> dict[str, Any]:
-        """The options given to `command` ({name: value}; None is not given), each through its type, as
-        FitContext.options / export_config take them. One this family does not take on `command` is refused
-        in one line naming the family and the options it does take."""
-        mine = {o.name: o for o in self.options_for(command)}
-        given = {k: v for k, v in given.items() if v is not None}
-        refused = [k for k in given if k not in mine]
-        if refused:
-            takes = ", ".join(o.flag for o in mine.values()) or "no family options"
-            raise ConfigError(f"{command} of a {self.cli_name} model takes no "
-                              f"{', '.join(option_flag(k) for k in refused)} (it takes {takes})")
-        taken = {}
-        for name, value in given.items():
-            try:
-                taken[name] = mine[name].type(value)
-            except (TypeError, ValueError) as e:
-                raise ConfigError(f"{mine[name].flag} {value!r}: {e}") from None
-        return taken
-
-    def check_resume(self, cfg: Config, options: Mapping[str, Any]) -> None:
-        """A resumed run keeps the config it started with (cfg); raise ConfigError, saying why, when an option
-        given to resume it (taken by take_options) disagrees with what the run recorded (e.g. another VAE).
-        A family whose fit options can be checked so overrides this; here nothing can check them against the
-        run, so any given is refused rather than silently ignored."""
-        if options:
-            raise ConfigError(f"{', '.join(option_flag(k) for k in options)}: a resumed {self.cli_name} run keeps "
-                              "the options it started with, and this family cannot check these against it; "
-                              "resume without them or use a new --run-dir")
-
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         """{part: module} whose state dicts are the artifact's tensors under `part.`; configs: {part: Config}."""
         raise NotImplementedError
 
-    def objective(self, cfg: Config, ctx: FitContext) -> Objective:
+    def generator_class(self) -> type[KickGenerator]:
+        """The generator class that serves this family (imported when asked: the daemon loads only its own)."""
         raise NotImplementedError
 
     def load_generator(self, art: Artifact, device: torch.device) -> KickGenerator:
-        raise NotImplementedError
+        return self.generator_class()(art, device)
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What its generator can do (kickmodel.generator.CAPABILITIES), as its class declares it; a model trained
+        without controls drops CONTROLS when loaded."""
+        return frozenset(self.generator_class().capabilities)
 
     def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
         """The size of the latents a kit map of this model holds (kickmodel.kitmap: what its generator's `encode`
         produces and `decode_latents` renders), or None: a family without an encoder has no map."""
         return None
-
-    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
-        """The config a new run actually trains with (e.g. fine-tuning takes the artifact's network)."""
-        return cfg
-
-    def export_config(self, cfg: Config, options: Mapping[str, Any], log: Callable[[str], None],
-                      run_dir: Path | None = None) -> Config:
-        """The config an export of run_dir writes, given the export's family options (e.g. latent
-        diffusion's --vae); a family that takes none refuses any."""
-        if options:
-            raise ConfigError(f"export of a {self.cli_name} model takes no {', '.join('--' + k for k in options)}")
-        return cfg
 
 
 def parameter_count(modules: Mapping[str, torch.nn.Module]) -> int:

@@ -1,22 +1,22 @@
 """What the diffusion families (waveform, latent) share: the generator's sampling, variation and
-guidance logic, and the training objective around `kickmodel.diffusion.Denoiser`.
+guidance logic (their training objective: trainer/recipes/diffusion.py).
 
 A diffusion family says how audio becomes the space it diffuses in and back (`to_latent`,
 `from_latent`); everything else -- seeded noise per kick, the sampling time grid, classifier-free
-guidance over the controls, SDEdit variations, the t and noise draws of training -- is here once.
+guidance over the controls, SDEdit variations -- is here once.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from ..artifact import Artifact
 from ..batching import in_render_shape
-from ..config import MAX_STEPS, Config
+from ..config import MAX_STEPS
 from ..diffusion import SAMPLER_NAMES, Denoiser, SamplingConfig, run_sampler
 from ..generator import (
     CONTROLS,
@@ -31,9 +31,6 @@ from ..generator import (
     Item,
     Settings,
 )
-from .base import Objective
-
-VAL_NOISE_LEVELS = (0.05, 0.2, 0.5, 0.8)
 
 
 def timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
@@ -220,56 +217,3 @@ class DiffusionGenerator(GeneratorBase):
         x = torch.stack([self.slerp(na, nb, t) for t in ts]) * float(self.schedule.alpha_sigma(grid[0])[1])
         out = run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, grid, self.schedule)
         return self.from_latent(out, items, hook)
-
-
-class DiffusionObjective(Objective):
-    """Denoising loss at a random noise level per example (kickmodel/diffusion.py's Denoiser.loss).
-    Subclasses give `to_latent(x)`: the clean signal in data units (before data_scale)."""
-
-    def __init__(self, cfg: Config, module: torch.nn.Module, parts: tuple[str, ...] = ("denoiser",)) -> None:
-        self.cfg = cfg
-        self.module = module
-        self.parts = parts
-        self.schedule = Denoiser.from_config(module, cfg.diffusion).schedule
-
-    def to_latent(self, x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
-
-    @torch.no_grad()
-    def prepare_batch(self, x: torch.Tensor) -> torch.Tensor:
-        return self.to_latent(x)
-
-    def _t_min(self, step: int) -> float:
-        d = self.cfg.diffusion
-        return 0.7 * max(0.0, 1.0 - step / d.curriculum_steps) if d.curriculum_steps > 0 else 0.0
-
-    def loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None, mask: torch.Tensor | None,
-             g: torch.Generator, step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        d = self.cfg.diffusion
-        z = x  # prepared: the clean signal in the space the denoiser works in
-        den = Denoiser.from_config(module, d)
-        t = self.schedule.sample_t(z.shape[0], g, low_noise_bias=d.low_noise_bias, t_min=self._t_min(step))
-        noise = torch.randn(z.shape, generator=g).to(z.device)
-        return den.loss(z, t.to(z.device), noise, cond, mask, stft_weight=d.stft_loss_weight).mean(), {}
-
-    @torch.no_grad()
-    def val_loss(self, module: torch.nn.Module, x: torch.Tensor, cond: torch.Tensor | None,
-                 mask: torch.Tensor | None, g: torch.Generator) -> dict[str, float]:
-        d = self.cfg.diffusion
-        z = x
-        den = Denoiser.from_config(module, d)
-        losses = []
-        for t_val in VAL_NOISE_LEVELS:
-            t = torch.full((z.shape[0],), t_val, dtype=torch.float64)
-            noise = torch.randn(z.shape, generator=g).to(z.device)
-            losses.append(den.loss(z, t.to(z.device), noise, cond, mask, stft_weight=d.stft_loss_weight).mean().item())
-        return {"loss": float(np.mean(losses))}
-
-
-def prefixed(part: str, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {f"{part}.{k}": v for k, v in state.items()}
-
-
-def unprefixed(part: str, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    head = part + "."
-    return {k[len(head):]: v for k, v in tensors.items() if k.startswith(head)}

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from kickmodel.loading import load_artifact, save_artifact
 from kickmodel.config import ConfigError
 from kickmodel.families import cli_name, family_names, from_dict, get_family, preset
+from kickmodel.families.base import Family
 from kickmodel.generator import Item
-from kickmodel.loading import load_generator
+from kickmodel.loading import load_artifact, load_generator, save_artifact
+from trainer.recipes import get_recipe, recipe_names
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [(f, p) for f in family_names() for p in ("tiny", "small", "base")] + [("waveform_diffusion", "tiny-pqmf")]
@@ -37,7 +38,7 @@ def test_family_preset_trains_exports_loads_and_renders(family, name, tmp_path):
     fam = get_family(family)
     assert from_dict(cfg.to_dict()) == cfg  # the config survives JSON
     torch.manual_seed(0)
-    objective = fam.objective(cfg, ctx)
+    objective = get_recipe(family).objective(cfg, ctx)  # its training half: trainer/recipes/<name>.py
     objective.fit_data(torch.randn(4, cfg.data.length) * 0.2)
     module = objective.module
     g = torch.Generator().manual_seed(0)
@@ -117,3 +118,32 @@ def test_the_daemon_imports_nothing_family_specific():
     for path in sorted((ROOT / "kickserver").glob("*.py")):
         used = {m for m in _imports(path) if m.split(".")[0] in ("kickmodel", "trainer")}
         assert used <= allowed, (path.name, sorted(used - allowed))
+
+
+def test_every_family_has_a_training_recipe_by_the_same_name():
+    """A family is two halves: its serving half here (kickmodel.families.REGISTRY) and its training half in the
+    trainer (trainer.recipes.RECIPES), one line each, by the same name."""
+    assert recipe_names() == family_names()
+    for name in family_names():
+        recipe = get_recipe(name)
+        assert recipe.family == name and recipe.serving is get_family(name)
+        assert get_recipe(cli_name(name)) is recipe
+    with pytest.raises(ConfigError, match="model family 'wavetable' has no training recipe"):
+        get_recipe("wavetable")
+
+
+TRAINING_MEMBERS = ("objective", "options", "options_for", "take_options", "check_resume", "fit_config",
+                    "export_config", "export_keys", "artifact_contents")
+
+
+def test_a_familys_serving_half_has_no_training_member():
+    """kickmodel's Family is what the daemon needs (configs, parts, limits, what builds the generator and what it
+    can do); how a family is trained is its recipe's (and the recipe's module is never imported by kickmodel)."""
+    for name in family_names():
+        family = get_family(name)
+        assert not [m for m in TRAINING_MEMBERS if hasattr(family, m)], name
+        assert family.load_generator.__func__ is Family.load_generator  # its generator_class builds it
+        assert family.capabilities == family.generator_class().capabilities
+    for path in (ROOT / "kickmodel").rglob("*.py"):
+        assert not [m for m in _imports(path) if m.split(".")[0] == "trainer"], path
+        assert path.name != "objective.py", path  # training losses live in trainer/recipes/

@@ -1,6 +1,7 @@
-"""Families declare their command-line options (issue 21): each registered family's FamilyOption
-declarations become kicktrain's flags (no line in trainer/cli.py names them); one given to a family that
-does not take it is refused in one line; a resumed run refuses an option that disagrees with it."""
+"""Families declare their command-line options (issue 21) in their training recipes (trainer/recipes/<name>.py):
+each registered recipe's FamilyOption declarations become kicktrain's flags (no line in trainer/cli.py names them);
+one given to a family that does not take it is refused in one line; a resumed run refuses an option that disagrees
+with it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import soundfile as sf
 from kickmodel import families
 from kickmodel.config import ConfigError
 from kickmodel.families import family_names, get_family
-from kickmodel.families.base import FamilyOption
+from trainer import recipes
 from trainer.cli import main as kicktrain
+from trainer.recipes import get_recipe
+from trainer.recipes.base import FamilyOption
+from trainer.recipes.waveform_diffusion import WaveformRecipe
 from trainer.synth import synth_batch
 
 FAST = ["--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard"]
@@ -40,13 +44,13 @@ def _help(command: str, capsys) -> str:
 def test_every_registered_familys_options_are_on_its_commands_help(capsys):
     declared = 0
     for name in family_names():
-        family = get_family(name)
+        recipe = get_recipe(name)
         for command in COMMANDS:
             text = _help(command, capsys)
-            for opt in family.options_for(command):
+            for opt in recipe.options_for(command):
                 declared += 1
                 assert f"{opt.flag} {opt.metavar}" in text, (command, opt.flag)
-                assert f"{family.cli_name}: {' '.join(opt.help.split())}" in text, (command, opt.flag)
+                assert f"{recipe.cli_name}: {' '.join(opt.help.split())}" in text, (command, opt.flag)
     assert declared >= 3  # latent diffusion's --vae on fit, export and profile at least
 
 
@@ -71,10 +75,15 @@ def test_vae_on_a_waveform_diffusion_fit_is_refused_in_one_line(kicks, tmp_path,
 
 
 class _FakeSynth(type(get_family("waveform_diffusion"))):
-    """A family registered only in this test (the waveform U-Net under another name) with an option of its own;
-    its fit_config stops the fit and says what reached it."""
+    """A family registered only in this test (the waveform U-Net under another name)."""
 
     name = "fake_synth"
+
+
+class _FakeSynthRecipe(WaveformRecipe):
+    """Its training recipe, with an option of its own; its fit_config stops the fit and says what reached it."""
+
+    family = "fake_synth"
     options = (FamilyOption("wavetable", "the wavetable it plays", commands=("fit", "export"), metavar="WAV",
                             type=Path),)
 
@@ -83,12 +92,17 @@ class _FakeSynth(type(get_family("waveform_diffusion"))):
 
 
 @pytest.fixture
-def fake_family(monkeypatch) -> _FakeSynth:
+def fake_family(monkeypatch) -> _FakeSynthRecipe:
+    """The two halves of a new family, each one registry line: its folder's FAMILY, its recipe's RECIPE."""
     module = types.ModuleType("fake_synth_family")
     module.FAMILY = _FakeSynth()
+    recipe = types.ModuleType("fake_synth_recipe")
+    recipe.RECIPE = _FakeSynthRecipe()
     monkeypatch.setitem(sys.modules, "fake_synth_family", module)
+    monkeypatch.setitem(sys.modules, "fake_synth_recipe", recipe)
     monkeypatch.setitem(families.REGISTRY, "fake_synth", "fake_synth_family")
-    return module.FAMILY
+    monkeypatch.setitem(recipes.RECIPES, "fake_synth", "fake_synth_recipe")
+    return recipe.RECIPE
 
 
 def test_a_family_registered_elsewhere_gets_its_flags_without_touching_the_cli(fake_family, kicks, tmp_path, capsys):
@@ -108,8 +122,8 @@ def test_a_family_registered_elsewhere_gets_its_flags_without_touching_the_cli(f
                                                "(it takes --vae)")
     # a resumed run: nothing here can check the option against the run, so it is refused, not ignored
     with pytest.raises(ConfigError, match="--wavetable: a resumed fake-synth run keeps the options it started"):
-        fake_family.check_resume(fake_family.presets()["tiny"], {"wavetable": Path("saw.wav")})
-    fake_family.check_resume(fake_family.presets()["tiny"], {})
+        fake_family.check_resume(fake_family.serving.presets()["tiny"], {"wavetable": Path("saw.wav")})
+    fake_family.check_resume(fake_family.serving.presets()["tiny"], {})
 
 
 def test_an_option_is_declared_with_a_name_and_commands_kicktrain_knows():

@@ -14,9 +14,10 @@ from kickmodel import descriptors
 from kickmodel.config import ConfigError
 from kickmodel.families import get_family, preset
 from kickmodel.families.kick_synth.fit import fit
-from kickmodel.families.kick_synth.objective import FitCache, clip_key
 from kickmodel.families.kick_synth.synth import INDEX, N_PARAMS, PARAMS, U_LIMIT, KickSynth, from_params, to_params
-from kickmodel.generator import Item, load_generator
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
+from trainer.recipes.kick_synth import FitCache, clip_key
 
 SR = 44100
 

@@ -195,7 +195,7 @@ def test_with_augmentation_off_each_clip_is_encoded_once(vaes, monkeypatch):
     from kickmodel.config import AugmentConfig
     from kickmodel.families import preset
     from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
-    from kickmodel.families.latent_diffusion.objective import LatentObjective
+    from trainer.recipes.latent_diffusion import LatentObjective
 
     vae = load_artifact(vaes[0])
     off = AugmentConfig(**{f.name: 0.0 for f in dataclasses.fields(AugmentConfig) if f.name.endswith("_p")})

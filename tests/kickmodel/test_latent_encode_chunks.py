@@ -16,7 +16,7 @@ def objective(tmp_path_factory):
 
     from kickmodel.families import preset
     from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
-    from kickmodel.families.latent_diffusion.objective import LatentObjective
+    from trainer.recipes.latent_diffusion import LatentObjective
 
     vae = load_artifact(make_artifact(tmp_path_factory.mktemp("vae") / "vae.safetensors", seed=1, family="mel_vae"))
     cfg = preset("tiny", "latent_diffusion")  # augmentation on: every batch is encoded

@@ -17,8 +17,7 @@ import soundfile as sf
 import torch
 import torchaudio
 
-from kickmodel.families import get_family, preset
-from kickmodel.families.base import FitContext
+from kickmodel.families import preset
 from kickmodel.families.mel_vae.inverter import GriffinLimInverter, build_inverter
 from kickmodel.families.mel_vae.mel import MelFrontEnd
 from kickmodel.families.mel_vae.network import (
@@ -33,6 +32,8 @@ from kickmodel.families.mel_vae.network import (
     recon_error,
 )
 from trainer.checkpoint import list_checkpoints
+from trainer.recipes import get_recipe
+from trainer.recipes.base import FitContext
 from trainer.synth import synth_batch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +77,7 @@ def test_kl_warm_up_schedule():
     assert [kl_beta(s, 0.5, 10) for s in (0, 5, 10, 20)] == [0.0, 0.25, 0.5, 0.5]
     assert kl_beta(0, 0.5, 0) == 0.5
     cfg = preset("tiny", "mel_vae").replace("vae", beta=0.4, kl_warmup_steps=8)
-    objective = get_family("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
+    objective = get_recipe("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
     x = torch.from_numpy(synth_batch(2, seed=1, length=cfg.data.length))
     batch = objective.prepare_batch(x)
     seen = [objective.loss(objective.module, batch, None, None, torch.Generator().manual_seed(0), s)[1]["beta"]
@@ -91,7 +92,7 @@ def test_the_extra_reconstruction_terms_are_added_to_the_training_loss_and_logge
     for w in (0.0, 2.0):
         torch.manual_seed(0)
         cfg = preset("tiny", "mel_vae").replace("vae", **{field: w})
-        objective = get_family("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
+        objective = get_recipe("mel_vae").objective(cfg, FitContext(device=torch.device("cpu")))
         loss, figures = objective.loss(objective.module, objective.prepare_batch(x), None, None,
                                        torch.Generator().manual_seed(0), 100)
         seen[w] = (loss.item(), {k: float(v) for k, v in figures.items()})  # figures may be device tensors
@@ -369,11 +370,11 @@ def test_a_fine_tune_keeps_the_artifacts_shape_and_its_own_loss_settings(tmp_pat
     from kickmodel.loading import load_artifact
 
     art = load_artifact(make_artifact(tmp_path / "vae.safetensors", family="mel_vae"))
-    fam = get_family("mel_vae")
+    recipe = get_recipe("mel_vae")
     asked = preset("tiny", "mel_vae").replace("vae", latent_dim=art.config.vae.latent_dim + 4, beta=0.5,
                                                kl_warmup_steps=0, recon_low_weight=8.0)
     ctx = FitContext(device=torch.device("cpu"), log=lambda m: None, init=art)
-    cfg = fam.fit_config(asked, ctx)
+    cfg = recipe.fit_config(asked, ctx)
     assert cfg.vae.latent_dim == art.config.vae.latent_dim and cfg.vae.channels == art.config.vae.channels
     assert (cfg.vae.beta, cfg.vae.kl_warmup_steps, cfg.vae.recon_low_weight) == (0.5, 0, 8.0)
     assert cfg.mel == art.config.mel and cfg.inverter == art.config.inverter

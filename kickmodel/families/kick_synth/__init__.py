@@ -7,7 +7,9 @@ learns the distribution of those numbers given the controls (the project's diffu
 vector, with latent diffusion's residual MLP). Serving samples numbers and plays them: the sweep, the
 attack from silence and the pitch exist by construction, and a control given in units (pitch_hz, decay_s,
 click_db) is set exactly. Sections: `model` (the prior's network), `diffusion`, `sampling`, `fit`.
-Artifact part: `denoiser` (the prior, with the numbers' normalisation); the synth has no weights.
+Artifact part: `denoiser` (the prior, with the numbers' normalisation); the synth has no weights. Its training (the
+fits kept by clip, the prior's objective): trainer/recipes/kick_synth.py; fit.py stays here, as a served model
+fits a variation's source file too.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import torch
 from ...config import AugmentConfig, ConditioningConfig, Config, ConfigError, DataConfig, TrainConfig, without_keys
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
-from ..base import Family, FitContext
+from ..base import Family
 from ..latent_diffusion.config import LatentNetConfig
 from .config import SynthFitConfig
 
@@ -123,27 +125,10 @@ class KickSynthFamily(Family):
         return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
                            steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * fit_rows)]
 
-    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
-        if ctx.init is None:
-            return cfg
-        art = ctx.init
-        ctx.log(f"fine-tuning: taking the prior's network and diffusion settings of {art.path.name}")
-        cfg = cfg.with_section("model", art.config.model).with_section("diffusion", art.config.diffusion)
-        cfg = cfg.with_section("conditioning", art.config.conditioning)
-        return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)
-
-    def objective(self, cfg: Config, ctx: FitContext):
-        from .network import prior_net
-        from .objective import FITS_FILE, FitCache, SynthObjective
-
-        net = prior_net(cfg.model, len(cfg.controls)).to(ctx.device)
-        cache = FitCache(ctx.run_dir / FITS_FILE if ctx.run_dir is not None else None, ctx.log)
-        return SynthObjective(cfg, net, ctx.device, cache)
-
-    def load_generator(self, art, device: torch.device):
+    def generator_class(self):
         from .generator import KickSynthGenerator
 
-        return KickSynthGenerator(art, device)
+        return KickSynthGenerator
 
     def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
         from .synth import N_PARAMS

@@ -3,7 +3,8 @@
 One pass per kick (no sampler, no steps): a latent from the prior p(z | controls), the decoder's
 log-mel, the inverter's audio. Its encoder gives every kick a point in a latent space a user can see
 as a map (`kicktrain map`). Sections: `mel`, `vae`, `prior`, `inverter`, `sampling`
-(config.py). Artifact parts: `vae` (encoder, decoder, prior) and `inverter` (none for Griffin-Lim).
+(config.py). Artifact parts: `vae` (encoder, decoder, prior) and `inverter` (none for Griffin-Lim). Its training:
+trainer/recipes/mel_vae.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 
 from ...config import ConditioningConfig, Config, ConfigError, DataConfig, TrainConfig
 from .. import make_config
-from ..base import Family, FitContext
+from ..base import Family
 from .config import InverterConfig, MelConfig, PriorConfig, VAEConfig, VAESamplingConfig
 
 CONTROLS = ("decay", "pitch", "click")
@@ -130,31 +131,10 @@ class MelVAEFamily(Family):
         vae, inv = self._modules(configs["vae"])
         return {"vae": vae} | ({"inverter": inv} if inv is not None else {})
 
-    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
-        if ctx.init is None:
-            return cfg
-        art = ctx.init
-        for section in ("mel", "prior", "inverter", "conditioning"):
-            cfg = cfg.with_section(section, getattr(art.config, section))
-        # the network's shape comes from the artifact; how it is trained (beta, warm-up, free bits, the
-        # reconstruction error and its band weights) from this run's preset and --set
-        shape = {k: getattr(art.config.vae, k) for k in ("channels", "blocks_per_level", "latent_dim", "kernel")}
-        cfg = cfg.replace("vae", **shape)
-        ctx.log(f"fine-tuning: taking the mel, prior and inverter settings and the VAE's shape of {art.path.name}")
-        return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)
-
-    def objective(self, cfg: Config, ctx: FitContext):
-        from .mel import MelFrontEnd
-        from .objective import MelVAEModule, MelVAEObjective
-
-        vae, inv = self._modules(cfg)
-        front = MelFrontEnd(cfg.mel, cfg.data.sample_rate, cfg.data.length).to(ctx.device)
-        return MelVAEObjective(cfg, MelVAEModule(vae, inv, cfg.vae.posterior_noise).to(ctx.device), front)
-
-    def load_generator(self, art, device: torch.device):
+    def generator_class(self):
         from .generator import MelVAEGenerator
 
-        return MelVAEGenerator(art, device)
+        return MelVAEGenerator
 
     def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
         return int(part_configs["vae"].vae.latent_dim)  # the posterior means (its encoder)

@@ -1,7 +1,8 @@
 """Family "waveform_diffusion": a compact 1-D U-Net denoiser over the raw waveform.
 
 Sections: `model` (UNetConfig: the network), `diffusion` and `sampling` (kickmodel/diffusion.py).
-Artifact part: `denoiser` (the U-Net's weights). How it works and why: docs/model.md.
+Artifact part: `denoiser` (the U-Net's weights). How it works and why: docs/model.md. Its training:
+trainer/recipes/waveform_diffusion.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import torch
 from ...config import Config, ConfigError, DataConfig, TrainConfig
 from ...diffusion import DiffusionConfig, check_diffusion_config
 from .. import make_config
-from ..base import Family, FitContext
+from ..base import Family
 from .config import UNetConfig, WaveformSamplingConfig
 
 CONTROLS = ("decay", "pitch", "click")
@@ -101,26 +102,10 @@ class WaveformDiffusion(Family):
         cfg = configs["denoiser"]
         return {"denoiser": WaveUNet(cfg.model, n_controls=len(cfg.controls))}
 
-    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
-        if ctx.init is None:
-            return cfg
-        art = ctx.init
-        if (art.config.model, art.config.diffusion) != (cfg.model, cfg.diffusion):
-            ctx.log(f"fine-tuning: taking the model and diffusion settings of {art.path.name}")
-        # the weights only make sense with the network, process and clip they were trained for
-        cfg = cfg.with_section("model", art.config.model).with_section("diffusion", art.config.diffusion)
-        cfg = cfg.with_section("conditioning", art.config.conditioning)
-        return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)
-
-    def objective(self, cfg: Config, ctx: FitContext):
-        from .objective import WaveformObjective
-
-        return WaveformObjective(cfg, self.part_modules({"denoiser": cfg})["denoiser"].to(ctx.device))
-
-    def load_generator(self, art, device: torch.device):
+    def generator_class(self):
         from .generator import WaveformDiffusionGenerator
 
-        return WaveformDiffusionGenerator(art, device)
+        return WaveformDiffusionGenerator
 
 
 FAMILY = WaveformDiffusion()

@@ -1,4 +1,5 @@
-"""Training the kick-synth family: every clip is fitted once (analysis by synthesis, fit.py), and a denoiser learns
+"""Training the kick-synth family (kickmodel.families.kick_synth): every clip is fitted once (analysis by synthesis,
+kickmodel/families/kick_synth/fit.py, which a served model also runs on a variation's source), and a denoiser learns
 the distribution of the fitted numbers (the project's diffusion over a vector, as latent diffusion does over a
 VAE's latents).
 
@@ -14,11 +15,12 @@ from pathlib import Path
 
 import torch
 
-from ...artifact import Artifact
-from ...config import Config
-from ..diffusion_common import DiffusionObjective, prefixed, unprefixed
-from .fit import fit
-from .synth import N_PARAMS
+from kickmodel.config import Config
+from kickmodel.families.kick_synth.fit import fit
+from kickmodel.families.kick_synth.synth import N_PARAMS
+
+from .base import Contents, FitContext, Recipe
+from .diffusion import SAMPLING_KEYS, DiffusionObjective, denoiser_contents, finetune_config
 
 FITS_FILE = "synth_fits.safetensors"
 MAX_FITS_BYTES = 256 << 20
@@ -96,7 +98,7 @@ class FitCache:
             return
         from safetensors.torch import save
 
-        from ...fsutil import atomic_write_bytes
+        from kickmodel.fsutil import atomic_write_bytes
 
         tensors = {f"u.{k}": v.contiguous() for k, v in self.fits.items()}
         tensors |= {f"d.{k}": torch.tensor(self.distances.get(k, float("nan"))) for k in self.fits}
@@ -173,8 +175,25 @@ class SynthObjective(DiffusionObjective):
         self.module.latent_mean.copy_(u.mean(0))
         self.module.latent_std.copy_(u.std(0).clamp(min=1e-2) if len(u) > 1 else torch.ones_like(u[0]))
 
-    def artifact_tensors(self, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return prefixed("denoiser", state_dict)
 
-    def load_init(self, art: Artifact) -> None:
-        self.module.load_state_dict(unprefixed("denoiser", art.tensors), strict=True)
+class KickSynthRecipe(Recipe):
+    family = "kick_synth"
+    export_keys = {"sampling": SAMPLING_KEYS}
+
+    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
+        if ctx.init is None:
+            return cfg
+        art = ctx.init
+        ctx.log(f"fine-tuning: taking the prior's network and diffusion settings of {art.path.name}")
+        return finetune_config(cfg, art)
+
+    def objective(self, cfg: Config, ctx: FitContext) -> SynthObjective:
+        net = self.serving.part_modules({"denoiser": cfg})["denoiser"].to(ctx.device)
+        cache = FitCache(ctx.run_dir / FITS_FILE if ctx.run_dir is not None else None, ctx.log)
+        return SynthObjective(cfg, net, ctx.device, cache)
+
+    def artifact_contents(self, cfg: Config, weights: Mapping[str, torch.Tensor], ctx: FitContext) -> Contents:
+        return denoiser_contents(cfg, weights)  # the synth has no weights
+
+
+RECIPE = KickSynthRecipe()

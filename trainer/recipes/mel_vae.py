@@ -1,5 +1,6 @@
-"""Training the mel-VAE family: the ELBO (with KL warm-up and free bits), the learned prior's fit to the
-posterior, and the learned inverter, all in one forward pass (so DistributedDataParallel sees one)."""
+"""Training the mel-VAE family (kickmodel.families.mel_vae): the ELBO (with KL warm-up and free bits), the learned
+prior's fit to the posterior, and the learned inverter, all in one forward pass (so DistributedDataParallel sees
+one)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from ...config import Config
-from ..base import Objective
-from .inverter import inverter_loss
-from .mel import MelFrontEnd
-from .network import (
+from kickmodel.config import Config
+from kickmodel.families.mel_vae.inverter import inverter_loss
+from kickmodel.families.mel_vae.mel import MelFrontEnd
+from kickmodel.families.mel_vae.network import (
     MelVAE,
     active_dims,
     band_weights,
@@ -24,6 +24,8 @@ from .network import (
     low_centroid_error,
     recon_error,
 )
+
+from .base import Contents, FitContext, Objective, Recipe
 
 
 class MelVAEModule(nn.Module):
@@ -135,3 +137,40 @@ class MelVAEObjective(Objective):
 
     def load_init(self, art) -> None:
         self.module.load_state_dict(art.tensors, strict=True)
+
+
+def _parts(cfg: Config) -> tuple[str, ...]:
+    """The parts a run of cfg trains: the VAE, and the inverter when it is a learned one."""
+    return ("vae", "inverter") if cfg.inverter.kind == "vocos" else ("vae",)
+
+
+class MelVAERecipe(Recipe):
+    family = "mel_vae"
+    # its default sampling, and its inversion: Griffin-Lim needs no weights, so a run that trained a learned
+    # inverter can ship either
+    export_keys = {"sampling": ("temperature",), "inverter": ("kind", "griffin_lim_iters")}
+
+    def fit_config(self, cfg: Config, ctx: FitContext) -> Config:
+        if ctx.init is None:
+            return cfg
+        art = ctx.init
+        for section in ("mel", "prior", "inverter", "conditioning"):
+            cfg = cfg.with_section(section, getattr(art.config, section))
+        # the network's shape comes from the artifact; how it is trained (beta, warm-up, free bits, the
+        # reconstruction error and its band weights) from this run's preset and --set
+        shape = {k: getattr(art.config.vae, k) for k in ("channels", "blocks_per_level", "latent_dim", "kernel")}
+        cfg = cfg.replace("vae", **shape)
+        ctx.log(f"fine-tuning: taking the mel, prior and inverter settings and the VAE's shape of {art.path.name}")
+        return cfg.replace("data", sample_rate=art.config.data.sample_rate, length=art.config.data.length)
+
+    def objective(self, cfg: Config, ctx: FitContext) -> MelVAEObjective:
+        parts = self.serving.part_modules({"vae": cfg})
+        front = MelFrontEnd(cfg.mel, cfg.data.sample_rate, cfg.data.length).to(ctx.device)
+        module = MelVAEModule(parts["vae"], parts.get("inverter"), cfg.vae.posterior_noise)
+        return MelVAEObjective(cfg, module.to(ctx.device), front)
+
+    def artifact_contents(self, cfg: Config, weights: Mapping[str, torch.Tensor], ctx: FitContext) -> Contents:
+        return dict(weights), {p: cfg.to_dict() for p in _parts(cfg)}  # the module's names are vae.*, inverter.*
+
+
+RECIPE = MelVAERecipe()
