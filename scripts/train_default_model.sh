@@ -29,13 +29,13 @@ py="${PYTHON:-python3}"
 runs=runs/default-model
 kit=kickserver/data/kicks
 "$py" -m trainer.cli fit "$kit" --family mel-vae --preset small --run-dir "$runs/vae" --device "$device" \
-    --max-steps "$vae_steps" --set data.val_fraction=0.2 --set train.sample_every=1000 --no-progress
+    --train-steps "$vae_steps" --set data.val_fraction=0.2 --set train.sample_every=1000 --no-progress
 "$py" -m trainer.cli export "$runs/vae" --out "$runs/vae.safetensors" --set inverter.kind=griffin-lim
 "$py" -m trainer.cli fit "$kit" --family latent-diffusion --vae "$runs/vae.safetensors" --preset small \
-    --run-dir "$runs/ld" --device "$device" --max-steps "$ld_steps" --set data.val_fraction=0.2 \
+    --run-dir "$runs/ld" --device "$device" --train-steps "$ld_steps" --set data.val_fraction=0.2 \
     --set train.sample_every=0 --no-progress
 "$py" -m trainer.cli fit "$kit" --family mel-vae --preset small --init "$runs/vae.safetensors" \
-    --run-dir "$runs/decoder" --device "$device" --max-steps "$decoder_steps" --set data.val_fraction=0.2 \
+    --run-dir "$runs/decoder" --device "$device" --train-steps "$decoder_steps" --set data.val_fraction=0.2 \
     --set vae.train_encoder=false --set vae.posterior_noise=false --set vae.recon_low_weight=4 \
     --set vae.recon_linear_weight=1 --set vae.recon_pitch_weight=8 --set train.sample_every=0 --no-progress
 "$py" -m trainer.cli export "$runs/decoder" --out "$runs/decoder.safetensors"

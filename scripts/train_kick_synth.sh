@@ -16,7 +16,7 @@ py="${PYTHON:-python3}"
 runs=runs/kick-synth
 kit=kickserver/data/kicks
 "$py" -m trainer.cli fit "$kit" --family kick-synth --preset small --run-dir "$runs/run" --device "$device" \
-    --max-steps "$steps" --set data.val_fraction=0.2 --no-progress
+    --train-steps "$steps" --set data.val_fraction=0.2 --no-progress
 "$py" -m trainer.cli export "$runs/run" --out "$runs/kick-synth.safetensors" --map-data "$kit"
 "$py" -m trainer.cli eval "$runs/kick-synth.safetensors" --real "$kit" --train "$kit" --run "$runs/run" \
     --out "$runs/eval" --device "$device" --steps 10

@@ -1,7 +1,7 @@
 """`kicktrain`: prepare data, fit, export, sample and evaluate kick models.
 
     kicktrain prepare DATA_DIR... [--cache DIR]
-    kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset tiny|small|base] [--max-steps N]
+    kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset tiny|small|base] [--train-steps N]
                   [--device auto|cpu|cuda] [--export-dir DIR] [--init ARTIFACT] [--vram-budget GB]
                   [--set section.key=value ...] [the family's options, e.g. --vae FILE]
     kicktrain export RUN --out NAME.safetensors [--set sampling.steps=25 ...] [the family's options]
@@ -17,6 +17,9 @@ A family's own options (latent diffusion's --vae) are declared in its training r
 Recipe.options); fit, export and profile make their flags from the recipes' registry, and refuse one the family does
 not take. What an export may change (--set) is the recipe's too (Recipe.export_keys).
 
+`fit --train-steps N` is how many training steps the run takes (train.max_steps); `--max-steps` is its older name,
+still taken (`kickserver serve --max-steps` is another thing: the most sampler steps a request may ask for).
+
 Errors a user can fix print one line and exit 2; nothing is left half-written.
 """
 
@@ -31,7 +34,7 @@ from typing import Any
 
 from kickmodel import safejson
 from kickmodel.config import SEED_LIMIT, ConfigError
-from kickmodel.families import cli_name, family_names, from_dict, preset
+from kickmodel.families import cli_name, family_names, from_dict, get_family, preset
 
 from . import __version__
 from .recipes import get_recipe, options_for, recipe_names
@@ -123,7 +126,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     cfg = apply_overrides(preset(preset_name, _family(family)), args.set or [])
     family_options = get_recipe(cfg.family).take_options(given_options(args), "fit")
     opts = FitOptions(data=args.data, run_dir=Path(args.run_dir), cfg=cfg, device=args.device,
-                      max_steps=args.max_steps, export_dir=Path(args.export_dir) if args.export_dir else None,
+                      max_steps=args.train_steps, export_dir=Path(args.export_dir) if args.export_dir else None,
                       export_name=args.export_name, init=Path(args.init) if args.init else None,
                       vram_budget_gb=args.vram_budget, progress=not args.no_progress,
                       tensorboard=not args.no_tensorboard, family_options=family_options,
@@ -246,6 +249,12 @@ def _export_keys_help() -> str:
                      for r in recipes)
 
 
+def _encoding_families() -> str:
+    """The registered families whose generator can encode (a map, a fine-tune's VAE): from the registry."""
+    from kickmodel.generator import ENCODE
+
+    return ", ".join(cli_name(n) for n in family_names() if ENCODE in get_family(n).capabilities)
+
 
 def given_options(args: argparse.Namespace) -> dict[str, str]:
     """{option name: value} of the family flags given on the command line (add_family_flags), as typed."""
@@ -280,7 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--family", help=f"model family: {families} (default: the --init artifact's, else "
                                      f"{cli_name(DEFAULT_CLI_FAMILY)})")
     sp.add_argument("--preset", help="tiny | small | base (default: the --init artifact's, else small)")
-    sp.add_argument("--max-steps", type=int)
+    sp.add_argument("--train-steps", "--max-steps", dest="train_steps", type=int, metavar="N",
+                    help="training steps the run takes in all (train.max_steps; the preset's when left out); "
+                         "--max-steps is its older name, still taken")
     sp.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     sp.add_argument("--export-dir", help="export the EMA model here after each checkpoint (e.g. the daemon's models)")
     sp.add_argument("--export-name", help="artifact name in --export-dir (default: the run folder's name)")
@@ -349,8 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=_cmd_profile)
 
     sp = sub.add_parser("map", help="a model's latent space as a picture (t-SNE and PCA) and a CSV")
-    sp.add_argument("artifact", help="a model with an encoder: a mel-VAE or a latent-diffusion model, such as the "
-                    "bundled kickserver/models/default.safetensors")
+    sp.add_argument("artifact", help=f"a model with an encoder ({_encoding_families()}), such as the bundled "
+                    "kickserver/models/default.safetensors")
     sp.add_argument("data", nargs="+", help="folders (or files) of kicks to place on the map")
     sp.add_argument("--out", help="folder for map.png and map.csv")
     sp.add_argument("--into", metavar="ARTIFACT", help="store the map in the model, written to this artifact (it may "

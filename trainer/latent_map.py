@@ -2,9 +2,9 @@
 
     kicktrain map kickserver/models/default.safetensors kickserver/data/kicks --out map/   # map.png, map.csv
 
-Any model that can encode (its generator declares the `encode` capability) makes a map: a mel-VAE, or a
-latent-diffusion model, whose VAE is inside it: the bundled model is one, so the line above runs on a fresh
-clone. Each file is decoded as training decodes it (kickmodel.clips.load_clip, the artifact's clip
+Any model that can encode (its generator declares the `encode` capability; `kicktrain map --help` names the
+registered families that do, from the registry) makes a map: the bundled model is one, so the line above runs on a
+fresh clone. Each file is decoded as training decodes it (kickmodel.clips.load_clip, the artifact's clip
 settings), encoded to its posterior mean by the model's encoder, and laid out in two dimensions twice:
 t-SNE (scikit-learn, PCA initialisation, a fixed seed; van der Maaten & Hinton 2008) and PCA. The picture
 colours the points by the measured decay (s), pitch (Hz) and click (dB) of kickmodel/descriptors.py, one
@@ -17,7 +17,7 @@ per file: path, name (the file name without extension), tsne_x, tsne_y, pca_x, p
 
 t-SNE needs more points than its perplexity: a folder of fewer than 3 x perplexity + 1 kicks is laid out at the
 largest perplexity it allows, (N - 1) // 3 (said in a line; 26 for 81 kicks), down to 2; fewer than 7 kicks get a
-PCA-only map. A family without an encoder (waveform diffusion) is refused.
+PCA-only map. A family without an encoder is refused.
 
 The model can keep the map (kickmodel/kitmap.py, issue 25):
 

@@ -1,6 +1,6 @@
 """The training loop: set-up, one step function, and hooks around a loop you can read in one sitting.
 
-    kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset small] [--max-steps N]
+    kicktrain fit DATA_DIR... --run-dir RUN [--family waveform-diffusion] [--preset small] [--train-steps N]
                   [--device auto] [--export-dir DIR]
 
     trainer = Trainer(opts, log)        # set-up: config, data, the family's objective, optimiser, resume

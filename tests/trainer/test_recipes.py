@@ -1,10 +1,11 @@
 """Each family's training half is its recipe (trainer/recipes/<name>.py): what an export may change comes from the
-recipe (trainer/export.py names no family), and the export writes the recipe's tensors and configs without building
-a module."""
+recipe (trainer/export.py names no family), the export writes the recipe's tensors and configs without building
+a module, and `kicktrain fit --train-steps` (its older name --max-steps still taken) sets the training steps."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,7 @@ def kicks(tmp_path_factory) -> Path:
 def vae_run(kicks, tmp_path_factory) -> Path:
     """A 2-step mel-VAE run (tiny: a learned inverter) with a checkpoint to export."""
     run = tmp_path_factory.mktemp("runs") / "vae"
-    assert kicktrain(["fit", str(kicks), "--family", "mel-vae", "--run-dir", str(run), *FAST, "--max-steps", "2",
+    assert kicktrain(["fit", str(kicks), "--family", "mel-vae", "--run-dir", str(run), *FAST, "--train-steps", "2",
                       "--set", "train.ckpt_every=2"]) == 0
     return run
 
@@ -105,3 +106,29 @@ def test_export_builds_nothing_of_training(vae_run, tmp_path, monkeypatch):
     assert set(art.part_configs) == {"vae", "inverter"}
     state = torch.load(sorted(checkpoint_dir(vae_run).glob("step-*.pt"))[-1], weights_only=True)
     assert all(torch.equal(art.tensors[k], v) for k, v in state["ema"]["model"].items())  # the EMA weights
+
+
+def test_map_help_names_every_family_that_can_encode(capsys):
+    with pytest.raises(SystemExit):
+        kicktrain(["map", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(mel-vae, latent-diffusion, kick-synth)" in text  # from the registry: kick-synth encodes too
+
+
+@pytest.mark.parametrize("flag", ["--train-steps", "--max-steps"])
+def test_fit_train_steps_and_its_older_name(flag, kicks, tmp_path, capsys):
+    """`fit --train-steps N` trains N steps; `--max-steps N`, its older name (kickserver serve's --max-steps is
+    the sampler's), still does the same."""
+    run = tmp_path / "run"
+    assert kicktrain(["fit", str(kicks), "--run-dir", str(run), *FAST, flag, "3", "--set", "train.ckpt_every=100",
+                      "--set", "data.val_fraction=0", "--set", "train.log_every=1"]) == 0
+    steps = [json.loads(line)["step"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]
+    assert "resumed" not in capsys.readouterr().err
+
+
+def test_fit_help_says_train_steps_and_its_alias(capsys):
+    with pytest.raises(SystemExit):
+        kicktrain(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--train-steps N, --max-steps N" in text and "--max-steps is its older name" in text
