@@ -53,8 +53,7 @@ from kickmodel.descriptors import CONTROL_NAMES, fit_quantiles, measure, to_dial
 from kickmodel.families import from_dict, get_family
 from kickmodel.families.base import parameter_count
 from kickmodel.fsutil import atomic_write_bytes, clean_stale_temp_files
-from kickmodel.loading import resolve_device
-from kickmodel.loading import load_artifact
+from kickmodel.loading import load_artifact, resolve_device
 
 from . import __version__
 from .augment import Augmenter
