@@ -119,7 +119,8 @@ def sources(args: argparse.Namespace) -> None:
 
 ARTIFACT_CHILD = """
 import resource, sys, time
-from kickmodel.artifact import ArtifactError, check_artifact
+from kickmodel.artifact import ArtifactError
+from kickmodel.loading import check_artifact
 from kickmodel.families import get_family
 get_family("mel_vae")
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -139,7 +140,7 @@ for what in ("first check", "again"):
 def artifact(args: argparse.Namespace) -> None:
     import torch
 
-    from kickmodel.artifact import save_artifact
+    from kickmodel.loading import save_artifact
     from kickmodel.families import get_family, preset
 
     cfg = preset("tiny", "mel_vae")

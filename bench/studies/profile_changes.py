@@ -63,7 +63,7 @@ def front_end(vae_path: Path | None, batch: int, repeats: int) -> dict:
 def latent_cache(vae_path: Path | None, batch: int, repeats: int) -> dict:
     import torch
 
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
     from kickmodel.config import AugmentConfig, ConditioningConfig
     from kickmodel.families import preset
     from kickmodel.families.latent_diffusion.network import LatentDenoiserNet

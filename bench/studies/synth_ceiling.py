@@ -48,7 +48,7 @@ def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log) -> np.ndarra
 
 
 def griffin_lim_route(clips: np.ndarray, artifact: Path) -> np.ndarray:
-    from kickmodel.artifact import load_artifact
+    from kickmodel.loading import load_artifact
     from kickmodel.families.mel_vae.generator import build_parts
 
     front, _, inverter = build_parts(load_artifact(artifact), torch.device("cpu"))

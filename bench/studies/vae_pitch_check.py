@@ -18,7 +18,6 @@ import numpy as np
 import torch
 
 from bench.sound_check import measure
-from kickmodel.artifact import load_artifact
 from kickmodel.families.mel_vae.generator import build_parts
 from kickmodel.generator import Item
 from kickmodel.loading import load_artifact, load_generator
