@@ -732,14 +732,25 @@ def status(model: str, device: str, queued: int, generated: int, why: str, memor
     return build(STATUS, args + ([("s", clip(_osc_str(memory), 200))] if memory is not None else []))
 
 
+def _fitting(address: str, names: Sequence[str], last: str | None = None) -> list[str]:
+    """The longest head of names that `address name... [last]` holds in one datagram, its size counted once per name
+    (linear: dropping one name at a time and encoding again cost 0.88 s for 1,000 names, issue 32 item 1)."""
+    def size(text: str) -> int:
+        return _padded(len(_osc_str(text).encode("utf-8")))
+
+    fixed = _padded(len(address.encode("utf-8"))) + (size(last) if last is not None else 0)
+    total, n = 0, 0
+    for name in names:
+        if fixed + _padded(1 + n + 1 + (last is not None)) + total + size(name) > MAX_DATAGRAM:
+            break
+        total += size(name)
+        n += 1
+    return list(names[:n])
+
+
 def _names(address: str, names: Sequence[str]) -> bytes:
     """`address name...`, as many names as fit in one datagram."""
-    names = list(names)
-    while True:
-        data = build(address, [("s", n) for n in names])
-        if len(data) <= MAX_DATAGRAM or not names:
-            return data
-        names.pop()
+    return build(address, [("s", n) for n in _fitting(address, list(names))])
 
 
 def models(names: Sequence[str]) -> bytes:
@@ -756,12 +767,8 @@ def controls(names: Sequence[str], has_map: bool) -> bytes:
     it takes (`decay pitch click decay_s pitch_hz click_db` for a kick-synth model; none for a model without
     controls), as many as fit in one datagram, and always last whether it has a kit map (HAS_MAP / NO_MAP, issue 25;
     clients that build dials from the names skip the word)."""
-    names, word = list(names), HAS_MAP if has_map else NO_MAP
-    while True:
-        data = build(CONTROLS, [("s", n) for n in names + [word]])
-        if len(data) <= MAX_DATAGRAM or not names:
-            return data
-        names.pop()
+    word = HAS_MAP if has_map else NO_MAP
+    return build(CONTROLS, [("s", n) for n in _fitting(CONTROLS, list(names), word) + [word]])
 
 
 # ------------------------------------------------------------------ the kit map (issue 25)

@@ -66,17 +66,54 @@ def is_candidate(path: str | Path) -> bool:
     return name.endswith(SUFFIX) and not name.startswith(".") and not name.endswith(".part")
 
 
+# The folder scan is bounded (issue 32 item 1): at most MAX_SCAN entries of the folder are read, and of the artifacts
+# among them the first MAX_MODEL_FILES by name are models (the others are left out, with one log line). The verdict
+# cache below holds more than that, so a full folder never evicts a verdict it still needs (with 5,000 artifacts
+# and a cache of 4,096, every listing re-loaded the evicted ones, over and over).
+MAX_MODEL_FILES = 4096
+MAX_SCAN = 65536
+_over: list[int] = [0]  # the last count of artifacts left out, so the log line is written once per change
+
+
 def _files(models_dir: Path) -> list[Path]:
+    """The folder's artifacts (regular files, see is_candidate), by name, at most MAX_MODEL_FILES of them."""
+    names: list[str] = []
     try:
-        return sorted(p for p in Path(models_dir).iterdir() if is_candidate(p) and p.is_file())
+        with os.scandir(models_dir) as it:
+            for n, entry in enumerate(it):
+                if n >= MAX_SCAN:
+                    break
+                if is_candidate(entry.name):
+                    names.append(entry.name)
     except OSError:
         return []
+    names.sort()
+    left_out = max(0, len(names) - MAX_MODEL_FILES) + (n + 1 >= MAX_SCAN if names else 0)
+    if left_out != _over[0]:
+        _over[0] = left_out
+        if left_out:
+            log.warning("the models folder %s holds more than %d artifacts (or %d entries); only the first %d by "
+                        "name are models, %d left out: move the others elsewhere", models_dir, MAX_MODEL_FILES,
+                        MAX_SCAN, MAX_MODEL_FILES, left_out)
+    out = []
+    for name in names[:MAX_MODEL_FILES]:
+        p = Path(models_dir) / name
+        try:
+            if p.is_file():
+                out.append(p)
+        except OSError:
+            continue
+    return out
 
 
 # str(path) -> ((mtime_ns, size) when checked, whether it loads): written by whoever loads or checks a file (the
-# loader thread, start-up), read by listings (the receive loop)
+# loader thread, start-up), read by listings. Never smaller than what a folder scan may hold (MAX_MODEL_FILES), with
+# room for files renamed or removed since.
 _verdicts: dict[str, tuple[tuple[int, int], bool]] = {}
-MAX_VERDICTS = 4096
+MAX_VERDICTS = 2 * MAX_MODEL_FILES
+# bumped whenever a verdict is recorded or the watcher reports a file: a /kick/models listing built at another
+# generation is stale (kickserver.frontend builds it once per change, in the loader thread)
+generation = [0]
 PRECHECK_BYTES = 64 << 20  # validate: a file larger than this has its header checked before it is read whole
 
 
@@ -93,6 +130,7 @@ def record_verdict(path: Path, ok: bool, sig: tuple[int, int] | None = None) -> 
     if sig is None:
         return
     _verdicts[str(path)] = (sig, ok)
+    generation[0] += 1
     while len(_verdicts) > MAX_VERDICTS:
         _verdicts.pop(next(iter(_verdicts)))
 
@@ -153,16 +191,17 @@ def list_models(models_dir: Path, check_later: Callable[[Path], None] | None = N
 
 
 def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True,
-                  check_later: Callable[[Path], None] | None = None) -> tuple[Path, str]:
+                  check_later: Callable[[Path], None] | None = None,
+                  available: Callable[[], list[str] | None] | None = None) -> tuple[Path, str]:
     """The artifact to serve for `name` (None: not configured). Raises ModelNotFound with a reason.
 
     NAME -> <models>/NAME.safetensors; `default` (or NAME with an empty models folder, unless
     fall_back is False) -> the bundled model; None -> <models>/default.safetensors, the bundled
     model, else the newest artifact in the folder that loads. check_later: as list_models's, for the
-    models a refusal names.
+    models a refusal names; available: those names when already known (the front end's listing), so a refusal in the
+    receive loop does not scan the folder. The folder is scanned only where the answer depends on it.
     """
     models_dir = Path(models_dir)
-    files = _files(models_dir)
     if name is not None:
         path = models_dir / f"{name}{SUFFIX}"
         try:
@@ -171,20 +210,23 @@ def resolve_model(models_dir: Path, name: str | None, *, fall_back: bool = True,
         except OSError as e:  # e.g. a name too long for the filesystem
             raise ModelNotFound(f"model {name[:60]!r} cannot be looked up in {models_dir} "
                                 f"({e.strerror or e})") from None
-        if (name == DEFAULT_NAME or (not files and fall_back)) and BUNDLED.is_file():
+        if (name == DEFAULT_NAME or (fall_back and not _files(models_dir))) and BUNDLED.is_file():
             if name != DEFAULT_NAME:
                 log.warning("model %s not found and %s has no artifacts; serving the bundled model", name, models_dir)
             return BUNDLED, DEFAULT_NAME
         # for the message, the folder's names not known to fail: checking each here would load every artifact on
         # the caller's thread (the main thread at start-up and on SIGHUP) only to word an error
-        have = ", ".join(list_models(models_dir, check_later or (lambda p: None), unchecked=True)) or "none"
+        known = available() if available is not None else None
+        if known is None:
+            known = list_models(models_dir, check_later or (lambda p: None), unchecked=True)
+        have = ", ".join(known) or "none"
         raise ModelNotFound(f"model {name!r} not found in {models_dir} (available: {have})")
     path = models_dir / f"{DEFAULT_NAME}{SUFFIX}"
     if path.is_file():
         return path, DEFAULT_NAME
     if BUNDLED.is_file():
         return BUNDLED, DEFAULT_NAME
-    for newest in sorted(files, key=lambda p: signature(p) or (0, 0), reverse=True):
+    for newest in sorted(_files(models_dir), key=lambda p: signature(p) or (0, 0), reverse=True):
         if validate(newest):
             return newest, artifact_name(newest)
     raise ModelNotFound(f"no model to serve: {models_dir} has no artifacts and the bundled model "
@@ -224,6 +266,7 @@ class ModelLoader:
         self._pending: dict[Path, _Pending] = {}
         self._to_check: dict[Path, None] = {}  # artifacts to check for /kick/models (validate), after any load
         self._checked = [0, 0]  # of those checked since the queue was last empty: (load, do not)
+        self._soon: Callable[[], None] | None = None  # one job to run in this thread after loads and checks (call_soon)
         self.on_checked: Callable[[], None] | None = None  # called in this thread whenever no check is left
         self._cond = threading.Condition()
         self._stop = False
@@ -323,6 +366,7 @@ class ModelLoader:
             return
         if self.models_dir is not None and Path(path).parent != self.models_dir:
             return
+        generation[0] += 1  # a listing of the folder built before this event is stale
         sig = signature(path) if weak else None
         with self._cond:
             due = time.monotonic() + delay
@@ -344,6 +388,13 @@ class ModelLoader:
             if path not in self._to_check and len(self._to_check) < MAX_TO_CHECK:
                 self._to_check[Path(path)] = None
                 self._cond.notify()
+
+    def call_soon(self, job: Callable[[], None]) -> None:
+        """Run job in this thread once no load or check is waiting (the front end's /kick/models listing: built
+        here, never in the receive loop). One job waits at most: a later one replaces it."""
+        with self._cond:
+            self._soon = job
+            self._cond.notify()
 
     def check_folder(self, models_dir: Path) -> None:
         """Check every artifact of models_dir not checked since it last changed (at start, and after SIGHUP)."""
@@ -394,6 +445,9 @@ class ModelLoader:
                     path = next(iter(self._to_check))
                     del self._to_check[path]
                     return path, None
+                if self._soon is not None:
+                    job, self._soon = self._soon, None
+                    return job, None  # type: ignore[return-value]
                 wait = min((p.due for p in self._pending.values()), default=now + 1.0) - now
                 self._cond.wait(timeout=max(0.01, min(wait, 1.0)))
             return None
@@ -406,6 +460,12 @@ class ModelLoader:
             if nxt is None:
                 return
             path, pending = nxt
+            if callable(path):
+                try:
+                    path()
+                except Exception as e:  # noqa: BLE001 - the loader must survive anything
+                    log.error("%s failed: %s: %s", getattr(path, "__name__", "a job"), type(e).__name__, e)
+                continue
             # load and warm up on one CPU thread: only the worker runs the network on several (Worker._run).
             # Reading the count first makes torch's lazy per-thread init happen now, before the worker's next
             # set_num_threads could change the process-wide value it reads.

@@ -245,12 +245,14 @@ def daemon_env(env: dict | None = None) -> dict:
 
 def start_daemon(tmp_path: Path, models_dir: Path, *, extra_args: Sequence[str] = (), env: dict | None = None,
                  model: str | None = None, out_dir: Path | None = None, ready_timeout: float = 60.0,
-                 config: Path | None = None, pin: bool = True, threads: int | None = 1) -> DaemonProc:
+                 config: Path | None = None, pin: bool = True, threads: int | None = 1,
+                 probe: Path | None = None) -> DaemonProc:
     """Start `python -m kickserver serve` on free loopback ports and wait until it answers /kick/ping.
 
     model: the artifact name to serve; default the stem of the first *.safetensors in models_dir.
     pin=False: no --model at all (the daemon chooses, and swaps in every new artifact), as on a fresh install.
     threads=None: no --threads (the config file or the daemon's default decides).
+    probe: run it under tests/kickserver/probe_daemon.py, which writes the receive loop's work counters to that file.
     The daemon's stderr goes to <tmp_path>/daemon-<port>.log (read it with .stderr_text()).
     """
     tmp_path = Path(tmp_path)
@@ -272,6 +274,9 @@ def start_daemon(tmp_path: Path, models_dir: Path, *, extra_args: Sequence[str] 
         config.write_text("")
     args[4:4] = ["--config", str(config)]
     args += list(extra_args)
+    if probe is not None:
+        args[1:3] = [str(REPO / "tests" / "kickserver" / "probe_daemon.py")]
+        env = {**(env or {}), "KICK_PROBE": str(probe)}
     stderr_path = tmp_path / f"daemon-{port}.log"
     with open(stderr_path, "wb") as errf:
         proc = subprocess.Popen(args, cwd=str(REPO), env=daemon_env(env), stdin=subprocess.DEVNULL,
