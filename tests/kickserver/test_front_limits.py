@@ -86,3 +86,85 @@ def test_models_listing_costs_the_receive_loop_the_same_whatever_the_folder_hold
     assert per_request["builds"] <= 1 and per_request["fs"] <= 2, (per_request, after)
     assert after["validations"] == before["validations"], (before, after)
     assert after["validations"] <= 4096 + 41, after
+
+
+# ---------------------------------------------------------------- item 2: /kick/map of a 4,096-kick map
+
+
+def _mapped_model(folder: Path, n: int) -> Path:
+    """A tiny mel-VAE serving a made-up kit map of n kicks with 64-character names (tests/kickserver/test_kit_map_osc)."""
+    from daemon_util import make_artifact
+    from test_kit_map_osc import tiny_kit
+
+    from kickmodel.loading import load_artifact
+
+    folder.mkdir(parents=True, exist_ok=True)
+    plain = make_artifact(folder / "plain.safetensors", seed=2, family="mel_vae")
+    art = load_artifact(plain)
+    art.kit_map = tiny_kit(art.config_of("vae").vae.latent_dim, n)
+    art.save(folder / "mapped.safetensors")
+    plain.unlink()
+    return folder
+
+
+def test_a_refused_kit_map_costs_the_receive_loop_no_encoding(tmp_path):
+    """Issue 32 item 2: a 4,096-kick map (within the documented limit) is 320 KB of replies, over the default reply
+    burst: 40 /kick/map from one address are all refused, and the map is encoded at most once for all of them (it
+    was encoded whole for every request before the budget refused it: 40 encodings, 28-60 ms of the receive loop
+    each)."""
+    models = _mapped_model(tmp_path / "models", 4096)
+    out = tmp_path / "probe.json"
+    with start_daemon(tmp_path, models, model="mapped", probe=out, ready_timeout=120) as d:
+        s = _sock()
+        try:
+            for _ in range(40):
+                (address, (named, why)), = ask(d, s, "/kick/map")
+                assert address == "/kick/error" and "the kit map is" in why, why
+        finally:
+            s.close()
+        assert wait_until(lambda: probe(out).get("datagrams", 0) >= 41)
+        got = probe(out)
+    print(f"receive-loop CPU per datagram: {1000 * got['cpu_s'] / got['datagrams']:.2f} ms, "
+          f"at most {1000 * got['max_cpu_s']:.2f} ms")
+    assert got["map_encodes"] <= 1, got
+
+
+# ---------------------------------------------------------------- item 8: senders outside --allow
+
+
+class _ForgedSocket:
+    """recvfrom() yields `n` datagrams from n different addresses of 10.0.0.0/8, then stops the loop."""
+
+    def __init__(self, front, n: int) -> None:
+        self.front, self.n, self.i = front, n, 0
+
+    def recvfrom(self, size: int):
+        if self.i >= self.n:
+            self.front.receiving.clear()
+            raise TimeoutError
+        self.i += 1
+        return build_message("/kick/ping", []), (f"10.{self.i >> 16 & 255}.{self.i >> 8 & 255}.{self.i & 255}", 9)
+
+
+def test_senders_outside_allow_cannot_grow_the_daemons_memory(caplog):
+    """Issue 32 item 8: bound beyond loopback with --allow 192.168.1.0/24, 20,000 datagrams from 20,000 forged
+    addresses outside it are dropped, and the table of dropped senders stays within 4,096 addresses (it kept every
+    one: 2 M forged addresses took 182 MB) and the log within 1,000 first lines and one line per 1,000 after. (The
+    receive loop itself, fed by a socket that forges sources: a test may only use loopback, which --allow always
+    serves.)"""
+    import logging
+    from types import SimpleNamespace
+
+    from kickserver.config import ServerConfig
+    from kickserver.frontend import FrontEnd
+
+    cfg = ServerConfig(host="0.0.0.0", allow=["192.168.1.0/24"])
+    front = FrontEnd(SimpleNamespace(cfg=cfg))
+    front.sock = _ForgedSocket(front, 20_000)
+    front.receiving.set()
+    with caplog.at_level(logging.WARNING, logger="kickserver"):
+        front.receive_loop()
+    assert front.sock.i == 20_000
+    assert len(front._dropped) <= 4096, len(front._dropped)
+    lines = [r for r in caplog.records if "not in --allow" in r.getMessage() or "outside --allow" in r.getMessage()]
+    assert len(lines) <= 1000 + 20, len(lines)
