@@ -26,7 +26,7 @@ from kickmodel.descriptors import UNIT_CONTROLS
 
 from . import __version__, jobs, osc_api, reload
 from .config import ServerConfig
-from .ratelimit import ReplyBudget
+from .ratelimit import Counts, ReplyBudget
 from .reload import ModelNotFound, list_models, resolve_model
 from .sources import SourceError, open_source
 
@@ -45,6 +45,9 @@ REFUSAL_GAIN = 5
 # (then it lists what is checked); at most MAX_LISTING_WAITERS replies wait (beyond that, one is answered at once
 # with the last listing built)
 MODELS_WAIT_S = 5.0
+# datagrams dropped (outside --allow, not OSC): each address's first is logged among the first DROP_LOG_FIRST of
+# its kind, then every 1000th of an address, and of a flood of many addresses one line per 1000
+DROP_LOG_FIRST = 1000
 MAX_LISTING_WAITERS = 64
 
 
@@ -99,8 +102,8 @@ class FrontEnd:
         cfg = house.cfg
         self.budget = ReplyBudget(cfg.reply_rate_kb * 1024, cfg.reply_burst_kb * 1024)
         self.routes = Routes(self)
-        self._dropped: dict[str, int] = {}
-        self._junk: dict[str, int] = {}
+        self._dropped = Counts()  # senders outside --allow (bounded: issue 32 item 8)
+        self._junk = Counts()  # senders of datagrams that are not OSC
 
     @property
     def cfg(self) -> ServerConfig:
@@ -168,10 +171,13 @@ class FrontEnd:
                 log.debug("receive: %s", e)
                 continue
             if not allowed(self.cfg, addr[0]):
-                n = self._dropped.get(addr[0], 0) + 1
-                self._dropped[addr[0]] = n
-                if n == 1 or n % 1000 == 0:
+                n = self._dropped.add(addr[0])
+                total = self._dropped.total
+                if (n == 1 and total <= DROP_LOG_FIRST) or n % 1000 == 0:
                     log.warning("dropped %d datagram(s) from %s: not in --allow", n, addr[0])
+                elif total % 1000 == 0:
+                    log.warning("dropped %d datagrams from outside --allow so far (%d addresses remembered, at most "
+                                "%d; the latest %s)", total, len(self._dropped), self._dropped.limit, addr[0])
                 continue
             try:
                 self._handle_datagram(data, addr)
@@ -186,11 +192,8 @@ class FrontEnd:
         try:
             dg = osc_api.split_datagram(data)
         except osc_api.NotOSC as e:
-            n = self._junk.get(addr[0], 0) + 1
-            self._junk[addr[0]] = n
-            if len(self._junk) > 4096:
-                self._junk.pop(next(iter(self._junk)))
-            if n == 1 or n % 1000 == 0:
+            n = self._junk.add(addr[0])
+            if (n == 1 and self._junk.total <= DROP_LOG_FIRST) or n % 1000 == 0:
                 log.warning("ignored %d datagram(s) from %s that are not OSC (%s, %d bytes); not answered", n,
                             addr[0], e, len(data))
             return

@@ -37,6 +37,33 @@ MAX_ADDRESSES = 4096
 EVICT_SCAN = 8  # buckets looked at (oldest first) for one that is full again and may be forgotten
 
 
+class Counts:
+    """How many datagrams each address sent of one kind (dropped outside --allow, not OSC), for the log's "the first,
+    then every 1000th" lines: at most `limit` addresses, the least recently seen forgotten first, so forged sources
+    cannot grow the daemon's memory (issue 32 item 8: the table of senders outside --allow kept every address, and 2 M
+    forged ones took 182 MB). `total` counts every datagram, so the log can speak of a flood in one line per 1000."""
+
+    def __init__(self, limit: int = MAX_ADDRESSES) -> None:
+        self.limit = int(limit)
+        self._n: OrderedDict[str, int] = OrderedDict()
+        self.total = 0
+
+    def add(self, key: str) -> int:
+        """Count one more for key; its count now."""
+        n = self._n.pop(key, 0) + 1
+        self._n[key] = n
+        while len(self._n) > self.limit:
+            self._n.popitem(last=False)
+        self.total += 1
+        return n
+
+    def get(self, key: str, default: int = 0) -> int:
+        return self._n.get(key, default)
+
+    def __len__(self) -> int:
+        return len(self._n)
+
+
 class ReplyBudget:
     """Token buckets of reply bytes, one per destination IP; thread-safe."""
 
