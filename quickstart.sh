@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for the README's quick start.
-#   ./quickstart.sh serve [kickserver options]   set up, then run the daemon with the bundled model
+#   ./quickstart.sh serve [kickserver options]   set up, then run the daemon with the bundled model (--model default,
+#                                                unless the options name --model; it says so before it starts)
 #   ./quickstart.sh test  [pytest options]       set up, then run the whole test suite
 # Uses the active virtual environment if there is one, else creates ./.venv.
 #   KICKSERVER_TORCH=cpu ./quickstart.sh serve   install PyTorch's CPU-only build first (about a tenth of the
@@ -85,7 +86,18 @@ quiet=(-q)
 "$py" -m pip install ${quiet[@]+"${quiet[@]}"} --disable-pip-version-check -e ".$extra"
 
 if [ "$cmd" = serve ]; then
-  exec "$py" -m kickserver serve "$@"
+  # the bundled model, as the README says: pinned, so neither a model served last nor a new artifact in the models
+  # folder (a running fit's export) serves instead; --model among the options is the user's choice
+  pin=(--model default)
+  for a in "$@"; do
+    case "$a" in --model|--model=*) pin=() ;; esac
+  done
+  if [ ${#pin[@]} -gt 0 ]; then
+    echo "quickstart: serving the bundled model (kickserver serve --model default; /kick/model NAME serves another" \
+         "until a restart); to serve your own: $0 serve --model NAME, or run kickserver serve to follow your" \
+         "models folder and config (docs/daemon.md: which model serves)" >&2
+  fi
+  exec "$py" -m kickserver serve ${pin[@]+"${pin[@]}"} "$@"
 fi
 export PYTHONUNBUFFERED=1
 exec "$py" -m pytest -q "$@"

@@ -6,6 +6,11 @@ With no model configured the daemon serves the model that served last if its fil
 resolve_model's choice (`<models>/default.safetensors`, the bundled model, the newest valid artifact). The served
 model's path, its file's signature when loaded and why it serves are kept here; a swap records them in the worker
 thread once the new model serves, and remembers its name.
+
+A model chosen by `/kick/model` holds until the next choice (issue 32 item 13): the loader is pinned to it, pinned
+or not before, so a new artifact in the folder (a running fit's next export) is listed, not swapped in; it is
+remembered as chosen, so a restart without a configured model serves it as chosen, pinned again. A configured model
+(`--model`, `model` in the config) wins at start and on SIGHUP, as before.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class Catalog:
         self.path: Path | None = None
         self.sig: tuple[int, int] | None = None  # (mtime_ns, size) of the served model's file when loaded
         self.why = ""  # why it serves (WHY_*): the log and /kick/status say it
+        self.name = ""  # its name
         ensure_folder(cfg.models_dir)
         self.state = state.StateFile(cfg.models_dir)
 
@@ -68,18 +74,21 @@ class Catalog:
 
     def startup(self) -> tuple[Path, str, str]:
         """What to serve at start, and why (WHY_*): the configured model; with none configured, the one that
-        served last (if its file is still there), else resolve_model's choice. Raises ModelNotFound."""
+        served last (if its file is still there; WHY_CHOSEN if /kick/model chose it), else resolve_model's choice.
+        Raises ModelNotFound."""
         cfg = self.cfg
         if cfg.model is None:
-            last = state.read_last_model(cfg.models_dir)
-            if last is not None:
+            got = state.read_state(cfg.models_dir)
+            if got is not None:
+                last, chosen = got
                 try:
                     path, name = resolve_model(cfg.models_dir, last, fall_back=False)
                 except ModelNotFound:
                     log.info("the model that served last (%s) is gone; choosing another", last)
                 else:
-                    log.info("serving %s, the model that served last", name)
-                    return path, name, WHY_REMEMBERED
+                    log.info("serving %s, the model that served last%s", name,
+                             " (chosen by /kick/model: it holds until another is chosen)" if chosen else "")
+                    return path, name, WHY_CHOSEN if chosen else WHY_REMEMBERED
         path, name = resolve_model(cfg.models_dir, cfg.model)
         return path, name, self.configured_why(cfg, path, name)
 
@@ -92,9 +101,20 @@ class Catalog:
         return WHY_FOLDER_DEFAULT if name == DEFAULT_NAME else WHY_NEWEST
 
     def serves(self, path: Path, name: str, why: str, sig: tuple[int, int] | None) -> None:
-        """Record what serves now and remember its name for the next start."""
-        self.path, self.sig, self.why = path, sig, why
-        self.state.write_last_model(name)
+        """Record what serves now and remember its name (and whether it was chosen) for the next start."""
+        self.path, self.sig, self.why, self.name = path, sig, why, name
+        self.state.write_last_model(name, chosen=why == WHY_CHOSEN)
+
+    def held(self) -> str | None:
+        """The name the loader stays pinned to with no model configured: the model serving as chosen, if it is."""
+        return self.name if self.why == WHY_CHOSEN else None
+
+    def choose(self, loader: Any, name: str) -> None:
+        """/kick/model NAME for the model already serving: it is chosen now, and holds (pinned, remembered)."""
+        loader.pinned = name
+        if self.why != WHY_CHOSEN and self.path is not None:
+            log.info("serving %s: %s%s", name, WHY_CHOSEN, pin_hint(self.cfg, WHY_CHOSEN))
+            self.serves(self.path, name, WHY_CHOSEN, self.sig)
 
     def changed(self, path: Path, name: str, serving: str) -> bool:
         """Whether resolving the config names another model than `serving`, or its file changed since loaded."""
@@ -106,8 +126,13 @@ class Catalog:
             failed(f"model {name} has an unusable sample rate", answer)
             return
         chosen = answer is not None and not isinstance(answer, Settled)  # by /kick/model, not by SIGHUP
-        if chosen and loader.pinned is not None:
-            loader.pinned = name  # the user chose this one: follow its file from now on (until SIGHUP)
+        if chosen:
+            loader.pinned = name  # the user chose this one: it holds, following its own file, until another choice
+        elif answer is None and loader.pinned is not None and name != loader.pinned:
+            # a folder event loaded before a choice pinned the loader (the load takes seconds): listed, not served
+            log.info("model %s is ready in %s; still serving %s (select it with /kick/model %s)", name, path.parent,
+                     loader.pinned, name)
+            return
         sig = loader.last_seen.get(path) or signature(path)
         if isinstance(answer, Settled):
             why = answer.why
@@ -136,6 +161,8 @@ def pin_hint(cfg: ServerConfig, why: str) -> str:
     if why in (WHY_NEWEST, WHY_REMEMBERED, WHY_FOLDER_DEFAULT, WHY_BUNDLED) and cfg.model is None:
         return (f" (no --model: a newer artifact in {cfg.models_dir} replaces it; keep one with --model NAME, "
                 f"e.g. --model default, or model = \"NAME\" in the config)")
+    if why == WHY_CHOSEN:
+        return f" (it holds until another /kick/model: a new artifact in {cfg.models_dir} is listed, not served)"
     return ""
 
 

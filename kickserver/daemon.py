@@ -22,7 +22,7 @@ from typing import Any
 from kickmodel.generator import Cancelled, StepPolicy
 
 from . import __version__
-from .catalog import WHY_REMEMBERED, Catalog, Settled, failed, pin_hint, signature
+from .catalog import WHY_CHOSEN, WHY_REMEMBERED, Catalog, Settled, failed, pin_hint, signature
 from .config import ServerConfig, ServerConfigError, load_config
 from .frontend import MODELS_WAIT_S, FrontEnd, is_loopback_host
 from .jobs import Answer, warm_up
@@ -104,7 +104,7 @@ class Server:
             try:
                 gen = load_generator(path, self.device)
             except ArtifactError as e:
-                if why != WHY_REMEMBERED:
+                if why not in (WHY_REMEMBERED, WHY_CHOSEN):  # at start, chosen is remembered too
                     raise
                 # a broken memory (the remembered file is now truncated or invalid) must not keep the daemon down
                 log.warning("the model that served last (%s) does not load (%s); serving the configured one",
@@ -142,8 +142,9 @@ class Server:
                              software=f"kickserver {__version__}", threads=worker_threads,
                              policy=_step_policy(cfg), capture=cfg.render_capture)
         self.worker.start()
-        # --model pins what is served: a new artifact in the folder is listed, not swapped in
-        self.loader = ModelLoader(self.device, self._hand_over, failed, pinned=cfg.model)
+        # --model pins what is served, and so does a remembered /kick/model choice: a new artifact in the folder is
+        # listed, not swapped in
+        self.loader = ModelLoader(self.device, self._hand_over, failed, pinned=cfg.model or catalog.held())
         self.loader.on_checked = self.front.routes.answer_listings
         self.loader.start()
         if catalog.sig is not None:
@@ -285,18 +286,21 @@ class Server:
         logging.getLogger().setLevel(new.log_level.upper())
         self.cfg, self.config_path = new, path
         _warn_open_allow(new)
-        self.loader.pinned = new.model
+        # the configured model wins; with none, a /kick/model choice holds (on the same models folder)
+        held = self.catalog.held() if new.model is None and new.models_dir == old.models_dir else None
+        self.loader.pinned = new.model or held
         self.catalog.set_config(new)
         self.loader.watch(new.models_dir)
         self.loader.check_folder(new.models_dir)
         settling = None
         try:
-            mpath, name = resolve_model(new.models_dir, new.model)
+            mpath, name = resolve_model(new.models_dir, new.model or held)
         except ModelNotFound as e:
             log.error("SIGHUP: %s; keeping %s", e, w.model_name)
         else:
             if self.catalog.changed(mpath, name, w.model_name):
-                settling = Settled(self.catalog.configured_why(new, mpath, name))
+                why = WHY_CHOSEN if held and name == held else self.catalog.configured_why(new, mpath, name)
+                settling = Settled(why)
                 self.loader.request(mpath, name, settling)
             else:
                 log.info("SIGHUP: model %s unchanged; not reloading it", name)

@@ -13,15 +13,17 @@ torch.set_num_threads(int(os.environ.get("KICK_TEST_THREADS", "1")))
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache(tmp_path_factory):
-    """kicktrain's shared prepared-data cache goes under the test session's temp folder, not ~/.cache
-    (subprocesses inherit the variable)."""
-    old = os.environ.get("XDG_CACHE_HOME")
+    """kicktrain's shared prepared-data cache and the daemon's state files (kickserver.state) go under the test
+    session's temp folder, not ~/.cache and ~/.local/state (subprocesses inherit the variables)."""
+    old = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "XDG_STATE_HOME")}
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("xdg-state"))
     yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

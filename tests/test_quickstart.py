@@ -44,7 +44,7 @@ exit 0
 
 
 def run_quickstart(tmp_path: Path, torch: str, switch: str | None, cmd: str = "serve",
-                   env_extra: dict[str, str] | None = None) -> tuple[int, list[str], str]:
+                   env_extra: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> tuple[int, list[str], str]:
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     py = venv / "bin" / "python"
@@ -56,7 +56,7 @@ def run_quickstart(tmp_path: Path, torch: str, switch: str | None, cmd: str = "s
     if switch is not None:
         env["KICKSERVER_TORCH"] = switch
     env.update(env_extra or {})
-    r = subprocess.run(["bash", str(QUICKSTART), cmd], cwd=tmp_path, env=env, capture_output=True, text=True,
+    r = subprocess.run(["bash", str(QUICKSTART), cmd, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=60)
     calls = log.read_text().splitlines() if log.exists() else []
     return r.returncode, calls, r.stderr
@@ -64,6 +64,19 @@ def run_quickstart(tmp_path: Path, torch: str, switch: str | None, cmd: str = "s
 
 def pip_installs(calls: list[str]) -> list[list[str]]:
     return [shlex.split(c)[2:] for c in calls if c.startswith("-m pip install")]
+
+
+@pytest.mark.parametrize("args,served", [((), "--model default"), (("--port", "9100"), "--model default --port 9100"),
+                                         (("--model", "mine"), "--model mine"), (("--model=mine",), "--model=mine")])
+def test_serve_serves_the_bundled_model_it_names_and_says_so(tmp_path, args, served):
+    """Issue 32 item 13: `./quickstart.sh serve` ("the bundled model") served a half-trained export the daemon
+    remembered from its models folder. It pins the bundled model (--model default) and says so, unless the options
+    name a model themselves."""
+    rc, calls, err = run_quickstart(tmp_path, torch="cpu", switch=None, args=args)
+    assert rc == 0, err
+    assert calls[-1] == f"-m kickserver serve {served}", calls[-1]
+    said = "serving the bundled model (kickserver serve --model default" in err
+    assert said == served.startswith("--model default"), err
 
 
 def test_cpu_switch_installs_the_cpu_wheels_before_the_project(tmp_path):

@@ -51,7 +51,7 @@ def test_a_start_whose_remembered_model_is_gone_beside_a_nested_artifact(tmp_pat
 
 def test_a_nested_state_file_is_ignored_and_the_daemon_starts(tmp_path, tiny_artifact):
     models = models_folder(tmp_path / "models", tiny_artifact)
-    state.path_for(models).write_text("[" * 2048 + "]" * 2048)  # 4 KB
+    state.legacy_path_for(models).write_text("[" * 2048 + "]" * 2048)  # 4 KB
     with start_daemon(tmp_path, models, pin=False) as d:
         log = d.stderr_text()
         assert log.count("ignoring") == 1 and "too deeply nested" in log and "Traceback" not in log, log
@@ -60,7 +60,7 @@ def test_a_nested_state_file_is_ignored_and_the_daemon_starts(tmp_path, tiny_art
 
 def test_a_fifo_as_the_state_file_neither_hangs_the_start_nor_sigterm(tmp_path, tiny_artifact):
     models = models_folder(tmp_path / "models", tiny_artifact)
-    os.mkfifo(state.path_for(models))
+    os.mkfifo(state.legacy_path_for(models))
     with start_daemon(tmp_path, models, pin=False, ready_timeout=60) as d:
         assert "not a regular file" in d.stderr_text()
         d.signal(signal.SIGTERM)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -60,12 +61,49 @@ def test_the_status_and_the_log_say_why_a_model_serves(tmp_path):
         (a, p), = d.send("/kick/model", "default", timeout=60)
         assert (a, p) == ("/kick/model", ["default"])
         assert status(d)[4] == "chosen by /kick/model"
-    with start_daemon(tmp_path, models, pin=False) as d:
+    with start_daemon(tmp_path, models, pin=False) as d:  # the choice is remembered, as a choice (issue 32 item 13)
         p = status(d)
-        assert p[0] == "default" and p[4] == "remembered from the last run", p
-        assert d.wait_for_log("serving default: remembered from the last run", timeout=1), d.stderr_text()
+        assert p[0] == "default" and p[4] == "chosen by /kick/model", p
+        assert d.wait_for_log("serving default: chosen by /kick/model", timeout=1), d.stderr_text()
     with start_daemon(tmp_path, models, model="mine") as d:
         assert status(d)[4] == "pinned by --model"
+    with start_daemon(tmp_path, models, pin=False) as d:  # a pinned run served mine last: remembered, not chosen
+        p = status(d)
+        assert p[0] == "mine" and p[4] == "remembered from the last run", p
+        assert d.wait_for_log("serving mine: remembered from the last run", timeout=1), d.stderr_text()
+
+
+@pytest.mark.parametrize("serving", ["another model", "the same model"])
+def test_a_choice_holds_when_a_fit_exports_and_across_a_restart(tmp_path, serving):
+    """Issue 32 item 13: `/kick/model default` answered "chosen by /kick/model", yet a running fit's next export
+    (a new artifact in the models folder of a daemon without --model) was swapped in minutes later, and remembered,
+    so the next start served the half-trained model. A choice holds until the next one: the export is listed, not
+    served, here and after a restart. "the same model": the choice of the model already serving (answered at once)."""
+    models = tmp_path / "share" / "models"
+    with start_daemon(tmp_path, models, pin=False) as d:
+        if serving == "another model":
+            drop(make_artifact(tmp_path / "mine.safetensors", seed=5), models / "mine.safetensors")
+            wait_status(d, "mine", 10)
+        (a, p), = d.send("/kick/model", "default", timeout=60)
+        assert (a, p) == ("/kick/model", ["default"])
+        drop(make_artifact(tmp_path / "fit.safetensors", seed=6), models / "fit.safetensors")  # the fit's export
+        assert d.wait_for_log("model fit is ready in", timeout=20), d.stderr_text()
+        p = status(d)
+        assert p[0] == "default" and p[4] == "chosen by /kick/model", p
+        (a, names), = d.send("/kick/models", timeout=10)
+        assert "fit" in names, names  # listed: the musician can choose it
+    with start_daemon(tmp_path, models, pin=False) as d:
+        p = status(d)
+        assert p[0] == "default" and p[4] == "chosen by /kick/model", p
+        drop(make_artifact(tmp_path / "fit2.safetensors", seed=7), models / "fit.safetensors")  # its next export
+        assert d.wait_for_log("model fit is ready in", timeout=20), d.stderr_text()
+        assert status(d)[:1] == ["default"]
+        d.signal(signal.SIGHUP)  # a reload without a configured model keeps the choice
+        assert d.wait_for_log("SIGHUP: model default unchanged", timeout=30), d.stderr_text()
+        assert status(d)[::4] == ["default", "chosen by /kick/model"]
+        (a, p), = d.send("/kick/model", "fit", timeout=60)  # until the musician chooses again
+        assert (a, p) == ("/kick/model", ["fit"])
+        assert status(d)[4] == "chosen by /kick/model"
 
 
 # ---------------------------------------------------------------- item 5: a missing model
