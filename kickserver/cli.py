@@ -77,7 +77,8 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-files", dest="max_files", type=int, metavar="N",
                    help="keep at most N generated kicks in --out (oldest removed first)")
     p.add_argument("--max-mb", dest="max_mb", type=float, metavar="MB",
-                   help="keep generated kicks in --out under MB megabytes (oldest removed first)")
+                   help="keep generated kicks in --out under MB megabytes, oldest removed first (default 1024; "
+                        "0: no budget)")
     p.add_argument("--queue-limit", dest="queue_limit", type=int, metavar="N",
                    help="kicks that may wait; past that requests get 'busy' (default 64)")
     p.add_argument("--client-queue-limit", dest="client_queue_limit", type=int, metavar="N",

@@ -60,6 +60,9 @@ class ServerConfigError(ValueError):
 
 
 
+DEFAULT_MAX_MB = 1024.0  # keep generated kicks under 1 GB in the output folder unless told otherwise (about 7,000)
+
+
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -73,7 +76,8 @@ class ServerConfig:
     allow: list[str] = field(default_factory=list)
     read_roots: list[str] = field(default_factory=list)
     max_files: int | None = None
-    max_mb: float | None = None
+    # the output folder's disk budget (issue 32 item 5: off by default, one address wrote 24.9 MB in 45 s); 0: none
+    max_mb: float | None = DEFAULT_MAX_MB
     queue_limit: int = 64  # kicks waiting at most; past that a request is refused with "busy"
     client_queue_limit: int = 32  # kicks one host (source address, all its ports together) may have waiting
     max_batch: int = 8  # kicks generated together on the device
@@ -120,8 +124,10 @@ class ServerConfig:
                 raise bad(f"allow: {a!r} is not a network (CIDR such as 192.168.1.0/24)") from None
         if self.max_files is not None and self.max_files < 1:
             raise bad(f"max_files must be >= 1, got {self.max_files}")
-        if self.max_mb is not None and not self.max_mb > 0:
-            raise bad(f"max_mb must be > 0, got {self.max_mb}")
+        if self.max_mb is not None and not self.max_mb >= 0:
+            raise bad(f"max_mb must be >= 0 (0: no disk budget, keep every kick), got {self.max_mb}")
+        if self.max_mb == 0:
+            self.max_mb = None  # no budget: no ledger, nothing pruned
         if self.queue_limit < 1:
             raise bad(f"queue_limit must be >= 1, got {self.queue_limit}")
         if self.client_queue_limit < 1:

@@ -657,6 +657,13 @@ def _osc_string(data: bytes, start: int) -> tuple[str, int] | None:
     return text, (end // 4 + 1) * 4
 
 
+# Routes that make work (a kick, a fit, a model load) must carry the OSC type tag string, which OSC 1.0 makes
+# mandatory (issue 32 item 5: a 16-byte /kick/generate without one made a 135 KB kick); python-osc, liblo, Max's
+# [udpsend] and Pd's [oscformat] always send it. Address-only queries (/kick/ping, /kick/status ...) are still read
+# without one, as OSC 1.0's predecessors sent them.
+NEEDS_TAGS = frozenset({GENERATE, VARIATION, INTERPOLATE, NEAR, LOCATE, MODEL})
+
+
 def decode_message(data: bytes) -> tuple[str, list[Any]]:
     """One OSC message as (address, arguments). The type tag string is read here first: a tag this server does
     not decode refuses the whole message (RequestError, id -1) instead of being dropped by python-osc."""
@@ -664,6 +671,10 @@ def decode_message(data: bytes) -> tuple[str, list[Any]]:
     if head is None:
         raise Malformed("not a valid OSC message (its address is not a terminated string)", ("malformed OSC",))
     address, i = head
+    if i >= len(data) and address in NEEDS_TAGS:
+        raise Malformed(f"{clip(address, 60)} has no OSC type tag string (OSC 1.0 requires one, even with no "
+                        f"arguments: ','); send it with type tags, as OSC libraries, Max and Pd do",
+                        ("no type tag string", "no type tags"))
     if i < len(data):
         tags = _osc_string(data, i)
         if tags is None or not tags[0].startswith(","):

@@ -301,7 +301,10 @@ class KickWriter:
                     log.warning("cannot remove old kick %s (%s)", path, e.strerror or e)
             self._ledger_dirty = True
         if removed:
-            log.info("retention removed %d old kick(s)", len(removed))
+            keep = [f"at most {self.max_files} kicks (max_files)"] if self.max_files is not None else []
+            keep += [f"under {self.max_mb:g} MB (max_mb; 0 keeps every kick)"] if self.max_mb is not None else []
+            log.info("retention removed %d old kick(s) from %s, oldest first (%s): it keeps %s", len(removed),
+                     self.out_dir, ", ".join(removed[:3]) + (", ..." if len(removed) > 3 else ""), " and ".join(keep))
         self.save_ledger()
         return removed
 

@@ -168,3 +168,45 @@ def test_senders_outside_allow_cannot_grow_the_daemons_memory(caplog):
     assert len(front._dropped) <= 4096, len(front._dropped)
     lines = [r for r in caplog.records if "not in --allow" in r.getMessage() or "outside --allow" in r.getMessage()]
     assert len(lines) <= 1000 + 20, len(lines)
+
+
+# ---------------------------------------------------------------- item 5: type tags, and a disk budget by default
+
+
+def test_work_needs_type_tags_and_the_output_folder_has_a_disk_budget_by_default(tmp_path, tiny_artifact):
+    """Issue 32 item 5: a 16-byte /kick/generate without a type tag string made a kick (8,400x its size on disk), and
+    retention was off unless configured. Now it is refused with one short /kick/error and makes nothing, while
+    /kick/ping without one is still answered; with no retention option the output folder has a budget (the ledger
+    is kept), and a prune says in the log what it removed, from where, and what it keeps."""
+    models = models_folder(tmp_path / "models", tiny_artifact)
+    with start_daemon(tmp_path, models, model="tiny") as d:
+        s = _sock()
+        try:
+            s.sendto(b"/kick/generate\0\0", (d.host, d.port))
+            s.settimeout(5)
+            data, _ = s.recvfrom(65536)
+            (address, (named, why)), = parse_replies(data)
+            assert address == "/kick/error" and named == -1 and "type tag" in why, why
+            assert len(data) <= 5 * 16 // 2, len(data)
+            s.sendto(b"/kick/ping\0\0", (d.host, d.port))
+            data, _ = s.recvfrom(65536)
+            assert parse_replies(data)[0][0] == "/kick/pong"
+            (address, _), = ask(d, s, "/kick/generate", "steps", 2, timeout=60)
+            assert address == "/kick/done"
+        finally:
+            s.close()
+        kicks = sorted(d.out_dir.glob("kick_*.wav"))
+        assert len(kicks) == 1, kicks
+        assert wait_until(lambda: (d.out_dir / ".kickserver-ledger.json").is_file(), timeout=10), \
+            "no disk budget by default: retention off"
+    with start_daemon(tmp_path, models, model="tiny", extra_args=["--max-mb", "0.03"]) as d:
+        s = _sock()
+        try:
+            for seed in (1, 2, 3):
+                (address, _), = ask(d, s, "/kick/generate", "steps", 2, "seed", seed, timeout=60)
+                assert address == "/kick/done"
+        finally:
+            s.close()
+        assert d.wait_for_log("retention removed", timeout=10), d.stderr_text()
+        line = next(x for x in d.stderr_text().splitlines() if "retention removed" in x)
+        assert str(d.out_dir) in line and "kick_" in line and "under 0.03 MB (max_mb" in line, line
