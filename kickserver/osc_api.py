@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -251,15 +252,43 @@ def as_int(key: str, v: Any, lo: int, hi: int, id: int = NO_ID) -> int:
     return v
 
 
+def _f32(v: float) -> float:
+    """v rounded to float32, the precision of an OSC 'f' argument (infinite past float32's range)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:
+        return math.copysign(math.inf, v)
+
+
+def _within(v: float, lo: float, hi: float) -> float | None:
+    """v if it lies within lo..hi, compared in the wire's precision too: a bound as a float32 (the advertised
+    `decay_s 0.92` arrives as 0.92000002) counts as the bound, and v is clamped onto it; None when outside."""
+    if lo <= v <= hi:
+        return v
+    if min(lo, _f32(lo)) <= v <= max(hi, _f32(hi)):
+        return min(max(v, lo), hi)
+    return None
+
+
+def shown(v: float) -> str:
+    """v as it was received, for a refusal: the shortest decimal that reads back as it (in float32's precision for a
+    value a float32 holds), so 1.0000001 is never printed as an in-range `1`."""
+    if _f32(v) == v and math.isfinite(v):
+        digits = next(d for d in range(1, 10) if _f32(float(f"{v:.{d}g}")) == v)
+        return f"{v:.{max(digits, 6)}g}"  # at least :g's 6 digits, so 300 stays 300 (not 3e+02)
+    return f"{v:g}" if float(f"{v:g}") == v else repr(v)
+
+
 def as_float(key: str, v: Any, lo: float, hi: float, id: int = NO_ID) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise RequestError(f"{key} must be a number, got {_describe(v)}", id)
     v = float(v)
     if not math.isfinite(v):
         raise RequestError(f"{key} must be a finite number, got {v!r}", id)
-    if not lo <= v <= hi:
-        raise RequestError(f"{key} must be within {lo:g}..{hi:g}, got {v:g}", id)
-    return v
+    got = _within(v, lo, hi)
+    if got is None:
+        raise RequestError(f"{key} must be within {lo:g}..{hi:g}, got {shown(v)}", id)
+    return got
 
 
 def as_str(key: str, v: Any, id: int = NO_ID) -> str:
@@ -331,11 +360,12 @@ def _control(controls: dict[str, float], k: str, v: Any, limits: Limits, id: int
     unit = next((u for u in limits.units if u.name == k), None)
     if unit is not None:
         value = as_float(k, v, -math.inf, math.inf, id)
-        if not unit.lo <= value <= unit.hi:
+        got = _within(value, unit.lo, unit.hi)
+        if got is None:
             fix = f"send {k} {unit.lo:g}..{unit.hi:g}" + (f", or the dial {unit.dial} 0..1"
                                                            if unit.dial in limits.controls else "")
-            raise RequestError(f"{k} must be within {unit.lo:g}..{unit.hi:g}, got {value:g}: {fix}", id)
-        controls[k] = value
+            raise RequestError(f"{k} must be within {unit.lo:g}..{unit.hi:g}, got {shown(value)}: {fix}", id)
+        controls[k] = got
         return True
     if k in limits.other_units:
         if not limits.controls and not limits.units:

@@ -138,6 +138,28 @@ def test_the_daemon_refuses_units_clearly(daemon, address, first):
     assert daemon.alive()
 
 
+def test_the_advertised_maximum_is_taken_as_a_float32_and_a_refusal_prints_what_came(daemon):
+    """Issue 32 item 11: the advertised maximum (`decay_s 0.92` for the shipped kick-synth model; 0.33 for this one)
+    sent as a float32 (0.92000002) was refused, and a dial of float32 1.0000001 was refused with "got 1", a value in
+    range. The bound is compared in the wire's precision; a refusal prints the value received."""
+    import re
+    import struct
+
+    def f32(v: float) -> float:
+        return struct.unpack("<f", struct.pack("<f", v))[0]
+
+    _, reason = refused(daemon, "/kick/generate", "decay_s", 10.0, "id", 12)
+    hi = float(re.search(r"decay_s must be within 0\.05\.\.([0-9.]+),", reason).group(1))
+    assert f32(hi) > hi, hi  # what this test is about: the bound's float32 lies above it
+    path, = dones(daemon, "/kick/generate", "seed", 4, "decay_s", ("f", hi), "id", 13)
+    with sf.SoundFile(path) as f:
+        assert f"decay_s={hi:.4f}" in f.comment, f.comment  # taken as the bound itself
+    assert refused(daemon, "/kick/generate", "decay", ("f", f32(1.0000001)), "id", 14) == (
+        14, "decay must be within 0..1, got 1.0000001")
+    assert refused(daemon, "/kick/generate", "decay_s", ("f", f32(hi + 0.01)), "id", 15)[1].startswith(
+        f"decay_s must be within 0.05..{hi:g}, got {hi + 0.01:g}: ")
+
+
 def test_a_model_without_units_refuses_them_naming_what_it_takes(daemon):
     try:
         assert daemon.send("/kick/model", "latent", timeout=60) == [("/kick/model", ["latent"])]
