@@ -15,7 +15,7 @@ dB: the descriptors the model was conditioned on). Per control:
   value, against how far the control's own descriptor moves, both in dial units (each descriptor
   through its training quantiles with `to_dial`, so 1.0 is the whole training range).
 
-Targets (issue 13): r >= 0.8; median at 0.1 <= the 20th percentile and at 0.9 >= the 80th; every other
+Targets: r >= 0.8; median at 0.1 <= the 20th percentile and at 0.9 >= the 80th; every other
 descriptor moves less than a third as much as the control's own. With --guidance W,...: the whole
 sweep again at each classifier-free guidance scale (models whose generator declares GUIDANCE, the diffusion
 families, read it from `gen.guidance`),

@@ -1,4 +1,4 @@
-"""Every GPU measurement of issues 24 and 33 in one call of at most 8 minutes, for the day a GPU is lent.
+"""Every GPU target measured in one call of at most 8 minutes, for the day a GPU is lent.
 
     python -m bench.gpu [--budget-s 480] [--out bench/results]      # refuses (exit 2) without a CUDA GPU
 
@@ -55,15 +55,15 @@ LOOP_STEPS = 40
 CAPTURE_MODES = ("compile", "graphs")  # kickmodel.capture's modes beside eager
 DAEMON_CAPTURES = ("off", "auto")  # eager beside what the daemon does by default, in one run
 DAEMON_REPS = 30
-DAEMON_TARGETS_S = {"cuda": {1: 0.015, 8: 0.025}}  # issue 24: one kick <= 15 ms median end to end, eight <= 25 ms
-RESIDENT_TARGET_MB = 1024.0  # issue 24: the daemon's resident VRAM <= 1 GB
+DAEMON_TARGETS_S = {"cuda": {1: 0.015, 8: 0.025}}  # one kick <= 15 ms median end to end, eight <= 25 ms
+RESIDENT_TARGET_MB = 1024.0  # the daemon's resident VRAM <= 1 GB
 PLAN_BUDGETS_GB = (None, 2.0, 0.5)  # the default, and two --vram-budget values that should force memory tricks
-DEFAULT_VS_NAIVE_TARGET = 0.95  # issue 24: with room, the default loop at least as fast as the naive one (5 % noise)
-LOOP_RATIO_TARGET = 0.70  # issue 24: the real loop >= 70 % of its network's samples/s on a GPU
+DEFAULT_VS_NAIVE_TARGET = 0.95  # with room, the default loop at least as fast as the naive one (5 % noise)
+LOOP_RATIO_TARGET = 0.70  # the real loop >= 70 % of its network's samples/s on a GPU
 LOOP_VRAM_TARGET_MB = {("latent_diffusion", "small"): DESIGN_POINT_GB * 1000, ("latent_diffusion", "base"): 2048.0}
-BATCH_RATIO_TARGET = 2.0  # eight kicks within 2x one kick's time on a GPU (issue 33)
+BATCH_RATIO_TARGET = 2.0  # eight kicks within 2x one kick's time on a GPU
 CUSTOM_TRAIN_S = 45.0  # training wall time of the custom section (its clock also counts start-up, export, swap)
-CUSTOM_TARGET_S = {"cuda": 120.0}  # issue 24: 20 kicks -> a model served by a running daemon in <= 2 minutes
+CUSTOM_TARGET_S = {"cuda": 120.0}  # 20 kicks -> a model served by a running daemon in <= 2 minutes
 
 
 class Deadline:
@@ -149,7 +149,7 @@ def loop_section(device: str, families, preset_name: str, steps: int, data: list
     the objective's preparation and all) for `steps` steps, its peak VRAM, and beside it the network alone
     (bench/train_speed.measure: the same batch, micro-batch, precision and checkpointing the loop chose, on a
     fixed batch already on the device): loop_vs_network = the share of the network's speed the loop reaches
-    (issue 24's target: >= LOOP_RATIO_TARGET on a GPU)."""
+    (target: >= LOOP_RATIO_TARGET on a GPU)."""
     from bench.train_speed import measure
     from kickmodel.families import preset
     from trainer.train import FitOptions, fit
@@ -339,7 +339,7 @@ def custom_section(device: str, budget_s: float = CUSTOM_TRAIN_S, quick: bool = 
 
 
 def summary(payload: dict) -> list[dict]:
-    """Issue 24's targets, one row each: what was measured in this run and whether it met the target (None: not
+    """The GPU targets, one row each: what was measured in this run and whether it met the target (None: not
     measured, e.g. skipped for time or failed)."""
     out = []
 

@@ -49,7 +49,7 @@ if not __package__:  # `python bench/latency.py`: the suite's own package is not
 from bench import common  # noqa: E402
 
 NAME = "osc"
-TARGETS = {"cpu": {1: 0.5, 8: 2.0}, "cuda": {1: 0.015, 8: 0.025}}  # cuda: issue 24
+TARGETS = {"cpu": {1: 0.5, 8: 2.0}, "cuda": {1: 0.015, 8: 0.025}}  # median s end to end per count
 REPS = 50
 BURST_CLIENTS = 4
 BURST_REQUESTS = 20

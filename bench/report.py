@@ -241,7 +241,7 @@ def section_custom(d: dict, img: Path, page: Path) -> str:
 def section_gpu(d: dict, img: Path, page: Path) -> str:
     skip = [("error", "error", ""), ("skipped", "skipped", "")]
     targets = [("what", "target", ""), ("value", "measured", ""), ("met", "met", "")]
-    text = "Issue 24's targets:\n\n" + md_table(d.get("targets", []), targets)
+    text = "The GPU targets:\n\n" + md_table(d.get("targets", []), targets)
     text += "\n\nThe daemon end to end, eager (`--render-capture off`) beside the default (`auto`):\n\n" + md_table(
         d.get("daemon", []), [("capture", "capture", ""), ("count", "kicks", "d"), ("median_s", "median s", ".4f"),
                               ("p95_s", "p95 s", ".4f"), ("reserved_mb", "reserved MB", ".0f"),

@@ -29,7 +29,7 @@ count, the procedural synth; generated and synth kicks finished like the daemon'
 - body_hf_db: `trainer.evaluation.measures.body_haze_db`, energy 1..8 kHz over 30..200 ms after the onset, dB re
   the clip's total energy in that window (kicktrain eval shows it against the real kicks' as "haze
   dB"): the noisy haze over a body that should be a clean low tone. Its median is "the haze
-  figure" of the model card and of issue 11 (the bundled model of 2026-12-03: -43 dB against the real
+  figure" of the model card (the bundled model of 2026-12-03: -43 dB against the real
   held-out kicks' -54 dB, 11 dB too much haze; the target is within 2 dB of the real kicks' median).
 
 Three columns describe a set as a whole:

@@ -1,4 +1,4 @@
-"""Attacks on a running daemon over loopback, measured (issue 22, items 14 to 16).
+"""Attacks on a running daemon over loopback, measured before and after their fixes (the README's items 14-16).
 
     python -m bench.studies.attacks                       # every measurement against this tree's daemon
     python -m bench.studies.attacks --only flood,amplify  # some of them

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Mel-VAE variants side by side on one GPU (issue 11): each VAE trains for T1 s, then latent diffusion over each
+# Mel-VAE variants side by side on one GPU: each VAE trains for T1 s, then latent diffusion over each
 # for T2 s (fits stopped by SIGTERM, which saves a checkpoint), exported with the shipped sampling settings, then
 # bench/studies/vae_pitch_check.py (reconstructions and generated kicks) and `kicktrain eval`. Artifacts come back split
 # in 15 MB parts under $OUT (the device tool returns files of at most 16 MB). Ran 2026-12-04 on one H200:

@@ -11,8 +11,8 @@ reads its idle VmRSS, then for each rate writes a 0.2 s 16-bit WAV (a few KB) in
 the daemon's peak RSS (/proc/PID/clear_refs 5), sends /kick/variation with it and reads VmHWM after the reply.
 --limit-gb caps the daemon's address space (prlimit) above its size at idle, so a version that blows up fails
 instead of taking the machine. `artifact` writes a mel-VAE artifact whose config asks for a 192000-sample
-clip at mel hop 16, n_fft 8192 and 256 mels (issue 22 item 12) and times `check_artifact` on it in a fresh
-process. Figures go to stdout (docs/daemon.md quotes them).
+clip at mel hop 16, n_fft 8192 and 256 mels (203 KB that would cost 1.8 TFLOP and 2 GB a kick; it used to
+be accepted) and times `check_artifact` on it in a fresh process. Figures go to stdout (docs/daemon.md quotes them).
 """
 
 from __future__ import annotations
@@ -140,8 +140,8 @@ for what in ("first check", "again"):
 def artifact(args: argparse.Namespace) -> None:
     import torch
 
-    from kickmodel.loading import save_artifact
     from kickmodel.families import get_family, preset
+    from kickmodel.loading import save_artifact
 
     cfg = preset("tiny", "mel_vae")
     cfg = cfg.replace("data", length=192000).replace("mel", hop=16, n_fft=8192, n_mels=256)

@@ -63,10 +63,10 @@ def front_end(vae_path: Path | None, batch: int, repeats: int) -> dict:
 def latent_cache(vae_path: Path | None, batch: int, repeats: int) -> dict:
     import torch
 
-    from kickmodel.loading import load_artifact
     from kickmodel.config import AugmentConfig, ConditioningConfig
     from kickmodel.families import preset
     from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.loading import load_artifact
     from trainer.recipes.latent_diffusion import LatentObjective
     from trainer.synth import synth_batch
 

@@ -48,8 +48,8 @@ def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log) -> np.ndarra
 
 
 def griffin_lim_route(clips: np.ndarray, artifact: Path) -> np.ndarray:
-    from kickmodel.loading import load_artifact
     from kickmodel.families.mel_vae.generator import build_parts
+    from kickmodel.loading import load_artifact
 
     front, _, inverter = build_parts(load_artifact(artifact), torch.device("cpu"))
     with torch.inference_mode():

@@ -6,7 +6,7 @@
 Each target is asked of --n kicks (seeds 0..n-1, nothing else given), rendered as the daemon renders them
 (gen.render, finished, at the model's rate) and measured by kickmodel.descriptors.measure, the yardstick the
 training controls come from. Reported per target: the share within tolerance (pitch: 25 cents, decay: 10 %,
-click: 2 dB) with its 95 % bootstrap interval, and the median and worst error. Issue 23's target: a kick asked at
+click: 2 dB) with its 95 % bootstrap interval, and the median and worst error. The target: a kick asked at
 pitch_hz 43.65 measures within 25 cents in at least 95 % of kicks. Writes --out (default
 ~/.cache/kickserver/bench/unit_controls.json).
 """
