@@ -4,12 +4,15 @@
     art = load_artifact(path)                 # the validated artifact (weights on the CPU, configs parsed)
     check_artifact(path)                      # would it load? (reads the header only: listing models)
     save_artifact(path, tensors, cfg, ...)    # write, refusing what this reader would refuse
+    resolve_device("auto")                    # the device to load on: the first CUDA device, else the CPU
 
 What a family says of a file is read here, in this order, before any tensor is decoded: the family named by the
 metadata (the registry, kickmodel.families), its config and each part's parsed strictly, the parts a model of
 that config has, the size bounds (the family's limits, MAX_PARAMETERS, what one kick costs), the tensors' names and
 shapes against what the configs build on the meta device, and the kit map's latent size. Then the tensors are
-decoded (the format checks values and hashes) and the family builds its generator.
+decoded (the format checks values and hashes) and the family builds its generator. The format itself calls this
+reader (kickmodel.artifact.read_artifact(path, read_family)): it knows no family, only that a reader must say yes
+before it decodes.
 """
 
 from __future__ import annotations
