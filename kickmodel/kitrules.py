@@ -4,8 +4,9 @@ families call them.
 
 Conventions
 - A kit has `layers` velocity layers; layer i (0 = softest) sits at position p = (i + 1) / layers in (0, 1]: the
-  top layer is at 1 and IS the kick that was asked for (its numbers, its audio, untouched), the layers under it are
-  softer hits of the same drum. Velocities split evenly (kickserver.kitfiles.velocity_ranges).
+  top layer is at 1 and is the kick that was asked for (its numbers, its audio; a click-less kick with a beater, see
+  below), the layers under it are softer hits of the same drum. No hit peaks over the asked kick. Velocities split
+  evenly (kickserver.kitfiles.velocity_ranges).
 - Every layer is LEVEL_RANGE_DB * (1 - p) quieter than the top (layer_gain_db), applied to the finished kick after
   any peak normalisation (a family's finish step would undo a level set in its numbers).
 - Brightness falls with p by one of two rules:
@@ -14,8 +15,11 @@ Conventions
     to SYNTH_DRIVE_RATIO) and the pitch sweep's start (sweep, f_start / f_end - 1, down to SYNTH_SWEEP_FRACTION of
     it): synth_layer;
   - any finished kick (a model without such numbers): a gentle high shelf cut that deepens as the hit softens
-    (TILT_RANGE_DB at p = 0, shelf at TILT_HZ): audio_layer. Drive is not added: the top layer is the asked kick as
-    it is, and drive cannot be taken out of a finished kick for the softer ones.
+    (TILT_RANGE_DB at p = 0, shelf at TILT_HZ): audio_layer. A kick with almost no click of its own (under
+    BEATER_TOP_DB, as the bundled model's often are: nothing to cut) also gets a beater click, a short burst of
+    band-passed noise drawn per hit, BEATER_TOP_DB at the top and BEATER_RANGE_DB less at p = 0 (beater): its top
+    layer is then the asked kick with that beater. Drive is not added: drive cannot be taken out of a finished kick
+    for the softer layers, and the beater is what a harder hit adds.
 - Round robin r of a layer (0 = the layer's kick itself) is a small seeded variation of it:
   - with numbers: the click's level, centre and decay, the drive, the body's decay and the sweep's time move by
     a few per cent (synth_robin); the body's end pitch does not move, so a tuned kit stays tuned;
@@ -42,6 +46,13 @@ SYNTH_SWEEP_FRACTION = 0.5
 TILT_RANGE_DB = 12.0
 TILT_HZ = 1500.0
 TILT_Q = 0.707
+
+BEATER_TOP_DB = -30.0
+BEATER_RANGE_DB = 24.0
+BEATER_BAND_HZ = (2500.0, 9000.0)
+BEATER_TAU_S = 0.003
+BEATER_RISE_S = 0.0002
+BEATER_LENGTH_S = 0.03
 
 ROBIN_LEVEL_DB = 0.4
 ROBIN_TILT_DB = 1.0
@@ -154,12 +165,63 @@ def _gain(db: float) -> float:
     return 10.0 ** (db / 20.0)
 
 
-def audio_layer(x: np.ndarray, sample_rate: int, position: float) -> np.ndarray:
-    """The layer at position made from a finished kick x (the top layer): a high shelf of -TILT_RANGE_DB * (1 - p)
-    at TILT_HZ, then the layer's gain (layer_gain_db). The top layer comes back as x."""
+def audio_layer(x: np.ndarray, sample_rate: int, position: float, click: np.ndarray | None = None) -> np.ndarray:
+    """The layer at position made from a finished kick x (the top layer): x plus `click` (a beater, see beater; None:
+    none), through a high shelf of -TILT_RANGE_DB * (1 - p) at TILT_HZ, at x's peak at most, then at the layer's gain
+    (layer_gain_db). The top layer without a click comes back as x."""
     p = _check_position(position)
-    y = high_shelf(x, sample_rate, -TILT_RANGE_DB * (1.0 - p))
-    return (y * _gain(layer_gain_db(p))).astype(np.asarray(x).dtype, copy=False)
+    x = np.asarray(x)
+    y = x if click is None else _no_louder(x + click[: len(x)], x)
+    y = high_shelf(y, sample_rate, -TILT_RANGE_DB * (1.0 - p))
+    return (y * _gain(layer_gain_db(p))).astype(x.dtype, copy=False)
+
+
+def _no_louder(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """y scaled down to x's peak where it is over it."""
+    peak_x, peak_y = float(np.max(np.abs(x))), float(np.max(np.abs(y)))
+    return y * (peak_x / peak_y) if peak_y > peak_x > 0 else y
+
+
+def click_db(x: np.ndarray, sample_rate: int) -> float:
+    """A kick's click as the project measures it (kickmodel.descriptors: energy above 2 kHz in the first 15 ms over
+    the first 100 ms after the onset, dB, floored at -60)."""
+    from kickmodel.descriptors import measure
+
+    return float(measure(torch.from_numpy(np.asarray(x, dtype=np.float32)[None]), int(sample_rate))[0, 2])
+
+
+def beater(x: np.ndarray, sample_rate: int, position: float, seed: int, layer: int, robin: int,
+           own_click_db: float | None = None) -> np.ndarray | None:
+    """The beater click a hit of kick x at position gets, or None: a kick whose own click (click_db) reaches
+    BEATER_TOP_DB needs none (its shelf alone makes the layers' clicks rise); a softer-attacked one gets a burst of
+    noise (its own draw per layer and robin, so no two hits share a texture) in BEATER_BAND_HZ, rising in
+    BEATER_RISE_S and decaying with BEATER_TAU_S from the kick's onset, whose energy against the kick's first 100 ms
+    is BEATER_TOP_DB at the top and BEATER_RANGE_DB * (1 - p) less under it: a hard hit's beater, which a kick
+    without click lacks and a sampler's top layers need (issue 31: layers rise in click on every model)."""
+    p = _check_position(position)
+    x = np.asarray(x, dtype=np.float64)
+    own = click_db(x, sample_rate) if own_click_db is None else float(own_click_db)
+    if own >= BEATER_TOP_DB or not np.any(x):
+        return None
+    import torchaudio.functional as AF
+
+    peak = np.abs(x).max()
+    onset = max(int(np.argmax(np.abs(x) >= peak * 10 ** (-30 / 20))) - sample_rate // 1000, 0)
+    e100 = float(np.sum(x[onset:onset + sample_rate // 10] ** 2))
+    n = int(BEATER_LENGTH_S * sample_rate)
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(layer), int(robin), 2])
+    noise = rng.standard_normal(n)
+    lo, hi = BEATER_BAND_HZ
+    noise = _biquad(noise, lambda t: AF.highpass_biquad(t, int(sample_rate), lo, 0.707))
+    noise = _biquad(noise, lambda t: AF.lowpass_biquad(t, int(sample_rate), min(hi, 0.45 * sample_rate), 0.707))
+    t = np.arange(n) / sample_rate
+    burst = noise * (1 - np.exp(-t / BEATER_RISE_S)) * np.exp(-t / BEATER_TAU_S)
+    energy_db = BEATER_TOP_DB - BEATER_RANGE_DB * (1.0 - p)
+    burst *= np.sqrt(e100 * 10 ** (energy_db / 10) / max(float(np.sum(burst ** 2)), 1e-30))
+    out = np.zeros(len(x))
+    end = min(onset + n, len(x))
+    out[onset:end] = burst[: end - onset]
+    return out
 
 
 def _phase_hz(theta: float) -> float:
@@ -215,14 +277,18 @@ def distinct_robins(robins: Sequence[np.ndarray], sample_rate: int, seed: int,
 
 
 def audio_kit(x: np.ndarray, sample_rate: int, layers: int, robins: int, seed: int) -> list[list[np.ndarray]]:
-    """A kit's hits [layer][robin] (softest layer first) from one finished kick x, the top layer's first robin, by
-    the audio rules: audio_layer for each layer, then audio_robin for its robins, made distinct."""
+    """A kit's hits [layer][robin] (softest layer first) from one finished kick x by the audio rules: robin r of x
+    (audio_robin), plus the layer's beater when x has too little click of its own (beater), through the layer's
+    shelf and gain (audio_layer); each layer's robins made distinct. The top layer's first robin is x itself, or x
+    with its beater."""
     layers, robins = check_counts(layers, robins)
+    x = np.asarray(x)
+    own = click_db(x, sample_rate)
     out = []
-    for p in layer_positions(layers):
-        layer = audio_layer(x, sample_rate, p)
-        out.append(distinct_robins([audio_robin(layer, sample_rate, r, seed) for r in range(robins)], sample_rate,
-                                   seed))
+    for i, p in enumerate(layer_positions(layers)):
+        hits = [audio_layer(audio_robin(x, sample_rate, r, seed), sample_rate, p,
+                            beater(x, sample_rate, p, seed, i, r, own)) for r in range(robins)]
+        out.append(distinct_robins(hits, sample_rate, seed))
     return out
 
 

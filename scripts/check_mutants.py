@@ -60,9 +60,14 @@ MUTANTS = {
         ["tests/kickmodel/test_wav_smpl.py"]),
     "layer-without-tilt": (
         "kickmodel/kitrules.py",
-        "y = high_shelf(x, sample_rate, -TILT_RANGE_DB * (1.0 - p))",
-        "y = high_shelf(x, sample_rate, 0.0)",
+        "y = high_shelf(y, sample_rate, -TILT_RANGE_DB * (1.0 - p))",
+        "y = high_shelf(y, sample_rate, 0.0)",
         ["tests/kickmodel/test_kitrules.py"]),
+    "kit-without-beater": (
+        "kickmodel/kitrules.py",
+        "if own >= BEATER_TOP_DB or not np.any(x):",
+        "if True:",
+        ["tests/kickmodel/test_kit_shipped.py"]),
     "drumgizmo-power-per-robin": (
         "kickserver/kitfiles.py",
         'power=f"{power:g}")',

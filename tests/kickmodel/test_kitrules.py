@@ -21,9 +21,20 @@ KIT = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
 REAL = ["BJA_Pacific_BD_02.flac", "BJA_Pacific_BD_05.flac", "Audiophob_86335_zgump_tom_0105.flac"]
 
 
+def _ranks(v) -> np.ndarray:
+    """Ranks with ties sharing their mean rank (so a constant series has no order: its correlation is nan)."""
+    v = np.asarray(v, dtype=np.float64)
+    order = np.argsort(v, kind="stable")
+    r = np.empty(len(v))
+    r[order] = np.arange(len(v))
+    for x in np.unique(v):
+        r[v == x] = r[v == x].mean()
+    return r
+
+
 def spearman(a, b) -> float:
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    return float(np.corrcoef(ra, rb)[0, 1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
 
 
 def _real(name: str) -> np.ndarray:
@@ -153,7 +164,8 @@ def test_kit_builders():
     robins distinct, peaks rising over the layers."""
     x = _real(REAL[1])
     grid = kitrules.audio_kit(x, SR, 3, 2, seed=4)
-    assert [len(row) for row in grid] == [2, 2, 2] and np.array_equal(grid[-1][0], x)
+    top = kitrules.audio_layer(x, SR, 1.0, kitrules.beater(x, SR, 1.0, 4, 2, 0))  # the asked kick, with its beater
+    assert [len(row) for row in grid] == [2, 2, 2] and np.array_equal(grid[-1][0], top)
     assert all(kitrules.correlation(*row) < 0.99 for row in grid)
     peaks = [np.abs(row[0]).max() for row in grid]
     assert peaks[0] < peaks[1] < peaks[2]
@@ -167,3 +179,28 @@ def test_kit_builders():
         kitrules.synth_kit(synth, lambda numbers: _render(numbers[:1]), SR, 2, 3, seed=4)
     with pytest.raises(ValueError, match="robins 5"):
         kitrules.audio_kit(x, SR, 2, 5, seed=4)
+
+
+def _sine_kick(n: int = 22050) -> np.ndarray:
+    """A kick with no click at all: a decaying 55 Hz sine (click under the measure's -60 dB floor)."""
+    t = np.arange(n) / SR
+    return (0.89 * np.sin(2 * np.pi * 55 * t) * np.exp(-t / 0.12)).astype(np.float32)
+
+
+def test_a_kick_without_click_gets_a_beater_that_rises_with_the_hit():
+    x = _sine_kick()
+    assert kitrules.click_db(x, SR) == -60.0  # nothing a shelf could cut
+    grid = kitrules.audio_kit(x, SR, 8, 3, seed=2)
+    firsts = [row[0] for row in grid]
+    peak, click = _peak_click(firsts)
+    assert spearman(range(8), peak) >= 0.9 and spearman(range(8), click) >= 0.9, (peak, click)
+    assert click[-1] == pytest.approx(kitrules.BEATER_TOP_DB, abs=3.0)
+    assert all(np.abs(h).max() <= np.abs(x).max() + 1e-6 for row in grid for h in row)  # none louder than asked
+    assert all(h[0] == 0.0 for row in grid for h in row)  # still silent before the onset
+    b = [kitrules.beater(x, SR, 1.0, 2, 7, r) for r in range(3)]
+    assert max(kitrules.correlation(b0, b1) for b0, b1 in itertools.combinations(b, 2)) < 0.5  # a draw per hit
+    # a kick with a click of its own gets none: its top layer is the asked kick, untouched
+    clicky = _render([_synth_params()])[0]
+    assert kitrules.click_db(clicky, SR) > kitrules.BEATER_TOP_DB
+    assert kitrules.beater(clicky, SR, 1.0, 2, 7, 0) is None
+    assert np.array_equal(kitrules.audio_kit(clicky, SR, 2, 2, seed=2)[-1][0], clicky)
