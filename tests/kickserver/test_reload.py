@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
-from daemon_util import make_artifact, models_folder, start_daemon
+from daemon_util import make_artifact, models_folder, start_daemon, wait_until
 from safetensors.torch import load_file, save_file
 
 from kickmodel.artifact import read_metadata
@@ -201,6 +201,16 @@ def test_sighup_rereads_config(daemon):
     assert daemon.alive() and status_model(daemon) == "tiny"
 
 
+def ledger_names(out_dir: Path) -> list[str]:
+    """The kicks the retention ledger in out_dir lists ([] while it is not there, or is being replaced)."""
+    import json
+
+    try:
+        return [f["name"] for f in json.loads((out_dir / ".kickserver-ledger.json").read_text())["files"]]
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return []
+
+
 def test_sighup_changes_the_sample_rate_and_retention_between_batches(tmp_path, models_dir):
     """Through the daemon: a SIGHUP that changes sample_rate and max_files reaches the worker as one change
     (Worker.set_output, made by the writer thread): kicks asked after it are written at the new rate, with a header
@@ -219,6 +229,10 @@ def test_sighup_changes_the_sample_rate_and_retention_between_batches(tmp_path, 
         for _, p in replies:
             info = sf.info(p[1])
             assert info.samplerate == 48000 and abs(info.frames - frames * 48000 / 44100) < 1.5, (p[1], info)
+        # the ledger is saved (a temp file, then a rename) after the batch's replies, off their path: wait for that
+        # event, then look for temp files (checked at once, the ledger's .part was seen: issue 32 item 19)
+        names = {Path(p[1]).name for _, p in replies}
+        assert wait_until(lambda: names <= set(ledger_names(d.out_dir)), timeout=30), d.stderr_text()
         assert first.is_file() and not [x for x in d.out_dir.iterdir() if x.name.endswith(".part")]
         assert "cannot use the output folder" not in d.stderr_text()
 
