@@ -79,11 +79,15 @@ def check_pattern(pattern: str) -> str:
     return pattern
 
 
+KIT_PATTERN = "kit_{note}_{word}_{label}"
+
+
 def kick_name(label: str, decay_s: float, pitch_hz: float | None, click_db: float,
-              pattern: str = DEFAULT_PATTERN, time: str = "") -> str:
-    """The file name (with `.wav`) of a kick measured so, by pattern: `kick_A1_short_5513.wav`. Fields that come
-    out empty (an unmeasured pitch) drop with the separator before them; characters other than letters, digits and
-    `._+-` become `-`."""
+              pattern: str = DEFAULT_PATTERN, time: str = "", suffix: str = ".wav") -> str:
+    """The file name (with suffix, `.wav`) of a kick measured so, by pattern: `kick_A1_short_5513.wav`; a kit's
+    folder, named after its top kick: KIT_PATTERN and no suffix (`kit_A1_punchy_5513`). Fields that come out empty
+    (an unmeasured pitch) drop with the separator before them; characters other than letters, digits and `._+-`
+    become `-`."""
     check_pattern(pattern)
     note, cents = "", ""
     if pitch_hz is not None and not math.isfinite(float(pitch_hz)):
@@ -98,4 +102,4 @@ def kick_name(label: str, decay_s: float, pitch_hz: float | None, click_db: floa
         if not v:
             pattern = re.sub(r"[_\-. ]?\{" + k + r"(:[^}]*)?\}", "", pattern)
     name = _SAFE.sub("-", pattern.format(**values)).strip("-.") or "kick"
-    return name + ".wav"
+    return name + suffix

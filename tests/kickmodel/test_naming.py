@@ -36,6 +36,7 @@ def test_names():
     assert naming.kick_name("7", 0.4, midi_to_hz(35.2), -35.0, pattern="{note}{cents}_{word}_{label}_{time}",
                             time="20261205-083442") == "B1+20_punchy_7_20261205-083442.wav"
     assert naming.kick_name("7", 0.4, 55.0, -35.0, pattern="{word} {label}") == "punchy-7.wav"
+    assert naming.kick_name("5513", 0.4, 55.0, -35.0, pattern=naming.KIT_PATTERN, suffix="") == "kit_A1_punchy_5513"
     assert "#" not in "".join(naming.kick_name("1", 0.3, midi_to_hz(m), -35.0) for m in range(24, 60))
 
 
