@@ -395,21 +395,38 @@ def test_a_missing_folder_is_a_clear_error(tmp_path):
         write_kit(Kit("k", 36, SR, _simple_hits(1, 1)), tmp_path / "nowhere")
 
 
-@pytest.fixture
-def tiny_tmpfs(tmp_path):
-    """A 256 KiB tmpfs (root only; skipped where mount is not allowed), unmounted after the test."""
-    mnt = tmp_path / "tiny"
+def _tmpfs(mnt: Path, options: str):
+    """A tmpfs mounted on mnt with options (root only; the test is skipped where mount is not allowed), unmounted
+    after the test."""
     mnt.mkdir()
     if shutil.which("mount") is None or os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root and mount(8)")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mnt)], capture_output=True,
-                       text=True, timeout=30)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mnt)], capture_output=True, text=True,
+                       timeout=30)
     if r.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
     try:
         yield mnt
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 256 KiB filesystem."""
+    yield from _tmpfs(tmp_path / "tiny", "size=256k,mode=0755")
+
+
+@pytest.fixture
+def read_only_tmpfs(tmp_path):
+    """A filesystem nobody can write, root included (root ignores a folder's permission bits)."""
+    yield from _tmpfs(tmp_path / "ro", "ro,size=64k")
+
+
+def test_an_unwritable_folder_is_a_clear_error(read_only_tmpfs):
+    with pytest.raises(KitWriteError, match="cannot make a folder in the output folder.*Read-only") as e:
+        write_kit(Kit("k", 36, SR, _simple_hits(1, 1)), read_only_tmpfs)
+    assert e.value.errno == errno.EROFS and _leftovers(read_only_tmpfs) == []
 
 
 def test_a_full_disk_leaves_nothing(tiny_tmpfs):
