@@ -54,7 +54,7 @@ import numpy as np
 
 from kickmodel.fsutil import fsync_dir
 from kickmodel.kitrules import MAX_LAYERS, MAX_ROBINS, check_counts
-from kickmodel.notes import midi_to_hz, midi_to_name, note_to_midi
+from kickmodel.notes import midi_to_hz, midi_to_name, note_to_midi, parse_key
 from kickmodel.wavfile import encode_wav
 
 from .writer import publish
@@ -63,6 +63,7 @@ INSTRUMENT = "Kick"
 HYDROGEN_MAX_LAYERS = 16
 MAX_NAME = 64
 MAX_SECONDS = 10.0
+MAX_INFO = 200
 TEMP_SUFFIX = ".kitpart"
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
@@ -279,6 +280,11 @@ def kit_contents(kit: Kit) -> tuple[dict[str, bytes], KitFiles]:
     if not isinstance(kit.sample_rate, int) or not 8000 <= kit.sample_rate <= 192000:
         raise ValueError(f"kit sample rate {kit.sample_rate!r}: give a whole number of Hz in 8000..192000")
     midi = note_to_midi(kit.note)
+    if kit.key is not None:
+        kit = replace(kit, key=parse_key(kit.key).name)  # bounded and spelled one way: "F#m"
+    if not isinstance(kit.info, str) or len(kit.info) > MAX_INFO or "/" in kit.info or "\\" in kit.info:
+        raise ValueError(f"kit info {str(kit.info)[:MAX_INFO]!r}: give one line of at most {MAX_INFO} characters "
+                         "with no path (a file's name, not where it lies)")
     pitch = midi_to_hz(midi) if kit.pitch_hz is None else float(kit.pitch_hz)
     if not math.isfinite(pitch) or pitch <= 0:
         raise ValueError(f"kit pitch_hz {kit.pitch_hz!r}: give a positive pitch in Hz")

@@ -335,6 +335,11 @@ def test_hydrogen_keeps_16_layers_at_most(tmp_path):
     assert (tmp_path / "up" / "drumkit.xml").read_text().count("<layer>") == 16
 
 
+def test_the_key_is_spelled_one_way(tmp_path):
+    made = write_kit(Kit("keyed", "F#1", SR, _simple_hits(1, 1), key="f# minor"), tmp_path)
+    assert "for a song in F#m" in (made.folder / made.sfz).read_text()
+
+
 def test_one_layer_leaves_velocity_to_the_sampler(tmp_path):
     made = write_kit(Kit("one", "C2", SR, _simple_hits(1, 1)), tmp_path)
     sfz = (made.folder / made.sfz).read_text()
@@ -454,7 +459,8 @@ def test_a_killed_writers_temp_folder_is_swept(tmp_path):
     (dict(name="../up"), "kit name"), (dict(name=".hidden"), "kit name"), (dict(name="a/b"), "kit name"),
     (dict(name="x" * 65), "kit name"), (dict(name=""), "kit name"), (dict(note="H2"), "note"),
     (dict(note=128), "note"), (dict(sample_rate=100), "sample rate"), (dict(pitch_hz=-1.0), "pitch_hz"),
-    (dict(hits=[]), "no hits"),
+    (dict(hits=[]), "no hits"), (dict(key="H"), "key 'H'"), (dict(key="A" * 40), "longer than 16"),
+    (dict(info="source=/home/me/kick.wav"), "no path"), (dict(info="x" * 201), "at most 200"),
     (dict(hits=_simple_hits(2, 2)[:3]), "layer 1, robin 1 is missing"),
     (dict(hits=_simple_hits(1, 1) * 2), "given twice"),
     (dict(hits=_simple_hits(9, 1)), "layers 9"), (dict(hits=_simple_hits(1, 5)), "robins 5"),
