@@ -65,7 +65,7 @@ def latent_cache(vae_path: Path | None, batch: int, repeats: int) -> dict:
 
     from kickmodel.config import AugmentConfig, ConditioningConfig
     from kickmodel.families import preset
-    from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.families.mlp_denoiser import MLPDenoiser
     from kickmodel.loading import load_artifact
     from trainer.recipes.latent_diffusion import LatentObjective
     from trainer.synth import synth_batch
@@ -76,7 +76,7 @@ def latent_cache(vae_path: Path | None, batch: int, repeats: int) -> dict:
     off = AugmentConfig(**{f.name: 0.0 for f in dataclasses.fields(AugmentConfig) if f.name.endswith("_p")})
     cfg = preset("small", "latent_diffusion").with_section("augment", off).with_section(
         "conditioning", ConditioningConfig(controls=()))
-    net = LatentDenoiserNet(cfg.model, vae.config.vae.latent_dim, 0)
+    net = MLPDenoiser(cfg.model, vae.config.vae.latent_dim, 0)
     obj = LatentObjective(cfg, net, vae, torch.device("cpu"))
     clips = torch.from_numpy(synth_batch(81, seed=1, length=vae.config.data.length))  # the kit's training split
     opt = torch.optim.AdamW(net.parameters(), lr=1e-4)

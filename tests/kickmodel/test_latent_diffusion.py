@@ -194,13 +194,13 @@ def test_with_augmentation_off_each_clip_is_encoded_once(vaes, monkeypatch):
 
     from kickmodel.config import AugmentConfig
     from kickmodel.families import preset
-    from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.families.mlp_denoiser import MLPDenoiser
     from trainer.recipes.latent_diffusion import LatentObjective
 
     vae = load_artifact(vaes[0])
     off = AugmentConfig(**{f.name: 0.0 for f in dataclasses.fields(AugmentConfig) if f.name.endswith("_p")})
     cfg = preset("tiny", "latent_diffusion").with_section("augment", off)
-    net = LatentDenoiserNet(cfg.model, vae.config.vae.latent_dim, len(cfg.controls))
+    net = MLPDenoiser(cfg.model, vae.config.vae.latent_dim, len(cfg.controls))
     obj = LatentObjective(cfg, net, vae, torch.device("cpu"))
     clips = torch.from_numpy(synth_batch(5, seed=3, length=vae.config.data.length)).float()
     calls = []
@@ -223,10 +223,10 @@ def test_the_denoiser_takes_the_samplers_cpu_time_grid_to_the_networks_device():
 
     from kickmodel.diffusion import Denoiser
     from kickmodel.families import preset
-    from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.families.mlp_denoiser import MLPDenoiser
 
     cfg = preset("tiny", "latent_diffusion")
-    den = Denoiser.from_config(LatentDenoiserNet(cfg.model, 8, 3).to("meta"), cfg.diffusion)
+    den = Denoiser.from_config(MLPDenoiser(cfg.model, 8, 3).to("meta"), cfg.diffusion)
     for t in (torch.tensor(0.5), torch.full((2,), 0.5)):
         out = den(torch.zeros(2, 8, device="meta"), t)
         assert out.device.type == "meta" and out.shape == (2, 8)

@@ -15,12 +15,12 @@ def objective(tmp_path_factory):
     from daemon_util import make_artifact
 
     from kickmodel.families import preset
-    from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
+    from kickmodel.families.mlp_denoiser import MLPDenoiser
     from trainer.recipes.latent_diffusion import LatentObjective
 
     vae = load_artifact(make_artifact(tmp_path_factory.mktemp("vae") / "vae.safetensors", seed=1, family="mel_vae"))
     cfg = preset("tiny", "latent_diffusion")  # augmentation on: every batch is encoded
-    net = LatentDenoiserNet(cfg.model, vae.config.vae.latent_dim, len(cfg.controls))
+    net = MLPDenoiser(cfg.model, vae.config.vae.latent_dim, len(cfg.controls))
     obj = LatentObjective(cfg, net, vae, torch.device("cpu"))
     obj.fit_data(torch.from_numpy(synth_batch(6, seed=2, length=vae.config.data.length)).float())
     return obj

@@ -26,8 +26,8 @@ import torch
 from kickmodel.artifact import Artifact
 from kickmodel.config import Config, ConfigError
 from kickmodel.families.latent_diffusion.config import VAERefConfig
-from kickmodel.families.latent_diffusion.network import LatentDenoiserNet
 from kickmodel.families.mel_vae.generator import build_parts
+from kickmodel.families.mlp_denoiser import MLPDenoiser
 from kickmodel.loading import load_artifact
 
 from .base import Contents, FamilyOption, FitContext, Recipe, prefixed, unprefixed
@@ -38,7 +38,7 @@ VAE_FILE = "vae.safetensors"  # a run's own copy of the VAE it trains over, in i
 
 
 class LatentObjective(DiffusionObjective):
-    def __init__(self, cfg: Config, net: LatentDenoiserNet, vae_art: Artifact, device: torch.device) -> None:
+    def __init__(self, cfg: Config, net: MLPDenoiser, vae_art: Artifact, device: torch.device) -> None:
         super().__init__(cfg, net, parts=_parts(vae_art))
         self.vae_art = vae_art
         self.front, self.vae, _ = build_parts(vae_art, device)
@@ -219,7 +219,7 @@ class LatentDiffusionRecipe(Recipe):
 
     def objective(self, cfg: Config, ctx: FitContext) -> LatentObjective:
         vae_art = self.vae_artifact(cfg, ctx)
-        net = LatentDenoiserNet(cfg.model, vae_art.config_of("vae").vae.latent_dim, len(cfg.controls)).to(ctx.device)
+        net = MLPDenoiser(cfg.model, vae_art.config_of("vae").vae.latent_dim, len(cfg.controls)).to(ctx.device)
         return LatentObjective(cfg, net, vae_art, ctx.device)
 
     def artifact_contents(self, cfg: Config, weights: Mapping[str, torch.Tensor], ctx: FitContext) -> Contents:

@@ -23,7 +23,7 @@ from ...config import AugmentConfig, ConditioningConfig, Config, ConfigError, Da
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
 from ..base import Family
-from ..latent_diffusion.config import LatentNetConfig
+from ..mlp_denoiser import MLPDenoiserConfig
 from .config import SynthFitConfig
 
 CONTROLS = ("decay", "pitch", "click")
@@ -37,24 +37,24 @@ MAX_FIT_ITERS = 2000  # a fit's steps, each bounded here: a served model runs th
 class KickSynthFamily(Family):
     name = "kick_synth"
     summary = "a differentiable kick synthesiser whose numbers a diffusion prior generates (fitted to each kick)"
-    sections = {"model": LatentNetConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
+    sections = {"model": MLPDenoiserConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
                 "fit": SynthFitConfig}
     parts = ("denoiser",)
 
     def presets(self) -> dict[str, Config]:
         common = {"conditioning": ConditioningConfig(controls=CONTROLS), "diffusion": SYNTH_DIFFUSION,
                   "augment": NO_AUGMENT}
-        tiny = make_config(self.name, "tiny", data=DataConfig(length=4096), model=LatentNetConfig(width=32, blocks=2,
+        tiny = make_config(self.name, "tiny", data=DataConfig(length=4096), model=MLPDenoiserConfig(width=32, blocks=2,
                                                                                                  emb_dim=32),
                            sampling=SamplingConfig(steps=10, time_power=1.0),
                            fit=SynthFitConfig(iters=20, restart_iters=5, serve_iters=10),
                            train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5,
                                              val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9), **common)
-        small = make_config(self.name, "small", model=LatentNetConfig(width=256, blocks=4), sampling=SYNTH_SAMPLING,
+        small = make_config(self.name, "small", model=MLPDenoiserConfig(width=256, blocks=4), sampling=SYNTH_SAMPLING,
                             train=TrainConfig(batch_size=64, micro_batch=64, max_steps=3000, lr=5e-4, warmup_steps=100,
                                               sample_every=0, val_every=250, ckpt_every=500, ema_decay=0.995),
                             **common)
-        base = make_config(self.name, "base", model=LatentNetConfig(width=512, blocks=6), sampling=SYNTH_SAMPLING,
+        base = make_config(self.name, "base", model=MLPDenoiserConfig(width=512, blocks=6), sampling=SYNTH_SAMPLING,
                            fit=SynthFitConfig(iters=400, restart_iters=60),
                            train=TrainConfig(batch_size=128, micro_batch=128, max_steps=20000, lr=3e-4,
                                              sample_every=0), **common)

@@ -1,7 +1,7 @@
 """Family "latent_diffusion": the project's diffusion (schedules, samplers, guidance) in the latent space
 of a frozen mel-VAE artifact.
 
-Sections: `model` (LatentNetConfig), `diffusion`, `sampling`, `vae` (which VAE, by the content hash of
+Sections: `model` (MLPDenoiserConfig), `diffusion`, `sampling`, `vae` (which VAE, by the content hash of
 its vae part). The served artifact is one self-contained file: `denoiser` (with the latents'
 normalisation), `vae` and `inverter` copied from the VAE artifact, each with its config; a vae part
 whose hash is not the one the denoiser was trained with is refused. Its training (which VAE a run
@@ -19,7 +19,8 @@ from ...config import ConditioningConfig, Config, ConfigError, TrainConfig, with
 from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
 from ..base import Family
-from .config import LatentNetConfig, VAERefConfig
+from ..mlp_denoiser import MLPDenoiserConfig
+from .config import VAERefConfig
 
 CONTROLS = ("decay", "pitch", "click")
 # latents are normalised to unit spread: v-prediction, no STFT term (there is no audio here), x0 within
@@ -33,21 +34,21 @@ LATENT_SAMPLING = SamplingConfig(steps=10, time_power=0.35)
 class LatentDiffusion(Family):
     name = "latent_diffusion"
     summary = "diffusion in the latent space of a frozen mel-VAE, decoded by its decoder and inverter"
-    sections = {"model": LatentNetConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
+    sections = {"model": MLPDenoiserConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
                 "vae": VAERefConfig}
     parts = ("denoiser", "vae", "inverter")
 
     def presets(self) -> dict[str, Config]:
         cond = ConditioningConfig(controls=CONTROLS)
         common = {"conditioning": cond, "diffusion": LATENT_DIFFUSION}
-        tiny = make_config(self.name, "tiny", model=LatentNetConfig(width=32, blocks=2, emb_dim=32),
+        tiny = make_config(self.name, "tiny", model=MLPDenoiserConfig(width=32, blocks=2, emb_dim=32),
                            sampling=SamplingConfig(steps=10, time_power=1.0),
                            train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5,
                                              val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9), **common)
-        small = make_config(self.name, "small", model=LatentNetConfig(), sampling=LATENT_SAMPLING,
+        small = make_config(self.name, "small", model=MLPDenoiserConfig(), sampling=LATENT_SAMPLING,
                             train=TrainConfig(batch_size=64, micro_batch=64, max_steps=20000, lr=5e-4,
                                               sample_every=2000, val_every=500, ckpt_every=500), **common)
-        base = make_config(self.name, "base", model=LatentNetConfig(width=512, blocks=6), sampling=LATENT_SAMPLING,
+        base = make_config(self.name, "base", model=MLPDenoiserConfig(width=512, blocks=6), sampling=LATENT_SAMPLING,
                            train=TrainConfig(batch_size=128, micro_batch=64, max_steps=60000, lr=3e-4,
                                              mixed_precision="auto"), **common)
         return {"tiny": tiny, "small": small, "base": base}
@@ -78,7 +79,7 @@ class LatentDiffusion(Family):
 
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         from ..mel_vae import FAMILY as MEL_VAE
-        from .network import LatentDenoiserNet
+        from ..mlp_denoiser import MLPDenoiser
 
         vae_cfg = configs.get("vae")
         if vae_cfg is None or vae_cfg.family != "mel_vae":
@@ -88,7 +89,7 @@ class LatentDiffusion(Family):
         if (vae_cfg.data.sample_rate, vae_cfg.data.length) != (den_cfg.data.sample_rate, den_cfg.data.length):
             raise ConfigError("its denoiser and vae parts were made for different clips")
         mods = MEL_VAE.part_modules({"vae": vae_cfg})
-        mods["denoiser"] = LatentDenoiserNet(den_cfg.model, vae_cfg.vae.latent_dim, len(den_cfg.controls))
+        mods["denoiser"] = MLPDenoiser(den_cfg.model, vae_cfg.vae.latent_dim, len(den_cfg.controls))
         return mods
 
     def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list:

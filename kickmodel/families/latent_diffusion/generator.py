@@ -14,7 +14,7 @@ from ...diffusion import Denoiser
 from ...generator import ENCODE, Hook, Item
 from ..diffusion_common import DiffusionGenerator
 from ..mel_vae.generator import mel_codec
-from .network import LatentDenoiserNet
+from ..mlp_denoiser import MLPDenoiser
 
 
 class LatentDiffusionGenerator(DiffusionGenerator):
@@ -29,7 +29,7 @@ class LatentDiffusionGenerator(DiffusionGenerator):
                                 f"denoiser was trained in ({cfg.vae.sha256[:12]}...)")
         self.codec = mel_codec(artifact, device)
         dim = self.codec.latent_dim
-        net = LatentDenoiserNet(cfg.model, dim, len(cfg.controls))
+        net = MLPDenoiser(cfg.model, dim, len(cfg.controls))
         artifact.load_part(net, "denoiser")
         super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
         self.net = self.denoiser.net

@@ -1,17 +1,32 @@
-"""The latent denoiser: `net(z_t, t, cond=None, cond_mask=None)` over normalised VAE latents [B, D].
+"""The denoiser over one vector per kick, which two families share: `net(z_t, t, cond=None, cond_mask=None)` over
+normalised vectors [B, D] (latent diffusion: a mel-VAE's latents; kick-synth: the synth's numbers), a residual MLP
+whose blocks are modulated by the noise level and the controls (the U-Net's residual blocks with linear layers in
+place of convolutions: there is no time axis left to convolve). `MLPDenoiserConfig` is its config section (`model`).
 
-It also holds the latents' normalisation (per-dimension mean and spread of the training set's
-posterior means, measured once when a run starts): buffers, so they travel in checkpoints and in the
-artifact's `denoiser` part with the weights they belong to.
+It also holds the vectors' normalisation (per-dimension mean and spread of the training set's vectors, measured
+once when a run starts): buffers, so they travel in checkpoints and in the artifact's `denoiser` part with the
+weights they belong to.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from ..diffusion_common import timestep_embedding
-from .config import LatentNetConfig
+from .diffusion_common import timestep_embedding
+
+
+@dataclass(frozen=True)
+class MLPDenoiserConfig:
+    """The residual MLP's size: `width` of its hidden vector, `blocks` modulated residual blocks, `emb_dim` of the
+    noise level's and the controls' embedding, `dropout` inside each block."""
+
+    width: int = 256
+    blocks: int = 4
+    emb_dim: int = 128
+    dropout: float = 0.0
 
 
 class ResMLPBlock(nn.Module):
@@ -31,8 +46,8 @@ class ResMLPBlock(nn.Module):
         return h + self.fc2(self.drop(torch.nn.functional.silu(self.fc1(x))))
 
 
-class LatentDenoiserNet(nn.Module):
-    def __init__(self, cfg: LatentNetConfig, dim: int, n_controls: int) -> None:
+class MLPDenoiser(nn.Module):
+    def __init__(self, cfg: MLPDenoiserConfig, dim: int, n_controls: int) -> None:
         super().__init__()
         e = cfg.emb_dim
         self.cfg, self.dim, self.n_controls = cfg, dim, n_controls
