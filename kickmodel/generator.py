@@ -394,7 +394,12 @@ class GeneratorBase:
             # the source itself, not made again: levelled and faded as any kick but not filtered by the subsonic
             # filter a second time (a finished kick has had it; each pass turned its phase and took its low end down)
             raw = self._source_tensor(source, len(items)).float().cpu().numpy()
-            return self._finish(raw, sample_rate, highpass_hz=0.0)
+            # nor faded again: a kick the daemon wrote has had its rise and its tail fade, and a second 0.5 ms rise
+            # took up to -21 dB re peak off a steep attack (kick-synth; -34 dB the bundled model), a little more
+            # each pass; a clip that does not start from silence (a file cut at its attack) still gets the rise
+            peak = float(np.abs(raw).max()) if raw.size else 0.0
+            fade_in = 0.0 if raw.size and abs(float(raw[0, 0])) <= 1e-3 * peak else 0.5
+            return self._finish(raw, sample_rate, highpass_hz=0.0, fade_in_ms=fade_in, fade_ms=0.0)
         return self._finish(self._vary(source, strength, items, settings, hook or _no_hook), sample_rate)
 
     def morph(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item], settings: Settings, *,
@@ -436,12 +441,13 @@ class GeneratorBase:
             raise ValueError(f"model {self.name!r} (a {self.family} model) cannot {what}; what it can do: "
                              f"{', '.join(sorted(self.capabilities)) or 'fresh kicks only'}")
 
-    def _finish(self, raw: np.ndarray, sample_rate: int | None, highpass_hz: float = SUBSONIC_HZ) -> np.ndarray:
+    def _finish(self, raw: np.ndarray, sample_rate: int | None, highpass_hz: float = SUBSONIC_HZ,
+                fade_in_ms: float = 0.5, fade_ms: float = 20.0) -> np.ndarray:
         """The core every mode ends in: raw kicks at the model's rate, resampled to sample_rate (default: the model's)
         and finished (kickmodel.dsp.finish_kick)."""
         out_rate = int(sample_rate or self.sample_rate)
         return finish_kick(resample(np.asarray(raw, dtype=np.float32), self.sample_rate, out_rate), out_rate,
-                           highpass_hz=highpass_hz)
+                           highpass_hz=highpass_hz, fade_in_ms=fade_in_ms, fade_ms=fade_ms)
 
     def describe(self) -> dict:
         return {"name": self.name, "family": self.family, "sample_rate": self.sample_rate, "length": self.length,

@@ -14,6 +14,7 @@ Options of `serve` can also be set in a TOML config (`--config FILE`, default
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -41,6 +42,7 @@ SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device
 SEND_BASE_S = 10.0
 SEND_PER_KICK_STEP_S = 0.25
 SEND_DEFAULT_STEPS = 25
+MAX_MAP_PARTS = 4096  # /kick/map's parts a send waits for at most (a map holds at most 4096 kicks)
 
 
 def _setup_logging(level: str = "info") -> None:
@@ -85,6 +87,9 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
                    help="kicks one host (source address, all its ports together) may have waiting (default 32)")
     p.add_argument("--reply-rate-kb", dest="reply_rate_kb", type=float, metavar="KB",
                    help="reply budget per source address, KB per second (default 32)")
+    p.add_argument("--return-proof", dest="return_proof", choices=("network", "all", "off"),
+                   help="sources that must prove they receive replies (/kick/proof) to get the kit map, their own "
+                        "reply budget and their own queue share: network (all but loopback; default), all, off")
     p.add_argument("--reply-burst-kb", dest="reply_burst_kb", type=float, metavar="KB",
                    help="reply budget per source address, largest burst in KB (default 128)")
     p.add_argument("--max-batch", dest="max_batch", type=int, metavar="N",
@@ -215,7 +220,7 @@ def _count_and_steps(address: str, args: list[tuple[str, Any]]) -> tuple[int, in
     neither."""
     from . import osc_api
 
-    if address not in ("/kick/generate", "/kick/variation", osc_api.INTERPOLATE):
+    if address not in ("/kick/generate", "/kick/variation", osc_api.INTERPOLATE, "/kick/near"):
         return 1, None
     vals = [v for _, v in args]
     count, steps = 1, None
@@ -235,6 +240,19 @@ def _count_and_steps(address: str, args: list[tuple[str, Any]]) -> tuple[int, in
 def send_timeout(count: int, steps: int | None) -> float:
     """Default seconds `send` waits for `count` kicks of `steps` sampling steps (None: not given)."""
     return SEND_BASE_S + SEND_PER_KICK_STEP_S * max(1, count) * (steps or SEND_DEFAULT_STEPS)
+
+
+def show(value: Any) -> str:
+    """A reply argument as `send` prints it: a string in double quotes (escaped as JSON), so a reason or a path with
+    spaces never runs into the next field and a string "7" never reads as the int 7; a float as the shortest decimal
+    of its float32 (0.3, not 0.30000001192092896); an int as it is; a blob as Python's bytes literal."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        from kickmodel.wavfile import exact
+
+        return exact(value)
+    return repr(value) if isinstance(value, (bytes, bytearray)) else str(value)
 
 
 def _given_id(args: list[tuple[str, Any]]) -> int | None:

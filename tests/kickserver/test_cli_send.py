@@ -95,7 +95,7 @@ def test_an_error_reply_ends_send_at_once_with_exit_1(responder, capsys):
     r = responder([(0.05, error(-1, "steps must be within 1..200, got 999"))])
     rc, elapsed, lines, _ = run_send(capsys, r.port, "--timeout", "20", "/kick/generate", "4", "steps", "999")
     assert rc == 1
-    assert lines == ["/kick/error -1 steps must be within 1..200, got 999"]
+    assert lines == ['/kick/error -1 "steps must be within 1..200, got 999"']  # strings quoted (issue 32)
     assert elapsed < 3, f"send waited {elapsed:.1f} s after the error"
     assert r.request == ("/kick/generate", [4, "steps", 999])
 
@@ -104,7 +104,7 @@ def test_a_single_error_reply_is_a_failure(responder, capsys):
     """One kick asked, one reply came: but it is an error, so the exit code says so."""
     r = responder([(0.05, error(-1, "unknown key 'bogus'; this request takes id, count, seed"))])
     rc, elapsed, lines, _ = run_send(capsys, r.port, "/kick/generate", "bogus", "1")
-    assert rc == 1 and len(lines) == 1 and lines[0].startswith("/kick/error -1 unknown key")
+    assert rc == 1 and len(lines) == 1 and lines[0].startswith('/kick/error -1 "unknown key')
     assert elapsed < 3
 
 
@@ -137,6 +137,7 @@ def test_the_default_wait_scales_with_count_and_steps():
     assert cli._count_and_steps("/kick/generate", [("i", 4), ("s", "steps"), ("i", 50)]) == (4, 50)
     assert cli._count_and_steps("/kick/variation", [("s", "k.wav"), ("s", "count"), ("i", 3)]) == (3, None)
     assert cli._count_and_steps("/kick/status", []) == (1, None)
+    assert cli._count_and_steps("/kick/near", [("f", 0.3), ("f", 0.7), ("s", "count"), ("i", 4)]) == (4, None)
     interp = [("s", "a"), ("i", 1), ("s", "b"), ("s", "t"), ("s", "steps"), ("i", 4)]  # b is a file named "t"
     assert cli._count_and_steps("/kick/interpolate", interp) == (5, 4)  # neither t nor count: five kicks
     assert cli._count_and_steps("/kick/interpolate", interp + [("s", "count"), ("i", 9)]) == (9, 4)
