@@ -96,6 +96,9 @@ class Worker:
         self.max_batch = int(max_batch)
         self.capture = capture  # kickmodel.capture's mode for every model this worker serves
         self.capture_report: CaptureReport | None = None  # the serving model's
+        # set once the first model is warm in this thread (its warm-up and capture done, or given up): the daemon
+        # says READY=1 only then (under --render-capture compile on the CPU the capture took 65 s: issue 32 item 11)
+        self.warm = threading.Event()
         self.batches = 0
         self._queue = FairQueue(queue_limit, client_limit)
         self._cond = threading.Condition()
@@ -278,8 +281,10 @@ class Worker:
                 self._log_capture(self.model_name, self._capture(self.gen))
             except Cancelled:
                 pass  # stopped during the warm-up: the loop below ends at once
+            self.warm.set()
             self._serve()
         finally:
+            self.warm.set()  # a worker that died warms nothing more: nobody waits for it
             self.out.finish()  # after everything handed over: the writer thread answers it all, then ends
 
     def _serve(self) -> None:
