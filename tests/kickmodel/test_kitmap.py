@@ -244,3 +244,22 @@ def test_a_map_the_reader_would_refuse_is_never_written(mel, tmp_path):
     with pytest.raises(ArtifactError, match="would not load; nothing written .map fewer kicks"):
         art.save(tmp_path / "drums.safetensors")
     assert list(tmp_path.iterdir()) == [ok]
+
+
+def test_the_readme_puts_the_clicky_kicks_where_the_shipped_pad_has_them():
+    """Issue 32 item 18: the README said the clicky kicks gather on the left, of `kicktrain map`'s picture, with
+    nothing to tell it from the pad, where the shipped model's map has them on the right (x follows click). The
+    README's sentence on the pad is held to the sign of the shipped map's x-click correlation."""
+    import re
+
+    from kickmodel.artifact import read_metadata
+
+    root = Path(__file__).resolve().parents[2]
+    meta = read_metadata(root / "kickserver" / "models" / "default.safetensors")
+    stored = meta["kitmap"] if isinstance(meta["kitmap"], dict) else json.loads(meta["kitmap"])
+    r = stored["axes"]["x"]["click"]
+    readme = " ".join((root / "README.md").read_text().split())
+    m = re.search(r"on the pad you play \([^)]*\) the clicky kicks sit on the (left|right)", readme)
+    assert m, "the README no longer says where the clicky kicks sit on the pad"
+    assert m.group(1) == ("right" if r > 0 else "left"), (m.group(1), r)
+    assert f"r {r:+.2f}" in readme, r
