@@ -52,15 +52,29 @@ def _is_hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-def scan_audio(paths: Iterable[str | Path]) -> list[Path]:
+MAX_SCAN_DEPTH = 64  # folders below a given folder that scan_audio walks at most (deeper ones: one log line)
+MAX_SCAN_FOLDERS = 100_000  # real folders walked at most in one scan (more: ScanLimit, a one-line error)
+
+
+class ScanLimit(ValueError):
+    """scan_audio met more folders than MAX_SCAN_FOLDERS (the message names the bound and the fix)."""
+
+
+def scan_audio(paths: Iterable[str | Path], log: Callable[[str], None] | None = None) -> list[Path]:
     """Audio files under `paths` (folders, recursively, or single files): sorted, resolved, no duplicates.
 
     Hidden files and folders (".x", AppleDouble "._x.wav") and DAW sidecars (*.asd, *.reapeaks)
-    are skipped. A path that does not exist raises FileNotFoundError.
+    are skipped. A path that does not exist raises FileNotFoundError. Links to folders are followed, but each real
+    folder (device and inode) is walked once: a link back to a folder above (which made the walk endless: issue 32)
+    is left out, and so is anything deeper than MAX_SCAN_DEPTH, each with one log line; more than MAX_SCAN_FOLDERS
+    folders raises ScanLimit.
     """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     found: set[Path] = set()
+    seen: set[tuple[int, int]] = set()  # (st_dev, st_ino) of every folder walked
+    revisits: list[str] = []
+    too_deep: list[str] = []
     for p in paths:
         p = Path(p).expanduser()
         if not p.exists():
@@ -69,15 +83,49 @@ def scan_audio(paths: Iterable[str | Path]) -> list[Path]:
             if p.suffix.lower() in AUDIO_EXTENSIONS:
                 found.add(p.resolve())
             continue
-        for root, dirs, files in os.walk(p, followlinks=True):
-            dirs[:] = [d for d in dirs if not _is_hidden(d)]
-            for name in files:
-                suffix = os.path.splitext(name)[1].lower()
-                if _is_hidden(name) or suffix in SIDECAR_SUFFIXES or suffix not in AUDIO_EXTENSIONS:
+        stack = [(p, 0)]
+        while stack:
+            folder, depth = stack.pop()
+            try:
+                st = folder.stat()
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                revisits.append(str(folder))
+                continue
+            if len(seen) >= MAX_SCAN_FOLDERS:
+                raise ScanLimit(f"more than {MAX_SCAN_FOLDERS} folders under {', '.join(map(str, paths))}: give the "
+                                "folder that holds the kicks (a link to a large tree, or to /, would be walked whole)")
+            seen.add((st.st_dev, st.st_ino))
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for e in entries:
+                if _is_hidden(e.name):
                     continue
-                f = Path(root) / name
+                try:
+                    is_dir = e.is_dir(follow_symlinks=True)
+                except OSError:
+                    continue
+                if is_dir:
+                    if depth + 1 > MAX_SCAN_DEPTH:
+                        too_deep.append(e.path)
+                    else:
+                        stack.append((Path(e.path), depth + 1))
+                    continue
+                suffix = os.path.splitext(e.name)[1].lower()
+                if suffix in SIDECAR_SUFFIXES or suffix not in AUDIO_EXTENSIONS:
+                    continue
+                f = Path(e.path)
                 if f.is_file():
                     found.add(f.resolve())
+    if log is not None and revisits:
+        log(f"scan: {len(revisits)} folder(s) left out, already walked (a link back to a folder above, or a second "
+            f"link to one): {', '.join(revisits[:3])}{' ...' if len(revisits) > 3 else ''}")
+    if log is not None and too_deep:
+        log(f"scan: {len(too_deep)} folder(s) deeper than {MAX_SCAN_DEPTH} levels left out: "
+            f"{', '.join(too_deep[:3])}{' ...' if len(too_deep) > 3 else ''}")
     return sorted(found)
 
 
@@ -231,7 +279,7 @@ def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     clean_stale_temp_files(cache_dir)  # left by a crash mid-write
-    files = scan_audio(roots)
+    files = scan_audio(roots, log=log)
     if not files:
         raise _no_usable(roots, 0, 0)
     inputs = [_fingerprint(f) for f in files]
