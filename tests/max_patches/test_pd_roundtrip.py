@@ -8,6 +8,7 @@ with their own timeout. Pd sends every number as a float; the daemon takes integ
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
 import socket
@@ -152,9 +153,10 @@ def test_user_patch_sends_contract_messages():
     assert steps_atom.split()[5:7] == ["0", "200"], steps_atom
     # Random on draws seeds the patch can show exactly (Pd prints six significant digits)
     (rnd,) = [t for k, t in boxes if k == "obj" and t.startswith("random ")]
-    assert 0 < int(rnd.split()[1]) <= 10**6
-    # a seed typed or sent to ks-seed is kept below 2^24, where Pd's 32-bit floats stop holding every integer
-    assert "clip 0 16777215" in [t for k, t in boxes if k == "obj"]
+    assert 0 < float(rnd.split()[1]) <= 10**6
+    # a seed typed or sent to ks-seed is kept below 2^24, where Pd's 32-bit floats stop holding every integer;
+    # the bound is written (1<<24)-1, not 16777215, which Pd would save as 1.67772e+07 (16777200)
+    assert "expr min(max($f1, 0), (1<<24)-1)" in [t for k, t in boxes if k == "obj"]
     assert "connect 127.0.0.1 9000" in msgs
 
 
@@ -173,6 +175,31 @@ def test_pd_patches_load_without_errors(patch, tmp_path):
            if re.search(r"couldn't create|error|failed|bad arguments|no such object", ln, re.I)
            and not re.match(r"verbose\(\d+\): tried .+ and failed$", ln)]
     assert not bad, console
+
+
+def test_user_patch_holds_no_number_pd_would_round_when_it_saves():
+    """Pd saves a float with six significant digits (%g): 16777215 comes back as 1.67772e+07 (16777200). No
+    number in the patch may need more, so a patch saved by Pd means what the file here means."""
+    for rec in re.split(r"(?<!\\);\s*\n", USER_PATCH.read_text()):
+        for word in rec.split():
+            try:
+                value = float(word)
+            except ValueError:
+                continue
+            assert float(f"{value:g}") == value, (word, rec)
+
+
+@needs_pd
+def test_pd_saves_the_user_patch_unchanged(tmp_path):
+    """Load the user patch in Pd (headless), let it save itself (`pd-kickserver.pd menusave`), diff: the file is
+    in Pd 0.53's own form and no number is rewritten (16777215 would come back as 1.67772e+07)."""
+    for f in (USER_PATCH, ABSTRACTION):
+        shutil.copy2(f, tmp_path / f.name)
+    saved = tmp_path / USER_PATCH.name
+    console = run_pd(saved, "-send", "pd-kickserver.pd menusave; pd quit", timeout=60)
+    assert f"saved to: {saved}" in console, console
+    assert saved.read_text() == USER_PATCH.read_text(), "".join(difflib.unified_diff(
+        USER_PATCH.read_text().splitlines(True), saved.read_text().splitlines(True), "as committed", "as Pd saves"))
 
 
 # ---------------------------------------------------------------- round trips with a running daemon
