@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
 from kickmodel import safejson
-from kickmodel.clips import AUDIO_EXTENSIONS, BadAudio, load_clip
+from kickmodel.clips import AUDIO_EXTENSIONS, MAX_SAMPLES, BadAudio, check_header, load_clip
 from kickmodel.config import DataConfig
 from kickmodel.fsutil import atomic_write, clean_stale_temp_files
 
@@ -186,9 +187,34 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fingerprint(path: Path) -> dict:
+# the largest file that can hold MAX_SAMPLES samples: 64-bit floats, plus as much again for metadata chunks. A larger
+# file is skipped from its size, before it is read (a 10.6 GB sparse file was hashed in full first: 47 s)
+MAX_FILE_BYTES = MAX_SAMPLES * 8 * 2
+
+
+def header_problem(path: Path, size: int) -> str | None:
+    """Why a file cannot be a clip, judged from its size and header alone (kickmodel.clips.check_header's bounds),
+    before it is hashed or decoded; None when it may be (a header soundfile cannot read is left to load_clip, which
+    says why, reading no more than the header either)."""
+    if size > MAX_FILE_BYTES:
+        return f"{size / 1e6:.0f} MB; a kick file is at most {MAX_FILE_BYTES / 1e6:.0f} MB"
+    try:
+        info = sf.info(str(path))
+        check_header(info.frames, info.samplerate, info.channels)
+    except BadAudio as e:
+        return str(e)
+    except Exception:  # noqa: BLE001 -- unreadable headers: load_clip gives the reason
+        return None
+    return None
+
+
+def _fingerprint(path: Path) -> tuple[dict, str | None]:
+    """(the file's fingerprint, why it cannot be used from its header or None). The header is checked first: a file
+    refused there is not hashed (its sha256 is None; size and mtime still tell the cache when it changes)."""
     st = path.stat()
-    return {"source": str(path), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns), "sha256": sha256_file(path)}
+    problem = header_problem(path, int(st.st_size))
+    return ({"source": str(path), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns),
+             "sha256": None if problem else sha256_file(path)}, problem)
 
 
 def _cache_key_config(cfg: DataConfig) -> dict:
@@ -282,7 +308,7 @@ def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
     files = scan_audio(roots, log=log)
     if not files:
         raise _no_usable(roots, 0, 0)
-    inputs = [_fingerprint(f) for f in files]
+    inputs, problems = map(list, zip(*(_fingerprint(f) for f in files), strict=True))
 
     old = _read_manifest(cache_dir)
     why = _why_rebuild(old, inputs, cfg, cache_dir)
@@ -312,7 +338,11 @@ def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
     skipped: list[tuple[str, str]] = []
     old_clips = {c["sha256"]: c for c in old["clips"]} if old_audio is not None else {}
     n_reused = 0
-    for f, fp in zip(files, inputs, strict=True):
+    for f, fp, problem in zip(files, inputs, problems, strict=True):
+        if problem is not None:
+            log(f"skipped {f}: {problem}")
+            skipped.append((str(f), problem))
+            continue
         if old_audio is not None and fp["sha256"] in reusable:
             rows.append(np.array(old_audio[reusable[fp["sha256"]]]))
             duration = float(old_clips[fp["sha256"]]["duration"])

@@ -77,3 +77,35 @@ def test_scan_bounds_depth_and_folder_count(tmp_path, monkeypatch):
     monkeypatch.setattr(D, "MAX_SCAN_FOLDERS", 4)
     rc = kicktrain(["prepare", str(deep), "--preset", "tiny", "--cache", str(tmp_path / "c")])
     assert rc == 2
+
+
+# ------------------------------------------------------------------------------------------ 11: header before hash
+
+
+def test_a_huge_file_is_refused_from_its_size_and_header_before_it_is_hashed(kicks, tmp_path, monkeypatch, capsys):
+    """Issue 32 item 11: training hashed every file in full before checking its header (a 10.6 GB sparse file: 47 s).
+    A 3 GB sparse file (a valid WAV header, then holes) and a WAV whose header gives 100 Hz are skipped with one line
+    each, and neither is read past its header: sha256_file is never called on them."""
+    from trainer import data as D
+
+    folder = tmp_path / "kicks"
+    folder.mkdir()
+    for f in kicks.iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    big = folder / "big.wav"
+    big.write_bytes((kicks / "k0.wav").read_bytes())
+    with open(big, "r+b") as fh:
+        fh.truncate(3 << 30)  # sparse: no disk used
+    hour = folder / "hour.wav"
+    with sf.SoundFile(str(hour), "w", samplerate=44100, channels=1, subtype="PCM_16") as snd:
+        snd.write(synth_batch(1, seed=1)[0])
+    raw = bytearray(hour.read_bytes())
+    raw[24:28] = (100).to_bytes(4, "little")  # a sample rate outside 1000..384000 Hz
+    hour.write_bytes(bytes(raw))
+    hashed: list[str] = []
+    real = D.sha256_file
+    monkeypatch.setattr(D, "sha256_file", lambda p: hashed.append(Path(p).name) or real(p))
+    assert kicktrain(["prepare", str(folder), "--preset", "tiny", "--cache", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "big.wav" not in hashed and "hour.wav" not in hashed, hashed
+    assert f"skipped {big}" in out and f"skipped {hour}" in out and "8 clips" in out, out

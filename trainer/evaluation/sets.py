@@ -64,12 +64,15 @@ def load_folder(paths: Sequence[str | Path], cfg, log: Log = log_stderr
                 ) -> tuple[np.ndarray, list[str], list[str], list[tuple[str, str]]]:
     """(clips [n, cfg.length], sources, sha256s, skipped) of every usable file under paths, decoded
     with kickmodel.clips.load_clip exactly as training decodes them."""
-    from ..data import BadAudio, NoUsableAudio, load_clip, scan_audio, sha256_file
+    from ..data import BadAudio, NoUsableAudio, header_problem, load_clip, scan_audio, sha256_file
 
-    files = scan_audio(paths)
+    files = scan_audio(paths, log=log)
     clips, sources, shas, skipped = [], [], [], []
     for f in files:
         try:
+            problem = header_problem(f, f.stat().st_size)  # size and header first: never hash a 10 GB file
+            if problem is not None:
+                raise BadAudio(problem)
             clip, _ = load_clip(f, cfg)
         except BadAudio as e:
             reason = str(e)
