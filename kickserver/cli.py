@@ -32,7 +32,7 @@ from .config import CAPTURE_MODES, ServerConfig, ServerConfigError, default_conf
 
 SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
                  "read_roots", "max_files", "max_mb", "queue_limit", "client_queue_limit", "max_batch", "max_steps",
-                 "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb",
+                 "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb", "return_proof",
                  "render_capture")
 
 # `kickserver send`'s default wait: SEND_BASE_S + SEND_PER_KICK_STEP_S x count x steps (steps: the request's, else

@@ -24,6 +24,7 @@ from pythonosc.osc_packet import OscPacket, ParseError
 
 Reply = tuple[str, list]
 NOT_OSC = "<not OSC>"
+PROOF, MAP_PROOF = "/kick/proof", "/kick/map/proof"  # kickserver.osc_api's (not imported: the client stays light)
 RECV_BUFFER = 1 << 20  # room for a burst of replies (a kit map is dozens of datagrams)
 
 
@@ -132,10 +133,28 @@ class Client:
         return Conversation(s, addr)
 
     def send_raw(self, data: bytes, *, expect: int = 1, timeout: float = 10.0) -> list[Reply]:
-        """Send one datagram from a fresh socket; the replies to that socket (up to `expect`, within timeout s)."""
+        """Send one datagram from a fresh socket; the replies to that socket (up to `expect`, within timeout s).
+
+        A `/kick/map/proof <token>` (the daemon sends the kit map only to an address that proved it receives its
+        replies: docs/daemon.md, "Exposure") is answered here, once: the token echoed (`/kick/proof <token>`), the
+        datagram sent again; it is not one of the replies returned."""
         with self.open() as conv:
             conv.send(data)
-            return conv.receive(expect, timeout)
+            out: list[Reply] = []
+            proved = False
+            deadline = time.monotonic() + timeout
+            while len(out) < expect:
+                got = conv.datagram(deadline - time.monotonic())
+                if got is None:
+                    break
+                for reply in parse_replies(got):
+                    if reply[0] == MAP_PROOF and not proved and len(reply[1]) == 1:
+                        proved = True
+                        conv.send(build_message(PROOF, [("i", reply[1][0])]))
+                        conv.send(data)
+                    else:
+                        out.append(reply)
+            return out
 
     def send(self, address: str, *args: Any, expect: int = 1, timeout: float = 10.0) -> list[Reply]:
         """Send one message and wait for `expect` replies (or `timeout` s); return what came."""

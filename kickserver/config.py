@@ -60,6 +60,7 @@ class ServerConfigError(ValueError):
 
 
 
+RETURN_PROOF = ("network", "all", "off")
 DEFAULT_MAX_MB = 1024.0  # keep generated kicks under 1 GB in the output folder unless told otherwise (about 7,000)
 
 
@@ -89,6 +90,9 @@ class ServerConfig:
     log_level: str = "info"
     reply_rate_kb: float = 32.0  # reply budget per source IP: KB per second ...
     reply_burst_kb: float = 128.0  # ... and at most this many KB at once (ratelimit.py)
+    # which sources must prove their return path (ratelimit.ReturnPaths, issue 32 items 3 and 4): "network" (all but
+    # loopback), "all" (loopback too), "off" (none); until they do, they share one reply budget and one queue share
+    return_proof: str = "network"
 
     # ------------------------------------------------------------ derived
     @property
@@ -143,6 +147,8 @@ class ServerConfig:
             raise bad(f"steps must be within 0..max_steps ({self.max_steps}), got {self.steps}")
         if self.threads < 0:
             raise bad(f"threads must be >= 0, got {self.threads}")
+        if self.return_proof not in RETURN_PROOF:
+            raise bad(f"return_proof must be one of {', '.join(RETURN_PROOF)}, got {self.return_proof!r}")
         if self.render_capture not in CAPTURE_MODES:
             raise bad(f"render_capture must be {', '.join(CAPTURE_MODES)}, got {self.render_capture!r}")
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):

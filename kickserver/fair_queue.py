@@ -18,6 +18,11 @@ from typing import Any
 
 from .jobs import Job, Kick
 
+# The host of every source that has not proved its return path (kickserver.ratelimit.ReturnPaths; issue 32 item 4):
+# forged addresses cost nothing, so all of them together take one host's turn and one host's limit, each (address,
+# port) a client within it, and a proven host is never starved by many claimed ones.
+UNPROVEN = "senders that have not proved their address"
+
 
 class FairQueue:
     def __init__(self, queue_limit: int = 64, client_limit: int = 32) -> None:
@@ -40,6 +45,9 @@ class FairQueue:
             return f"busy: {self.waiting} kicks queued (limit {self.queue_limit})"
         host = job.host
         mine = self._host_waiting.get(host, 0)
+        if mine + job.count > self.client_limit and host == UNPROVEN:
+            return (f"busy: {mine} kicks from {UNPROVEN} queued (limit {self.client_limit} for all of them together; "
+                    f"send /kick/proof, then echo its token, for your address's own share)")
         if mine + job.count > self.client_limit:
             return f"busy: {mine} kicks from your address queued (limit {self.client_limit} per address)"
         q = self._queues.setdefault(host, collections.OrderedDict()).setdefault(job.client, collections.deque())

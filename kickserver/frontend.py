@@ -26,7 +26,8 @@ from kickmodel.descriptors import UNIT_CONTROLS
 
 from . import __version__, jobs, osc_api, reload
 from .config import ServerConfig
-from .ratelimit import Counts, ReplyBudget
+from .fair_queue import UNPROVEN
+from .ratelimit import Counts, ReplyBudget, ReturnPaths
 from .reload import ModelNotFound, list_models, resolve_model
 from .sources import SourceError, open_source
 
@@ -103,6 +104,7 @@ class FrontEnd:
         self.budget = ReplyBudget(cfg.reply_rate_kb * 1024, cfg.reply_burst_kb * 1024)
         self.routes = Routes(self)
         self._dropped = Counts()  # senders outside --allow (bounded: issue 32 item 8)
+        self.paths = ReturnPaths()  # addresses that proved their return path (issue 32 items 3 and 4)
         self._junk = Counts()  # senders of datagrams that are not OSC
 
     @property
@@ -127,16 +129,27 @@ class FrontEnd:
             self.sock.close()
             self.sock = None
 
-    def replier(self, addr: tuple, *, work: bool = False, paid: bool = False) -> Reply:
+    def trusted(self, ip: str) -> bool:
+        """Whether ip gets its own reply budget and queue share and the kit map: it proved its return path
+        (ReturnPaths), or return_proof does not ask it to (`network`: loopback need not; `off`: none need)."""
+        mode = self.cfg.return_proof
+        if mode == "off" or (mode == "network" and is_loopback_host(ip.split("%")[0])):
+            return True
+        return self.paths.proven(ip)
+
+    def replier(self, addr: tuple, *, work: bool = False, paid: bool = False, token: bool = False) -> Reply:
         """Replies to a request from addr: to its source port and to the reply port at its IP.
 
         Every reply is charged to the IP's reply budget (ratelimit.py): an immediate one is dropped when the
         budget cannot pay for it; one answering accepted work (work=True: a kick, a model load) always goes;
-        paid=True: the caller has charged the budget already (a reply of several datagrams, all or none)."""
+        paid=True: the caller has charged the budget already (a reply of several datagrams, all or none);
+        token=True: a token for a return-path proof (a few times its request at most), charged to the address's
+        budget only, so a flood of unproven senders that spends their pooled budget cannot keep others from proving."""
         targets = [addr]
         if addr[1] != self.cfg.reply_port:
             targets.append((addr[0], self.cfg.reply_port) + tuple(addr[2:]))
         sock, budget, ip = self.sock, self.budget, addr[0]
+        pooled = not work and not paid and not token and not self.trusted(ip)
 
         def reply(data: bytes) -> None:
             n = len(data) * len(targets)
@@ -144,7 +157,7 @@ class FrontEnd:
                 pass
             elif work:
                 budget.charge(ip, n)
-            elif not budget.take(ip, n):
+            elif not budget.take(ip, n, pooled=pooled):
                 dropped = budget.dropped.get(ip, 0)
                 if dropped == 1 or dropped % 1000 == 0:
                     log.warning("dropped %d repl%s to %s: over its reply budget (%g KB/s, bursts of %g KB)", dropped,
@@ -282,7 +295,7 @@ class Routes:
         self._listings_lock = threading.Lock()
         # the /kick/models reply built last: (reload.generation, the folder's path and signature, its names, the reply)
         self._listing: tuple[int, tuple, list[str], bytes] | None = None
-        self._map: tuple[Any, list[bytes], int] | None = None  # the kit map encoded last: (its KitMap, datagrams, bytes)
+        self._map: tuple[Any, list[bytes], int] | None = None  # the map encoded last: (its KitMap, datagrams, bytes)
 
     def ping(self, req: osc_api.Ping, addr: tuple, reply: Reply) -> None:
         reply(osc_api.pong(__version__))
@@ -385,6 +398,9 @@ class Routes:
         if missing is not None or km is None:
             reply(osc_api.error(osc_api.NO_ID, missing or "no kit map"))
             return
+        if not self.front.trusted(addr[0]):  # hundreds of times its request: only to a proven return path
+            self.front.replier(addr, token=True)(osc_api.map_proof(self.front.paths.token(addr[0])))
+            return
         datagrams, size = self._map_datagrams(km)
         copies = 1 if addr[1] == self.house.cfg.reply_port else 2  # as replier sends them
         total = size * copies
@@ -411,6 +427,21 @@ class Routes:
             datagrams = osc_api.kit_map(km.points, km.names) + [osc_api.map_axes(km.axes, km.n)]
             cached = self._map = (km, datagrams, sum(len(d) for d in datagrams))
         return cached[1], cached[2]
+
+    def proof(self, req: osc_api.Proof, addr: tuple, reply: Reply) -> None:
+        """`/kick/proof`: the address's token; `/kick/proof <token>`: the return path proved (no reply), or refused."""
+        paths = self.front.paths
+        if req.token is None:
+            self.front.replier(addr, token=True)(osc_api.proof(paths.token(addr[0])))
+        elif paths.prove(addr[0], req.token):
+            log.debug("%s proved its return path (%d proven)", addr[0], len(paths))
+        else:
+            reply(osc_api.error(osc_api.NO_ID, "wrong token: send /kick/proof for yours"))
+
+    def _client(self, addr: tuple) -> tuple:
+        """Whose queue a job joins: (address, port), within the address's share; for an address that has not proved
+        its return path, a client of the one host all such addresses share (fair_queue.UNPROVEN)."""
+        return addr[:2] if self.front.trusted(addr[0]) else (UNPROVEN, addr[:2])
 
     def select_model(self, req: osc_api.SelectModel, addr: tuple, reply: Reply) -> None:
         w, loader = self.house.worker, self.house.loader
@@ -458,7 +489,7 @@ class Routes:
     def _enqueue(self, req: osc_api.Generate, addr: tuple, reply: Reply, kind: type[jobs.KickJob],
                  **fields: Any) -> None:
         base = req.seed if req.seed is not None else osc_api.pick_seed(self._rng, req.count)
-        job = kind(id=self._id(req), seeds=[base + i for i in range(req.count)], client=addr[:2],
+        job = kind(id=self._id(req), seeds=[base + i for i in range(req.count)], client=self._client(addr),
                    answer=answering(self.front.replier(addr, work=True)), steps=req.steps, sampler=req.sampler,
                    **{"controls": dict(req.controls), **fields})
         self._resolve(job)
@@ -468,7 +499,7 @@ class Routes:
         """Queue a morph: each end that names a file is opened and checked here, once (as a variation's source;
         decoded later by the worker). A sampler the model cannot morph with is refused at once."""
         named = _named(req)
-        job = jobs.Morph(id=named, seeds=[req.reply_seed(i) for i in range(req.count)], client=addr[:2],
+        job = jobs.Morph(id=named, seeds=[req.reply_seed(i) for i in range(req.count)], client=self._client(addr),
                          answer=answering(self.front.replier(addr, work=True)), steps=req.steps,
                          sampler=req.sampler, controls=dict(req.controls), ts=list(req.ts))
         self._resolve(job)
@@ -510,7 +541,8 @@ class Routes:
             log.info("refused locate: %s", e)
             reply(osc_api.error(osc_api.NO_ID, str(e)))
             return
-        job = jobs.Locate(id=osc_api.NO_ID, seeds=[osc_api.NO_SEED], client=addr[:2], source=jobs.Opened(source),
+        job = jobs.Locate(id=osc_api.NO_ID, seeds=[osc_api.NO_SEED], client=self._client(addr),
+                          source=jobs.Opened(source),
                           answer=answering(self.front.replier(addr, work=True)), name=req.source)
         self._submit(job, osc_api.NO_ID, reply)
 

@@ -33,14 +33,17 @@ CONTROLS = "/kick/controls"
 MAP = "/kick/map"  # the serving model's kit map (issue 25): its kicks' points, in parts, then MAP_AXES
 NEAR = "/kick/near"  # kicks from a point of the map
 LOCATE = "/kick/locate"  # where a file's kick lies on the map
+PROOF = "/kick/proof"  # a return path proved: the token a reply carried, echoed (issue 32 items 3 and 4)
 ADDRESSES: tuple[str, ...] = (PING, GENERATE, VARIATION, STATUS, MODELS, MODEL, INTERPOLATE, CONTROLS, MAP, NEAR,
-                              LOCATE)
+                              LOCATE, PROOF)
 
 PONG = "/kick/pong"
 DONE = "/kick/done"
 ERROR = "/kick/error"
 MAP_AXES = "/kick/map/axes"
-REPLY_ADDRESSES: tuple[str, ...] = (PONG, DONE, ERROR, STATUS, MODELS, MODEL, CONTROLS, MAP, MAP_AXES, LOCATE)
+MAP_PROOF = "/kick/map/proof"  # /kick/map from an address that has not proved its return path: its token
+REPLY_ADDRESSES: tuple[str, ...] = (PONG, DONE, ERROR, STATUS, MODELS, MODEL, CONTROLS, MAP, MAP_AXES, LOCATE, PROOF,
+                                    MAP_PROOF)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 MAX_STRING = 256  # longest string accepted in a request
@@ -154,6 +157,13 @@ class KitMap:
 
 
 @dataclass
+class Proof:
+    """`/kick/proof`: ask for this address's token (token None), or echo it (proving the return path)."""
+
+    token: int | None = None
+
+
+@dataclass
 class Locate:
     """Where a file's kick (a source, as /kick/variation reads it) lies on the kit map."""
 
@@ -188,7 +198,8 @@ class Interpolate:
         return NO_SEED
 
 
-Request = Ping | Status | Models | Controls | SelectModel | Generate | Variation | Interpolate | Near | KitMap | Locate
+Request = (Ping | Status | Models | Controls | SelectModel | Generate | Variation | Interpolate | Near | KitMap | Locate
+           | Proof)
 
 
 @dataclass(frozen=True)
@@ -483,6 +494,14 @@ def _no_args(kind: type) -> Callable[[str, list[Any], Limits, int], Request]:
     return read
 
 
+def _parse_proof(address: str, args: list[Any], limits: Limits, id: int) -> Proof:
+    if not args:
+        return Proof()
+    if len(args) != 1:
+        raise RequestError(f"{PROOF} takes none (ask for your token) or one argument (the token), got {len(args)}")
+    return Proof(as_int("token", args[0], 0, TOKEN_LIMIT - 1))
+
+
 def _parse_model(address: str, args: list[Any], limits: Limits, id: int) -> SelectModel:
     if len(args) != 1:
         raise RequestError(f"{MODEL} takes one argument (a model name), got {len(args)}")
@@ -569,6 +588,7 @@ ROUTES: dict[str, Route] = {
     MAP: Route(_no_args(KitMap), "kit_map"),
     NEAR: Route(_parse_near, "near", takes_id=True),
     LOCATE: Route(_parse_locate, "locate"),
+    PROOF: Route(_parse_proof, "proof"),
 }
 assert tuple(ROUTES) == ADDRESSES
 
@@ -588,6 +608,7 @@ class Handlers(Protocol):
     def kit_map(self, req: KitMap, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def near(self, req: Near, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def locate(self, req: Locate, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def proof(self, req: Proof, client: tuple, reply: Callable[[bytes], None]) -> None: ...
 
 
 def parse(address: str, args: Sequence[Any], limits: Limits) -> Request:
@@ -875,6 +896,20 @@ def axis_label(correlations: Any, n: int) -> str:
 def map_axes(axes: Any, n: int) -> bytes:
     """`/kick/map/axes <x:s> <y:s>`: each axis' label (axis_label) from the map's correlations over its n kicks."""
     return build(MAP_AXES, [("s", axis_label(axes.get("x"), n)), ("s", axis_label(axes.get("y"), n))])
+
+
+TOKEN_LIMIT = 1 << 24  # tokens are below 2^24, so a float32 (Pd, Max) holds them exactly
+
+
+def proof(token: int) -> bytes:
+    """`/kick/proof <token:i>`: this address's token; echoing it (`/kick/proof <token>`) proves the return path."""
+    return build(PROOF, [("i", token)])
+
+
+def map_proof(token: int) -> bytes:
+    """`/kick/map/proof <token:i>`: the map is sent only to an address that proved its return path: echo the token
+    (`/kick/proof <token>`), then ask `/kick/map` again."""
+    return build(MAP_PROOF, [("i", token)])
 
 
 def located(x: float, y: float, source: str) -> bytes:

@@ -34,13 +34,17 @@ sys.path.insert(0, str(HERE.parent))  # tests/, for daemon_util
 from daemon_util import REPO, models_folder, start_daemon  # noqa: E402
 
 from kickserver.client import Conversation, build_message, parse_replies  # noqa: E402
+from kickserver.ratelimit import KEY_ENV, ReturnPaths  # noqa: E402
 
 FIXTURE = REPO / "tests" / "fixtures" / "osc_exchange.json"
 KICK_SYNTH = REPO / "kickserver" / "models" / "kick-synth.safetensors"
 WAVEFORM = REPO / "tests" / "fixtures" / "models" / "waveform-small-2026-12-03.safetensors"
 SOURCE = REPO / "tests" / "fixtures" / "kicks" / "samples_bd_fat.flac"
-SETTINGS = ["--max-steps", "50", "--queue-limit", "8", "--client-queue-limit", "6", "--max-batch", "4",
-            "--reply-burst-kb", "1024"]
+# the token key, so the tokens are the same in every run (kickserver.ratelimit.KEY_ENV); --return-proof all makes the
+# recording client (127.0.0.1) prove its return path before it gets the kit map (issue 32 item 3)
+PROOF_KEY = "00" * 32
+SETTINGS = ["--return-proof", "all", "--max-steps", "50", "--queue-limit", "8", "--client-queue-limit", "6",
+            "--max-batch", "4", "--reply-burst-kb", "1024"]
 STEP_TIMEOUT = 120.0  # a step's replies; only reached when the daemon does not answer as recorded
 
 
@@ -60,6 +64,7 @@ def msg(address: str, *args: Any) -> bytes:
     return build_message(address, args)
 
 
+TOKEN = ReturnPaths(key=bytes.fromhex(PROOF_KEY)).token("127.0.0.1")
 G = "/kick/generate"
 V = "/kick/variation"
 I_ = "/kick/interpolate"
@@ -86,6 +91,10 @@ def script() -> list[tuple[str, bytes, int]]:
         ("interpolate seeds", msg(I_, "a", 1, "b", 2, "count", 3, "id", 11), 3),
         ("interpolate seed to file", msg(I_, "a", 1, "b", "src.flac", "t", 0.25, "id", 12, "steps", 4), 1),
         ("interpolate default count, server id", msg(I_, "a", 3, "b", 4, "sampler", "ddim", "click", 0.2), 5),
+        ("map, not proved", msg("/kick/map"), 0),
+        ("proof: ask", msg("/kick/proof"), 0),
+        ("proof: a wrong token", msg("/kick/proof", (TOKEN + 1) % (1 << 24)), 0),
+        ("proof: the token (no reply)", msg("/kick/proof", TOKEN), 0),
         ("map", msg("/kick/map"), 0),
         ("near", msg(N, 0.5, 0.5, "seed", 5, "count", 2, "id", 13), 2),
         ("near spread and a dial (ignored)", msg(N, 0.2, 0.8, "spread", 0.5, "seed", 6, "pitch", 0.9, "id", 14), 1),
@@ -277,7 +286,8 @@ def run(tmp: Path, steps: list[tuple[str, bytes, int]]) -> tuple[list[dict[str, 
     record = []
     got_all: list[bytes] = []
     seen_all: list[bytes] = []
-    with start_daemon(tmp, models, model="kick-synth", out_dir=out, extra_args=SETTINGS) as d, \
+    with start_daemon(tmp, models, model="kick-synth", out_dir=out, extra_args=SETTINGS,
+                      env={KEY_ENV: PROOF_KEY}) as d, \
             d.client().open() as conv, d.reply_listener() as listener:
         assert conv.sock.getsockname()[1] != d.reply_port
         copies = Conversation(listener, conv.addr)

@@ -41,7 +41,7 @@ def ask(d, sock: socket.socket, address: str, *args, n: int = 1, timeout: float 
         sock.settimeout(left)
         try:
             data, _ = sock.recvfrom(65536)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             break
         got += parse_replies(data)
     return got
@@ -92,7 +92,7 @@ def test_models_listing_costs_the_receive_loop_the_same_whatever_the_folder_hold
 
 
 def _mapped_model(folder: Path, n: int) -> Path:
-    """A tiny mel-VAE serving a made-up kit map of n kicks with 64-character names (tests/kickserver/test_kit_map_osc)."""
+    """A tiny mel-VAE serving a made-up kit map of n kicks with long names (tests/kickserver/test_kit_map_osc)."""
     from daemon_util import make_artifact
     from test_kit_map_osc import tiny_kit
 
@@ -210,3 +210,123 @@ def test_work_needs_type_tags_and_the_output_folder_has_a_disk_budget_by_default
         assert d.wait_for_log("retention removed", timeout=10), d.stderr_text()
         line = next(x for x in d.stderr_text().splitlines() if "retention removed" in x)
         assert str(d.out_dir) in line and "kick_" in line and "under 0.03 MB (max_mb" in line, line
+
+
+# ---------------------------------------------------------------- item 3: reflection; item 4: fair shares
+
+
+def _bound(n: int, first: int = 2) -> list[socket.socket]:
+    """n sockets on 127.0.0.<first>.. (other loopback addresses stand for forged sources on a LAN bind)."""
+    socks = []
+    for i in range(first, first + n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        s.bind((f"127.0.0.{i}", 0))
+        socks.append(s)
+    return socks
+
+
+def _drain(socks: list[socket.socket], quiet: float = 1.0) -> list[bytes]:
+    """Every datagram the sockets hold, until none came for `quiet` seconds (bounded: at most 100,000)."""
+    import selectors
+
+    got: list[bytes] = []
+    with selectors.DefaultSelector() as sel:
+        for s in socks:
+            sel.register(s, selectors.EVENT_READ)
+        while len(got) < 100_000:
+            ready = sel.select(quiet)
+            if not ready:
+                break
+            for key, _ in ready:
+                got.append(key.fileobj.recv(65536))
+    return got
+
+
+def test_the_kit_map_goes_only_to_a_proven_return_path_and_unproven_replies_share_one_budget(tmp_path):
+    """Issue 32 item 3, with --return-proof all (loopback standing for a LAN bind): 30 addresses that never echo a
+    token ask /kick/map once each and get one /kick/map/proof each, at most 5 bytes out per byte in, both copies
+    counted (each got the whole map: 372x its request); a wrong token is refused; 40 such addresses asking
+    /kick/status 40 times each draw replies within one pooled budget (4 x a 40 KB burst) in all, not what each
+    address's budget holds (all of the 500 KB asked for); a client that echoes its token (kickserver.client does)
+    gets the whole map, even after the flood spent the pooled budget."""
+    models = _mapped_model(tmp_path / "models", 200)
+    args = ["--return-proof", "all", "--reply-burst-kb", "40", "--reply-rate-kb", "0.001"]
+    with start_daemon(tmp_path, models, model="mapped", extra_args=args, ready_timeout=120) as d:
+        forged = _bound(30)
+        try:
+            sent = 0
+            for s in forged:
+                data = build_message("/kick/map", [])
+                s.sendto(data, (d.host, d.port))
+                sent += len(data)
+            got = _drain(forged)
+        finally:
+            for s in forged:
+                s.close()
+        replies = [parse_replies(g)[0] for g in got]
+        assert {a for a, _ in replies} == {"/kick/map/proof"} and len(replies) == 30, replies[:3]
+        assert 2 * sum(map(len, got)) <= 5 * sent, (sum(map(len, got)), sent)
+
+        with d.socket() as s:  # a wrong token: refused
+            (address, (token,)), = ask(d, s, "/kick/proof")
+            (address, (_, why)), = ask(d, s, "/kick/proof", (token + 1) % (1 << 24))
+            assert address == "/kick/error" and "wrong token" in why, why
+
+        flood = _bound(40, first=40)
+        try:
+            for _ in range(40):
+                for s in flood:
+                    s.sendto(build_message("/kick/status", []), (d.host, d.port))
+            got = _drain(flood)
+        finally:
+            for s in flood:
+                s.close()
+        drawn = 2 * sum(map(len, got))
+        assert 0 < drawn <= 4 * 40 * 1024 + 4096, drawn
+        replies = d.send("/kick/map", expect=1000, timeout=5)
+        parts = replies[0][1][1]
+        assert [a for a, _ in replies].count("/kick/map") == parts and replies[-1][0] == "/kick/map/axes", \
+            [a for a, _ in replies]
+
+
+def test_forged_addresses_share_one_queue_share_and_cannot_starve_a_proven_client(tmp_path, tiny_artifact):
+    """Issue 32 item 4, with --return-proof all: 16 addresses that never prove themselves each ask for 16 kicks;
+    a client that proved its address then asks for one kick: it is accepted (it was busy 40 of 42 times: 16
+    addresses held 16 shares and filled the queue) and answered after at most the batch running and one batch of
+    theirs (kicks made meanwhile, counted by /kick/status), while they together hold one share (32 kicks) and are
+    told so in their busy replies."""
+    models = models_folder(tmp_path / "models", tiny_artifact)
+    args = ["--return-proof", "all", "--max-batch", "4"]
+    with start_daemon(tmp_path, models, model="tiny", extra_args=args) as d:
+        flood = _bound(16)
+        mine = _sock()
+        try:
+            for s in flood:
+                s.sendto(build_message("/kick/generate", [16, "steps", 8]), (d.host, d.port))
+            (address, (token,)), = ask(d, mine, "/kick/proof")
+            assert address == "/kick/proof"
+            mine.sendto(build_message("/kick/proof", [token]), (d.host, d.port))
+            (_, status), = ask(d, mine, "/kick/status")
+            queued, made_before = status[2], status[3]
+            assert queued <= 32, status
+            mine.sendto(build_message("/kick/generate", ["steps", 2, "id", 7]), (d.host, d.port))
+            got = []
+            deadline = time.monotonic() + 120
+            while not got and time.monotonic() < deadline:
+                mine.settimeout(max(0.01, deadline - time.monotonic()))
+                try:
+                    data, _ = mine.recvfrom(65536)
+                except TimeoutError:
+                    break
+                got = [r for r in parse_replies(data) if r[0] in ("/kick/done", "/kick/error")]
+            assert got and got[0][0] == "/kick/done" and got[0][1][0] == 7, got
+            (_, status), = ask(d, mine, "/kick/status")
+            made_meanwhile = status[3] - made_before - 1
+            assert made_meanwhile <= 3 * 4, (made_before, status)
+            busy = [parse_replies(g)[0] for g in _drain(flood, quiet=0.5)]
+        finally:
+            for s in flood + [mine]:
+                s.close()
+        refusals = [r for r in busy if r[0] == "/kick/error"]
+        assert refusals and all("have not proved their address" in r[1][1] for r in refusals), refusals[:2]

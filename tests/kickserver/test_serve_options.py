@@ -78,6 +78,9 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "render_capture": (MAIN, "test_render_capture.py::test_graphs_on_the_cpu_fall_back_to_eager_logged_once_per_load"),
     "reply_rate_kb": (MAIN, "test_reliability.py::test_reply_budget_bounds_what_a_forged_source_can_draw"),
     "reply_burst_kb": (MAIN, "test_reliability.py::test_reply_budget_bounds_what_a_forged_source_can_draw"),
+    "return_proof": ("test_front_limits.py::test_the_kit_map_goes_only_to_a_proven_return_path_and_unproven_replies_"
+                     "share_one_budget",
+                     "test_front_limits.py::test_forged_addresses_share_one_queue_share_and_cannot_starve_a_proven_client"),
 }
 
 WAYS = ("command line", "config file")
@@ -277,6 +280,7 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
         "max_files": 2 if way == "command line" else None, "max_mb": 0.03 if way == "config file" else None,
         "queue_limit": 5, "client_queue_limit": 3, "max_batch": 2, "max_steps": 3, "steps": 2, "threads": 2,
         "log_level": "debug", "reply_rate_kb": 0.01, "reply_burst_kb": 5.0, "render_capture": "graphs",
+        "return_proof": "network",  # its effect: test_front_limits.py (COVERAGE)
     }
     assert set(s) == set(SERVE_OPTIONS)
     out = Path(s["out"])
