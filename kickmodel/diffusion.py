@@ -299,7 +299,7 @@ def sample_dpmpp_2m(denoise: Denoise, x: torch.Tensor, ts: torch.Tensor, schedul
             r = h_last / h
             d = (1 + 1 / (2 * r)) * x0 - (1 / (2 * r)) * old_x0
         x = float(s_s / s_t) * x - float(a_s) * math.expm1(-h) * d
-        # kept across the next network call: a copy, as a CUDA graph's replay overwrites its output (issue 24)
+        # kept across the next network call: a copy, as a CUDA graph's replay overwrites its output
         old_x0, h_last = x0.clone(), h
     return x
 

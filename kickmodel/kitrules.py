@@ -1,5 +1,5 @@
 """Velocity layers and round robins as rules over a kick: what makes a kit's harder hit louder and brighter, and
-its repeated hits not quite the same (issue 31). Pure functions; the kit writer (kickserver.kitfiles) and the
+its repeated hits not quite the same. Pure functions; the kit writer (kickserver.kitfiles) and the
 families call them.
 
 Conventions
@@ -197,7 +197,7 @@ def beater(x: np.ndarray, sample_rate: int, position: float, seed: int, layer: i
     noise (its own draw per layer and robin, so no two hits share a texture) in BEATER_BAND_HZ, rising in
     BEATER_RISE_S and decaying with BEATER_TAU_S from the kick's onset, whose energy against the kick's first 100 ms
     is BEATER_TOP_DB at the top and BEATER_RANGE_DB * (1 - p) less under it: a hard hit's beater, which a kick
-    without click lacks and a sampler's top layers need (issue 31: layers rise in click on every model)."""
+    without click lacks and a sampler's top layers need (so layers rise in click on every model)."""
     p = _check_position(position)
     x = np.asarray(x, dtype=np.float64)
     own = click_db(x, sample_rate) if own_click_db is None else float(own_click_db)

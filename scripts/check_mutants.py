@@ -1,5 +1,5 @@
-"""Put each bug of issue 14's list (and of issue 31's pieces) into a scratch copy of the code and check that the
-tests guarding it fail.
+"""Put each bug of MUTANTS (bugs the code once had or could easily get, each beside the tests that must catch it)
+into a scratch copy of the code and check that those tests fail.
 
     python scripts/check_mutants.py [NAME ...]        # all of them by default; exit status 1 if one survives
 
@@ -47,7 +47,7 @@ MUTANTS = {
         'self.step = int(state["step"])',
         "self.step = 0",
         ["tests/trainer/test_train.py", "-k", "resume"]),
-    # issue 31: notes, the smpl chunk, kits
+    # notes, the smpl chunk, kits
     "octave-off-by-one": (
         "kickmodel/notes.py",
         "return _midi_in_range((octave + 1) * 12",

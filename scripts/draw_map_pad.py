@@ -1,4 +1,4 @@
-"""Draw the XY pad of the Max for Live device / Pd patch over a kit's map, as the device shows it (issue 25).
+"""Draw the XY pad of the Max for Live device / Pd patch over a kit's map, as the device shows it.
 
     .venv/bin/kicktrain map kickserver/models/default.safetensors kickserver/data/kicks --out /tmp/map
     .venv/bin/python scripts/draw_map_pad.py /tmp/map/map.csv --out docs/img/map-pad.png

@@ -1,4 +1,4 @@
-"""Measure a model's stored kit map (issue 25) on its kit: for kit kicks picked evenly, whether a kick made at the
+"""Measure a model's stored kit map on its kit: for kit kicks picked evenly, whether a kick made at the
 kick's point with spread 0 is nearer that kick than the median kit kick is, on the evaluation embedding (mfcc-stats
 standardised by the kit's statistics, as `kicktrain eval` standardises by the real clips'); the mean distance of kicks
 made at those points to their kit kick for each spread; and how far `locate` puts each picked kick's own clip from its

@@ -19,7 +19,7 @@ t-SNE needs more points than its perplexity: a folder of fewer than 3 x perplexi
 largest perplexity it allows, (N - 1) // 3 (said in a line; 26 for 81 kicks), down to 2; fewer than 7 kicks get a
 PCA-only map. A family without an encoder is refused.
 
-The model can keep the map (kickmodel/kitmap.py, issue 25):
+The model can keep the map (kickmodel/kitmap.py), so the daemon serves its points:
 
     kicktrain map kickserver/models/default.safetensors kickserver/data/kicks --split train \
         --into kickserver/models/default.safetensors [--out map/]

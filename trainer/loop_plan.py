@@ -6,7 +6,7 @@
 
 The low-VRAM tricks (autocast, gradient accumulation over small micro-batches, gradient checkpointing) only cost
 time where memory is not short: on an H200 the presets' "optimised" loop ran at 0.30x-1.49x of the naive loop's
-samples/s and never beat it (issue 24). So the plan starts from the naive loop and gives up speed only for memory:
+samples/s and never beat it. So the plan starts from the naive loop and gives up speed only for memory:
 it tries candidate loops, fastest first, and takes the first whose measured peak fits 0.9 x the budget.
 
 Candidate order (`candidates`), fastest first:

@@ -32,7 +32,7 @@ from ..config import ConfigError
 
 # One kick at the model's default settings may cost at most this much. Estimated (and measured on the 2-core
 # dev box): the bundled model 4.0 GFLOP and 8 MB; the costliest preset, waveform-diffusion base at its 50 steps,
-# 198 GFLOP and 4 MB (7.5 s a kick: 26 GFLOP/s); the 203 KB mel-VAE artifact of issue 22 (192000 samples, hop
+# 198 GFLOP and 4 MB (7.5 s a kick: 26 GFLOP/s); a hostile 203 KB mel-VAE artifact (192000 samples, hop
 # 16, n_fft 8192, 256 mels, Griffin-Lim) 1805 GFLOP and 2087 MB (3.2 GB at warm-up and 20 s a kick).
 MAX_RENDER_FLOPS = 1e12  # 5 x the costliest preset: 15-40 s of one kick on a 2-core CPU, under 1 s on a GPU
 MAX_RENDER_BYTES = 512 << 20  # working memory of one kick, 60 x the bundled model's (a batch of n: n times)

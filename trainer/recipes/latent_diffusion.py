@@ -2,8 +2,8 @@
 batch is encoded on the fly (the VAE's encoder is cheap next to a waveform network), normalised, and diffused. With
 augmentation off every clip always encodes to the same latent, so each is encoded once and kept (keyed by the clip's
 content): the encoding was ~80 % of a step (docs/profiling.md). A batch is encoded ENCODE_CHUNK clips at a time,
-on the training device, without gradient: the encoder's activations for a whole batch of 64 took 8.3 GB of a GPU
-(issue 24); a chunk of 8 takes an eighth of that, and the latents are the same (the encoder treats each clip on its
+on the training device, without gradient: the encoder's activations for a whole batch of 64 took 8.3 GB of a GPU;
+a chunk of 8 takes an eighth of that, and the latents are the same (the encoder treats each clip on its
 own).
 
     kicktrain fit DATA --family latent-diffusion --vae vae.safetensors --run-dir runs/ld

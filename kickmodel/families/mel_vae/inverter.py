@@ -105,7 +105,7 @@ class GriffinLimInverter(nn.Module):
         0, put its energy on sample 0: the bundled model's kicks started at a median 40 % of their peak, 99 %
         of them above 1 % (a real kick's own mel: 29 %; the real kick: 0 %), and reached it late (onset to peak
         12.8 ms [11.6..15.0], real kicks 9.3 [7.8..10.8]); with it they start at 0 and peak after 7.8 ms
-        [7.2..8.1], their mel as close to the decoder's (mean error 1.16 dB, was 1.13; 512 kicks; issue 23)."""
+        [7.2..8.1], their mel as close to the decoder's (mean error 1.16 dB, was 1.13; 512 kicks)."""
         c = self.front.cfg
         pre = -(-(c.n_fft // 2) // c.hop)  # silent frames: the signal starts half a window or more before 0
         start = pre * c.hop
