@@ -1,4 +1,4 @@
-"""Generators declare what they can do (issue 21): `capabilities` on the class (kickmodel.generator), with
+"""Generators declare what they can do: `capabilities` on the class (kickmodel.generator), with
 the members each name promises; what a generator declares is what it can do, and callers (kicktrain map)
 go by the declaration, not by probing for methods."""
 

@@ -1,4 +1,4 @@
-"""Render capture (kickmodel/capture.py, issue 24): modes, the warm-up at load, the fallback to eager, and the
+"""Render capture (kickmodel/capture.py): modes, the warm-up at load, the fallback to eager, and the
 samplers' ownership of what outlives a network call (CUDA graphs overwrite a call's output at the next replay).
 
 No test runs torch.compile itself (inductor takes minutes on a 2-core box): the compile step is replaced by a

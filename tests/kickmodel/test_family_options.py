@@ -1,4 +1,4 @@
-"""Families declare their command-line options (issue 21) in their training recipes (trainer/recipes/<name>.py):
+"""Families declare their command-line options in their training recipes (trainer/recipes/<name>.py):
 each registered recipe's FamilyOption declarations become kicktrain's flags (no line in trainer/cli.py names them);
 one given to a family that does not take it is refused in one line; a resumed run refuses an option that disagrees
 with it."""

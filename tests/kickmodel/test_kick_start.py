@@ -1,5 +1,5 @@
-"""No kick starts with a step (issue 23): the first sample of every file is within 1 % of the kick's peak, and the rise
-after it is the model's, not a fade's.
+"""No kick starts with a step, which a listener hears as a click: the first sample of every file is within 1 % of the
+kick's peak, and the rise after it is the model's, not a fade's.
 
 Real kicks as `kicktrain prepare` makes them start from silence: nothing before the onset but a 0.5 ms rise into it
 (kickmodel.clips.PRE_ONSET_MS). The bundled model's files started at a median 42 % of their peak (99 % of 512 kicks

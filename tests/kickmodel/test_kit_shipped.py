@@ -1,4 +1,4 @@
-"""Issue 31's check on every shipped model: a kit made from its kick by the rules every family can honour today
+"""Every shipped model makes a kit: a kit made from its kick by the rules every family can honour today
 (kickmodel.kitrules.audio_kit) rises over its layers in peak and click (Spearman >= 0.9, click measured by
 kickmodel.descriptors), its robins correlate under 0.99 with each other, yet lie nearer each other than the median
 pair of the starter kit's kicks on the evaluation embedding (trainer.embeddings "mfcc-stats", standardised by the

@@ -1,4 +1,4 @@
-"""Latent diffusion encodes each augmented batch with its VAE in chunks (issue 24: a batch of 64 in one go peaked at
+"""Latent diffusion encodes each augmented batch with its VAE in chunks (a batch of 64 in one go peaked at
 8.3 GB on a GPU): the encoder never sees more than the chunk, and the latents are those of one go."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""JSON nested 10,000 deep in an artifact or a cache: a clear refusal, never a RecursionError (issue 22 item 13;
-a run folder's config: tests/trainer/test_nested_run_config.py)."""
+"""JSON nested 10,000 deep in an artifact or a cache: a clear refusal, never a RecursionError (a run
+folder's config: tests/trainer/test_nested_run_config.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What one kick of an artifact would cost to render is bounded from its config before anything is built
-(issue 22 item 12: a mel-VAE artifact asking for a 192000-sample clip at hop 16, n_fft 8192 and 256 mels passed
+(a mel-VAE artifact asking for a 192000-sample clip at hop 16, n_fft 8192 and 256 mels passed
 every check, then took 3.2 GB at warm-up and 20 s a kick)."""
 
 from __future__ import annotations

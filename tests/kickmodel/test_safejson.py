@@ -1,5 +1,5 @@
 """kickmodel.safejson: JSON a file supplies is bounded in size and nesting before it is parsed, and a file is
-opened so that it can never block (issue 22 item 13)."""
+opened so that it can never block (a FIFO or a device would hang the reader)."""
 
 from __future__ import annotations
 

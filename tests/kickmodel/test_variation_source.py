@@ -1,5 +1,5 @@
-"""A variation at strength 0 gives its source back, and a variation of a variation keeps the low end (issue 22,
-item 1), for every family: the source is a finished kick as the daemon writes it (24-bit, at an output rate), read
+"""A variation at strength 0 gives its source back, and a variation of a variation keeps the low end, for
+every family: the source is a finished kick as the daemon writes it (24-bit, at an output rate), read
 back and prepared as the daemon prepares a source."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Files in the daemon's folders that are nested 10,000 deep, FIFOs or truncated: the daemon starts, answers, and
-says what it ignored in one line (issue 22 item 13)."""
+says what it ignored in one line."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def test_an_error_reply_ends_send_at_once_with_exit_1(responder, capsys):
     r = responder([(0.05, error(-1, "steps must be within 1..200, got 999"))])
     rc, elapsed, lines, _ = run_send(capsys, r.port, "--timeout", "20", "/kick/generate", "4", "steps", "999")
     assert rc == 1
-    assert lines == ['/kick/error -1 "steps must be within 1..200, got 999"']  # strings quoted (issue 32)
+    assert lines == ['/kick/error -1 "steps must be within 1..200, got 999"']  # strings quoted
     assert elapsed < 3, f"send waited {elapsed:.1f} s after the error"
     assert r.request == ("/kick/generate", [4, "steps", 999])
 
@@ -198,7 +198,7 @@ def test_send_against_the_daemon_stops_at_its_error(tmp_path, tiny_artifact):
 
 
 def test_send_with_no_daemon_asks_whether_it_runs(capsys):
-    """It said "0 of 1 replies within 3 s"; now what to check (issue 22, item 6)."""
+    """It said "0 of 1 replies within 3 s"; now what to check."""
     # a port that takes the datagram and never answers (a daemon still loading, or another program)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind(("127.0.0.1", 0))

@@ -130,7 +130,7 @@ def test_port_in_use_exits_2_with_a_clear_error(tmp_path, tiny_artifact):
                     "--out", str(tmp_path / "out"), "--port", str(port), timeout=60)
     assert r.returncode == 2, r.stderr
     assert f"cannot bind UDP 127.0.0.1:{port}" in r.stderr and "Traceback" not in r.stderr
-    # the port is bound before the model loads: a second daemon fails at once, and says what to do (issue 22)
+    # the port is bound before the model loads: a second daemon fails at once, and says what to do
     assert "loaded model" not in r.stderr, "the model was loaded before the bind failed:\n" + r.stderr
     assert "another kickserver" in r.stderr and "--port" in r.stderr, r.stderr
 

@@ -1,5 +1,5 @@
-"""What a new user meets (issue 22, items 4-6): which model serves and why (log and /kick/status), a missing
-model asked for by /kick/model, a variation source outside the roots naming --read-root. (Also issue 22 item 6:
+"""What a new user meets: which model serves and why (log and /kick/status), a missing
+model asked for by /kick/model, a variation source outside the roots naming --read-root. (Also
 `kickserver send` with no daemon in test_cli_send.py, a port in use found before the model loads in
 test_config_server.py.)"""
 

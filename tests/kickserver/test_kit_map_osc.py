@@ -1,4 +1,4 @@
-"""The map you play (issue 25), daemon side: `/kick/map`, `/kick/near` and `/kick/locate` through a running daemon,
+"""The map you play, daemon side: `/kick/map`, `/kick/near` and `/kick/locate` through a running daemon,
 and `/kick/controls`' last word (`map` / `no-map`).
 
 Two daemons: a tiny mel-VAE with a made-up map of 200 kicks with long names (the map needs several datagrams; renders

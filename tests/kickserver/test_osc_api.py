@@ -61,7 +61,7 @@ def test_controls_request_and_reply():
 
 
 def test_near_and_locate_requests():
-    """/kick/near x y then key/value pairs (issue 25); /kick/locate one source; /kick/map nothing."""
+    """/kick/near x y then key/value pairs; /kick/locate one source; /kick/map nothing."""
     lim = Limits(controls=("decay",), samplers=("ddim",))
     r = parse("/kick/near", [0.25, 1, "count", 3.0, "spread", 0, "seed", 4, "id", 2, "decay", 0.5, "steps", 3], lim)
     assert r == osc_api.Near(id=2, count=3, seed=4, steps=3, controls={"decay": 0.5}, x=0.25, y=1.0, spread=0.0)

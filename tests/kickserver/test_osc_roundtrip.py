@@ -129,7 +129,7 @@ def test_variation(daemon):
 
 
 def test_variation_strength_zero_returns_the_source(daemon):
-    """The source prepared (onset, length, level) and finished without filtering it again (issue 22)."""
+    """The source prepared (onset, length, level) and finished without filtering it again."""
     from kickmodel.clips import prepare_audio, read_audio
     from kickmodel.config import DataConfig
     from kickmodel.dsp import finish_kick
@@ -199,7 +199,7 @@ def test_status(daemon):
     assert a == "/kick/status"
     model, device, queued, generated, why, memory = p
     assert (model, device, why) == ("tiny", "cpu", "pinned by --model")
-    assert memory.startswith("cpu RSS ") and memory.endswith(" MB"), memory  # issue 24: appended last
+    assert memory.startswith("cpu RSS ") and memory.endswith(" MB"), memory  # appended last
     assert isinstance(queued, int) and isinstance(generated, int) and queued >= 0 and generated >= 0
     replies = daemon.send("/kick/generate", 2, "steps", STEPS, expect=2)
     assert [a for a, _ in replies] == ["/kick/done"] * 2, replies

@@ -48,7 +48,7 @@ def test_forged_sources_cannot_grow_the_table_without_bound():
 
 
 def test_evicting_a_spent_bucket_never_grants_a_fresh_budget():
-    """Issue 22 item 15: once a victim's budget is spent, datagrams from more addresses than the table holds
+    """Once a victim's budget is spent, datagrams from more addresses than the table holds
     evicted its bucket, and the victim got a fresh burst. Over any stretch of time an address gets at most
     burst + rate x elapsed, however many other addresses come and go."""
     clock = Clock()

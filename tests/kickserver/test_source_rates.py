@@ -1,5 +1,5 @@
 """A variation source or an interpolation end at any sample rate costs the daemon a bounded amount of memory
-(issue 22 item 11: a 3.7 KB WAV at 9071 Hz took it from 0.6 to 7.25 GB)."""
+(a 3.7 KB WAV at 9071 Hz took it from 0.6 to 7.25 GB)."""
 
 from __future__ import annotations
 

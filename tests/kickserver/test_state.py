@@ -27,7 +27,7 @@ def test_round_trip_and_atomic(tmp_path):
     s.write_last_model("other", chosen=True)
     assert state.read_state(models) == ("other", True)
     assert json.loads(state.path_for(models).read_text()) == {"version": 1, "model": "other", "chosen": True}
-    assert os.listdir(models) == []  # never in the models folder (issue 32 item 18: the package's kickserver/models)
+    assert os.listdir(models) == []  # never in the models folder (it may be the package's kickserver/models)
     assert state.path_for(models).parent == tmp_path / "xdg-state" / "kickserver"
     assert os.listdir(state.path_for(models).parent) == [state.path_for(models).name]  # no temp file left behind
     assert state.path_for(tmp_path / "elsewhere") != state.path_for(models)  # one file per models folder
@@ -67,7 +67,7 @@ def test_a_failed_write_is_logged_once_and_never_raises(tmp_path, caplog, monkey
 
 
 def test_nested_brackets_a_fifo_and_a_link_are_ignored_at_once_with_one_line(tmp_path, caplog):
-    """4 KB of nested brackets raised RecursionError; a FIFO blocked the start for good (issue 22 item 13)."""
+    """4 KB of nested brackets raised RecursionError; a FIFO blocked the start for good."""
     import threading
 
     p = state.path_for(tmp_path)

@@ -1,4 +1,4 @@
-"""What a musician meets with the bundled model, through a running daemon (issue 22, items 1-3): a variation at
+"""What a musician meets with the bundled model, through a running daemon: a variation at
 strength 0 is its source and a chain of them keeps the low end; a variation's reply carries no seed that
 /kick/generate would turn into another kick, and its own seed makes it again; a kick is the same whatever else
 was in its batch (a morph's ends, a kick of a count)."""

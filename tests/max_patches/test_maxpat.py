@@ -28,7 +28,7 @@ AMXD = MAX_PATCHES / "kickserver.amxd"
 BUILD = MAX_PATCHES / "build_amxd.py"
 
 CONTROL_KEYS = {"decay", "pitch", "click"}  # what every preset's model.controls is (checked below)
-# Issue 25's OSC (the XY pad), fixed in the contract before the daemon serves it: the device's checks accept these
+# The XY pad's OSC, fixed in the contract before the daemon serves it: the device's checks accept these
 # addresses whether or not kickserver/osc_api.py has them yet, and parse /kick/near with the daemon's parser once
 # it does.
 MAP, MAP_AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
@@ -896,7 +896,7 @@ def test_the_device_asks_for_the_models_dials_and_shows_them(patch):
     assert [m[0] for m in sim.sent] == [osc_api.PING, osc_api.STATUS]
     sim.receive(osc_api.STATUS, "default", *status)  # Check forgot the model: asked again
     assert sim.sent[2:] == [[osc_api.CONTROLS]]
-    sim.receive(osc_api.CONTROLS, "decay", "pitch")  # a daemon from before issue 25: no map word
+    sim.receive(osc_api.CONTROLS, "decay", "pitch")  # a daemon from before the map: no map word
     assert "dials: decay pitch" in sim.shown.values()
     sim.receive(osc_api.CONTROLS, "decay", "pitch", "click", "map")
     assert "dials: decay pitch click" in sim.shown.values()
@@ -910,7 +910,7 @@ def test_the_device_asks_for_the_models_dials_and_shows_them(patch):
 
 
 def test_set_a_after_a_variation_marks_the_variation_by_its_file(patch, kick_daemon):
-    """The device against a running daemon (issue 22): Generate, Vary, Set A, Generate, Morph. A variation's seed
+    """The device against a running daemon: Generate, Vary, Set A, Generate, Morph. A variation's seed
     is its noise, which /kick/generate turns into another kick, so the daemon's reply carries -1 and Set A marks
     the variation's file: the morph starts from the variation the user marked, not from a generated seed."""
     import soundfile as sf
@@ -945,7 +945,7 @@ def test_set_a_after_a_variation_marks_the_variation_by_its_file(patch, kick_dae
         assert f"a={varied.rsplit('/', 1)[-1]}" in f.comment.split(), f.comment
 
 
-# ---------------------------------------------------------------- the XY pad (issue 25)
+# ---------------------------------------------------------------- the XY pad
 
 PAD_PX = 120  # the [lcd]'s size; a point at (x, y), y up, is drawn at 4 + 112 x, 4 + 112 (1 - y)
 NEAR_KEYS = {"count", "spread", "seed", "id", "steps", "sampler"} | CONTROL_KEYS
@@ -1110,7 +1110,7 @@ def test_locate_places_the_last_kick(patch):
 
 
 def test_the_pad_against_the_daemon(patch, kick_daemon):
-    """Once the daemon serves issue 25's routes: a click's /kick/near is accepted and its kicks come back with the
+    """Once the daemon serves the map's routes: a click's /kick/near is accepted and its kicks come back with the
     pad's id, and are marked on the pad; /kick/controls says whether the model has a map."""
     if NEAR not in osc_api.ADDRESSES:
         pytest.skip("the daemon has no /kick/near yet (kickserver/osc_api.py): the pad is checked against the contract")

@@ -1,4 +1,4 @@
-"""The commands docs/systemd.md gives are ones that work (issue 22, item 8): it told users `pip install kickserver`,
+"""The commands docs/systemd.md gives are ones that work: it once told users `pip install kickserver`,
 which is not published.
 
 Every shell block is read command by command (continuation lines joined, comments dropped, `&&` chains split):

@@ -27,7 +27,7 @@ ADDRESS_FAMILIES = {"AF_UNIX", "AF_INET", "AF_INET6"}
 SYSTEM_ONLY = {"CapabilityBoundingSet": "", "ProtectHostname": "yes", "ProtectProc": "invisible",
                "PrivateMounts": "yes", "RemoveIPC": "yes"}
 # `systemd-analyze security --offline=true [--user]` overall exposure, measured on these units with systemd 252
-# (docs/systemd.md): before issue 12, 6.2 (system unit) and 8.0 (user unit as the user manager sees it).
+# (docs/systemd.md): before the units were hardened, 6.2 (system unit) and 8.0 (user unit as the user manager sees it).
 EXPOSURE_AT_MOST = {"system": 3.5, "user": 7.8}
 TRUE = {"yes", "true", "on", "1"}
 

@@ -170,7 +170,7 @@ def test_fast_enough():
     assert min(times) < 0.25  # measured ~20 ms (default probabilities) on one core; generous for a shared CI box
 
 
-# -- on the batch's device (issue 24): the draws stay on the caller's CPU generator, the work moves ----------------
+# -- on the batch's device: the draws stay on the caller's CPU generator, the work moves ----------------
 
 def _pin(y: torch.Tensor, g: torch.Generator) -> tuple:
     import hashlib

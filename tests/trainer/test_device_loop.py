@@ -1,4 +1,4 @@
-"""The training loop on its device (issue 24): the clips live there, a step is chosen, augmented, measured and
+"""The training loop on its device: the clips live there, a step is chosen, augmented, measured and
 prepared there, the loss is read back once a step, and `kicktrain profile` times the phases for real."""
 
 from __future__ import annotations

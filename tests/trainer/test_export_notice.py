@@ -1,5 +1,5 @@
 """`kicktrain fit --export-dir` into a folder a daemon serves from: it says, once, that a kickserver serving from
-that folder without --model switches to the export, and how to pin one instead (issue 22, item 4)."""
+that folder without --model switches to the export, and how to pin one instead."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The model's kit map built by the trainer (issue 25): `kicktrain map --into` and `kicktrain export --map-data` store
+"""The model's kit map built by the trainer: `kicktrain map --into` and `kicktrain export --map-data` store
 it (trainer/latent_map.py, kickmodel/kitmap.py), its points are map.csv's layout moved to 0..1, and on the bundled
 model a kick made at a kit kick's point is near that kick, more so the smaller the spread."""
 

@@ -1,4 +1,4 @@
-"""The training loop chosen per device and memory budget (trainer/loop_plan.py, issue 24): the candidates'
+"""The training loop chosen per device and memory budget (trainer/loop_plan.py): the candidates'
 order, the CPU's peak measurement, and `kicktrain fit --vram-budget` choosing, explaining and refusing."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A run folder whose config.json or metrics are nested 10,000 deep: kicktrain goes on as without them, or says
-why in one line; never a RecursionError (issue 22 item 13)."""
+why in one line; never a RecursionError."""
 
 from __future__ import annotations
 

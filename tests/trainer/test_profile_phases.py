@@ -1,5 +1,5 @@
 """`kicktrain profile` splits a step honestly: on a GPU the profiler keeps each phase twice (the CPU's range and the
-GPU's span of its kernels, with no CPU time), and the phases add up to the step (issue 24)."""
+GPU's span of its kernels, with no CPU time), and the phases add up to the step."""
 
 from __future__ import annotations
 
