@@ -7,7 +7,7 @@ resolve_model's choice (`<models>/default.safetensors`, the bundled model, the n
 model's path, its file's signature when loaded and why it serves are kept here; a swap records them in the worker
 thread once the new model serves, and remembers its name.
 
-A model chosen by `/kick/model` holds until the next choice (issue 32 item 13): the loader is pinned to it, pinned
+A model chosen by `/kick/model` holds until the next choice: the loader is pinned to it, pinned
 or not before, so a new artifact in the folder (a running fit's next export) is listed, not swapped in; it is
 remembered as chosen, so a restart without a configured model serves it as chosen, pinned again. A configured model
 (`--model`, `model` in the config) wins at start and on SIGHUP, as before.

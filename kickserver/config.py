@@ -77,7 +77,7 @@ class ServerConfig:
     allow: list[str] = field(default_factory=list)
     read_roots: list[str] = field(default_factory=list)
     max_files: int | None = None
-    # the output folder's disk budget (issue 32 item 5: off by default, one address wrote 24.9 MB in 45 s); 0: none
+    # the output folder's disk budget (on by default: without one, one address wrote 24.9 MB in 45 s); 0: none
     max_mb: float | None = DEFAULT_MAX_MB
     queue_limit: int = 64  # kicks waiting at most; past that a request is refused with "busy"
     client_queue_limit: int = 32  # kicks one host (source address, all its ports together) may have waiting
@@ -90,7 +90,7 @@ class ServerConfig:
     log_level: str = "info"
     reply_rate_kb: float = 32.0  # reply budget per source IP: KB per second ...
     reply_burst_kb: float = 128.0  # ... and at most this many KB at once (ratelimit.py)
-    # which sources must prove their return path (ratelimit.ReturnPaths, issue 32 items 3 and 4): "network" (all but
+    # which sources must prove their return path (ratelimit.ReturnPaths): "network" (all but
     # loopback), "all" (loopback too), "off" (none); until they do, they share one reply budget and one queue share
     return_proof: str = "network"
 

@@ -161,7 +161,7 @@ class Server:
         _warn_open_allow(cfg)
         # READY=1 (and the line below) once the worker's warm-up and render capture are done, so "ready" means a kick
         # is answered at a kick's speed: under --render-capture compile on the CPU READY came 3.8 s after the start
-        # and the first kick 68.5 s after (issue 32 item 11). Requests that come meanwhile are queued.
+        # and the first kick 68.5 s after. Requests that come meanwhile are queued.
         from kickmodel.capture import resolve_mode
 
         if not self.worker.warm.is_set() and resolve_mode(cfg.render_capture, self.device) != "off":
@@ -240,7 +240,7 @@ class Server:
         self.front.receiving.clear()
         if self.worker is not None:
             self.worker.stop()  # cancels the batch on the device; the kick being written still lands
-        if self.loader is not None:  # a load in progress stops at its next step; wait for it (issue 22)
+        if self.loader is not None:  # a load in progress stops at its next step; wait for it
             if not self.loader.stop(timeout=max(0.5, SHUTDOWN_BUDGET_S - (time.monotonic() - t0))):
                 log.error("the model loader did not finish in time; exiting anyway")
         recv.join(timeout=1.0)
@@ -358,7 +358,7 @@ def serve(cfg: ServerConfig, **kw: Any) -> int:
     left = server.unfinished()
     if left:
         # Tearing the interpreter down while another thread runs torch aborts the process ("terminate called
-        # without an active exception", SIGABRT, not exit 0: issue 22). Past the shutdown budget, leave without it:
+        # without an active exception", SIGABRT, not exit 0). Past the shutdown budget, leave without it:
         # every file is written by rename, so nothing is left half-done.
         log.warning("exiting while %s still runs", " and ".join(left))
         logging.shutdown()

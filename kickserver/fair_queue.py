@@ -18,7 +18,7 @@ from typing import Any
 
 from .jobs import Job, Kick
 
-# The host of every source that has not proved its return path (kickserver.ratelimit.ReturnPaths; issue 32 item 4):
+# The host of every source that has not proved its return path (kickserver.ratelimit.ReturnPaths):
 # forged addresses cost nothing, so all of them together take one host's turn and one host's limit, each (address,
 # port) a client within it, and a proven host is never starved by many claimed ones.
 UNPROVEN = "senders that have not proved their address"

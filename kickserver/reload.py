@@ -66,7 +66,7 @@ def is_candidate(path: str | Path) -> bool:
     return name.endswith(SUFFIX) and not name.startswith(".") and not name.endswith(".part")
 
 
-# The folder scan is bounded (issue 32 item 1): at most MAX_SCAN entries of the folder are read, and of the artifacts
+# The folder scan is bounded: at most MAX_SCAN entries of the folder are read, and of the artifacts
 # among them the first MAX_MODEL_FILES by name are models (the others are left out, with one log line). The verdict
 # cache below holds more than that, so a full folder never evicts a verdict it still needs (with 5,000 artifacts
 # and a cache of 4,096, every listing re-loaded the evicted ones, over and over).
@@ -411,7 +411,7 @@ class ModelLoader:
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop watching and loading, and wait up to timeout s for the thread: a load in progress stops at its next
         step (after reading and building, or within its warm-up); a check of one file runs to its end. True once
-        the thread has ended (exiting the process while it runs torch aborts it: issue 22)."""
+        the thread has ended (exiting the process while it runs torch aborts it)."""
         self.unwatch()
         with self._cond:
             self._stop = True

@@ -97,7 +97,7 @@ class Worker:
         self.capture = capture  # kickmodel.capture's mode for every model this worker serves
         self.capture_report: CaptureReport | None = None  # the serving model's
         # set once the first model is warm in this thread (its warm-up and capture done, or given up): the daemon
-        # says READY=1 only then (under --render-capture compile on the CPU the capture took 65 s: issue 32 item 11)
+        # says READY=1 only then (under --render-capture compile on the CPU the capture took 65 s)
         self.warm = threading.Event()
         self.batches = 0
         self._queue = FairQueue(queue_limit, client_limit)
