@@ -1,4 +1,4 @@
-"""Issue 31's picture: a kit from each shipped model, rendered by DrumGizmo from a MIDI file, its hits at rising
+"""A picture of kits: a kit from each shipped model, rendered by DrumGizmo from a MIDI file, its hits at rising
 velocity drawn (docs/img/kits-drumgizmo.png).
 
     python scripts/kit_picture.py [--out docs/img/kits-drumgizmo.png] [--seed 5] [--layers 8] [--robins 4]

@@ -69,7 +69,7 @@ def pip_installs(calls: list[str]) -> list[list[str]]:
 @pytest.mark.parametrize("args,served", [((), "--model default"), (("--port", "9100"), "--model default --port 9100"),
                                          (("--model", "mine"), "--model mine"), (("--model=mine",), "--model=mine")])
 def test_serve_serves_the_bundled_model_it_names_and_says_so(tmp_path, args, served):
-    """Issue 32 item 13: `./quickstart.sh serve` ("the bundled model") served a half-trained export the daemon
+    """`./quickstart.sh serve` ("the bundled model") once served a half-trained export the daemon
     remembered from its models folder. It pins the bundled model (--model default) and says so, unless the options
     name a model themselves."""
     rc, calls, err = run_quickstart(tmp_path, torch="cpu", switch=None, args=args)

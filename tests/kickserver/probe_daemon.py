@@ -1,4 +1,4 @@
-"""`python -m kickserver` with counters of the work the receive loop does for each datagram (tests, issue 32).
+"""`python -m kickserver` with counters of the work the receive loop does for each datagram (for tests).
 
 The counters are injected from outside the daemon (wrapping functions it calls), so one test reads the same figures
 from any version of the daemon, the one before a fix included: per datagram handled by the receive loop, the OSC

@@ -1,4 +1,4 @@
-"""Issue 32 items 1-5 and 8, through a running daemon: what one request may cost the receive loop, what a forged
+"""Bounds held through a running daemon: what one request may cost the receive loop, what a forged
 source may draw, who gets a fair share, what a message without type tags may do, how much the output folder may
 hold, and how much memory forged sources may take.
 
@@ -51,7 +51,7 @@ def ask(d, sock: socket.socket, address: str, *args, n: int = 1, timeout: float 
 
 
 def test_models_listing_costs_the_receive_loop_the_same_whatever_the_folder_holds(tmp_path, tiny_artifact):
-    """Issue 32 item 1: 40 artifacts that load, with 120-character names (more than one datagram holds), beside 4,200
+    """40 artifacts that load, with 120-character names (more than one datagram holds), beside 4,200
     junk artifacts (more than the 4,096 verdicts the loader kept): 20 /kick/models each cost the receive loop at most
     one encode and two stats (it rebuilt the reply once per name dropped, 9 encodes here, and stat'ed every file of
     the folder: 8,000+), and listing again never checks an artifact again (the evicted verdicts were re-checked by
@@ -108,7 +108,7 @@ def _mapped_model(folder: Path, n: int) -> Path:
 
 
 def test_a_refused_kit_map_costs_the_receive_loop_no_encoding(tmp_path):
-    """Issue 32 item 2: a 4,096-kick map (within the documented limit) is 320 KB of replies, over the default reply
+    """A 4,096-kick map (within the documented limit) is 320 KB of replies, over the default reply
     burst: 40 /kick/map from one address are all refused, and the map is encoded at most once for all of them (it
     was encoded whole for every request before the budget refused it: 40 encodings, 28-60 ms of the receive loop
     each)."""
@@ -147,7 +147,7 @@ class _ForgedSocket:
 
 
 def test_senders_outside_allow_cannot_grow_the_daemons_memory(caplog):
-    """Issue 32 item 8: bound beyond loopback with --allow 192.168.1.0/24, 20,000 datagrams from 20,000 forged
+    """Bound beyond loopback with --allow 192.168.1.0/24, 20,000 datagrams from 20,000 forged
     addresses outside it are dropped, and the table of dropped senders stays within 4,096 addresses (it kept every
     one: 2 M forged addresses took 182 MB) and the log within 1,000 first lines and one line per 1,000 after. (The
     receive loop itself, fed by a socket that forges sources: a test may only use loopback, which --allow always
@@ -174,7 +174,7 @@ def test_senders_outside_allow_cannot_grow_the_daemons_memory(caplog):
 
 
 def test_work_needs_type_tags_and_the_output_folder_has_a_disk_budget_by_default(tmp_path, tiny_artifact):
-    """Issue 32 item 5: a 16-byte /kick/generate without a type tag string made a kick (8,400x its size on disk), and
+    """A 16-byte /kick/generate without a type tag string made a kick (8,400x its size on disk), and
     retention was off unless configured. Now it is refused with one short /kick/error and makes nothing, while
     /kick/ping without one is still answered; with no retention option the output folder has a budget (the ledger
     is kept), and a prune says in the log what it removed, from where, and what it keeps."""
@@ -244,7 +244,7 @@ def _drain(socks: list[socket.socket], quiet: float = 1.0) -> list[bytes]:
 
 
 def test_the_kit_map_goes_only_to_a_proven_return_path_and_unproven_replies_share_one_budget(tmp_path):
-    """Issue 32 item 3, with --return-proof all (loopback standing for a LAN bind): 30 addresses that never echo a
+    """With --return-proof all (loopback standing for a LAN bind): 30 addresses that never echo a
     token ask /kick/map once each and get one /kick/map/proof each, at most 5 bytes out per byte in, both copies
     counted (each got the whole map: 372x its request); a wrong token is refused; 40 such addresses asking
     /kick/status 40 times each draw replies within one pooled budget (4 x a 40 KB burst) in all, not what each
@@ -291,7 +291,7 @@ def test_the_kit_map_goes_only_to_a_proven_return_path_and_unproven_replies_shar
 
 
 def test_forged_addresses_share_one_queue_share_and_cannot_starve_a_proven_client(tmp_path, tiny_artifact):
-    """Issue 32 item 4, with --return-proof all: 16 addresses that never prove themselves each ask for 16 kicks;
+    """With --return-proof all: 16 addresses that never prove themselves each ask for 16 kicks;
     a client that proved its address then asks for one kick: it is accepted (it was busy 40 of 42 times: 16
     addresses held 16 shares and filled the queue) and answered after at most the batch running and one batch of
     theirs (kicks made meanwhile, counted by /kick/status), while they together hold one share (32 kicks) and are

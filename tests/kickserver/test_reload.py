@@ -230,7 +230,7 @@ def test_sighup_changes_the_sample_rate_and_retention_between_batches(tmp_path, 
             info = sf.info(p[1])
             assert info.samplerate == 48000 and abs(info.frames - frames * 48000 / 44100) < 1.5, (p[1], info)
         # the ledger is saved (a temp file, then a rename) after the batch's replies, off their path: wait for that
-        # event, then look for temp files (checked at once, the ledger's .part was seen: issue 32 item 19)
+        # event, then look for temp files (checked at once, the ledger's .part was seen)
         names = {Path(p[1]).name for _, p in replies}
         assert wait_until(lambda: names <= set(ledger_names(d.out_dir)), timeout=30), d.stderr_text()
         assert first.is_file() and not [x for x in d.out_dir.iterdir() if x.name.endswith(".part")]

@@ -1,4 +1,4 @@
-"""Issue 32, item 17: what a new user met with `kickserver send` and the tags, through a daemon serving the shipped
+"""What a new user meets with `kickserver send` and the tags, through a daemon serving the shipped
 kick-synth model (it keeps the starter kit's map and renders a kick in milliseconds).
 
 - `send /kick/near 0.3 0.7 count 4` printed 1 of 4 replies and exited 0: it waits for every kick;

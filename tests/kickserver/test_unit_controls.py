@@ -139,7 +139,7 @@ def test_the_daemon_refuses_units_clearly(daemon, address, first):
 
 
 def test_the_advertised_maximum_is_taken_as_a_float32_and_a_refusal_prints_what_came(daemon):
-    """Issue 32 item 11: the advertised maximum (`decay_s 0.92` for the shipped kick-synth model; 0.33 for this one)
+    """The advertised maximum (`decay_s 0.92` for the shipped kick-synth model; 0.33 for this one)
     sent as a float32 (0.92000002) was refused, and a dial of float32 1.0000001 was refused with "got 1", a value in
     range. The bound is compared in the wire's precision; a refusal prints the value received."""
     import re
