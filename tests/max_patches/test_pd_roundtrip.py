@@ -30,6 +30,10 @@ CONTROL_KEYS = {"decay", "pitch", "click"}
 # issue 25's OSC (the XY pad), fixed in the contract before the daemon serves it
 MAP, MAP_AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
 PAD_REQUESTS = {MAP, NEAR, LOCATE}
+# /kick/kit as docs/kits.md fixes it (the daemon's route may come later): key/value pairs, one origin (a seed or a
+# source file), layers 1..8, robins 1..4, a note (a name or a MIDI number) or the pitch_hz unit or the pitch dial
+KIT, KIT_DONE = "/kick/kit", "/kick/kit/done"
+KIT_KEYS = {"id", "seed", "source", "strength", "layers", "robins", "note", "key", "steps", "sampler"}
 PD_TIMEOUT_MS = 45000  # the test patches quit themselves after this; subprocess waits a little longer
 
 
@@ -106,7 +110,7 @@ def test_abstraction_formats_only_contract_addresses():
     boxes = pd_boxes(ABSTRACTION)
     formats = [t.split() for k, t in boxes if k == "obj" and t.startswith("oscformat")]
     addresses = {"/" + "/".join(words[1:]) for words in formats}
-    assert addresses == set(osc_api.ADDRESSES) | PAD_REQUESTS
+    assert addresses == set(osc_api.ADDRESSES) | PAD_REQUESTS | {KIT}
     (route,) = [t.split() for k, t in boxes if k == "obj" and t.startswith("route generate")]
     assert {"/kick/" + w for w in route[1:]} == addresses
     objs = [t for k, t in boxes if k == "obj"]
@@ -316,6 +320,31 @@ def saved_message_boxes(path: Path) -> list[str]:
             if (m := re.match(r"#X msg -?\d+ -?\d+ ?(.*)", rec.strip(), re.S))]
 
 
+def run_beside_user_patch(tmp_path: Path, template: str, port: int) -> tuple[str, Path]:
+    """Run the test patch `template` (its daemon at `port`) beside a copy of the user patch, which Pd may save
+    (menusave) so the test can read what it shows: the console and that copy."""
+    ui = tmp_path / "ui"
+    ui.mkdir()
+    for f in (USER_PATCH, ABSTRACTION):
+        shutil.copy2(f, ui / f.name)
+    patch = write_test_patch(tmp_path, template, PORT=port, TIMEOUT_MS=PD_TIMEOUT_MS)
+    return run_pd(patch, "-open", str(ui / USER_PATCH.name)), ui / USER_PATCH.name
+
+
+def run_against_stand_in(tmp_path: Path, template: str, fake: FakeDaemon, bad: str) -> tuple[str, Path]:
+    """run_beside_user_patch against the stand-in `fake` (closed after): the run must end neither at the timeout nor at
+    an error reply, and no console line but the patch's own error log may match `bad`."""
+    try:
+        console, saved = run_beside_user_patch(tmp_path, template, fake.port)
+    finally:
+        fake.close()
+    assert not printed(console, "KSTIMEOUT"), console
+    assert not printed(console, "KSERROR"), console
+    assert not [ln for ln in console.splitlines() if re.search(bad, ln, re.I)
+                and not ln.startswith("kickserver-error:")], console
+    return console, saved
+
+
 @needs_pd
 def test_pd_user_patch_sends_steps_only_when_set_and_shows_replies_readably(tmp_path):
     """The user patch, in real Pd, against a stand-in daemon: with Steps at its default no `steps` key is sent
@@ -323,14 +352,9 @@ def test_pd_user_patch_sends_steps_only_when_set_and_shows_replies_readably(tmp_
     shows as words (not one symbol with every space escaped as a backslash-space). It asks /kick/controls when it
     connects and again after /kick/model answers, and shows the new model's dials."""
     reason = "unknown key 'bogus'; this request takes id, count, seed, steps"
-    ui = tmp_path / "ui"
-    ui.mkdir()
-    for f in (USER_PATCH, ABSTRACTION):
-        shutil.copy2(f, ui / f.name)  # Pd saves this copy (menusave) so the test can read what it shows
     fake = FakeDaemon(reason)
     try:
-        patch = write_test_patch(tmp_path, "pd_ui_display.pd.in", PORT=fake.port, TIMEOUT_MS=PD_TIMEOUT_MS)
-        console = run_pd(patch, "-open", str(ui / USER_PATCH.name))
+        console, saved = run_beside_user_patch(tmp_path, "pd_ui_display.pd.in", fake.port)
     finally:
         fake.close()
     assert not printed(console, "KSTIMEOUT"), console
@@ -352,7 +376,7 @@ def test_pd_user_patch_sends_steps_only_when_set_and_shows_replies_readably(tmp_
     limits = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
     assert osc_api.parse(osc_api.GENERATE, first, limits).steps is None
 
-    shown = saved_message_boxes(ui / USER_PATCH.name)
+    shown = saved_message_boxes(saved)
     (dials,) = [m for m in shown if m.startswith("dials:")]
     assert dials == "dials: decay", shown  # the model that serves now has one control
     (status,) = [m for m in shown if m.startswith("kick ")]
@@ -453,12 +477,7 @@ def pad_dots(saved: Path) -> list[tuple[float, float, int]]:
 
 
 def run_pad_patch(tmp_path: Path, port: int) -> tuple[str, Path]:
-    ui = tmp_path / "ui"
-    ui.mkdir()
-    for f in (USER_PATCH, ABSTRACTION):
-        shutil.copy2(f, ui / f.name)  # Pd saves this copy (menusave) so the test can read what it shows
-    patch = write_test_patch(tmp_path, "pd_ui_pad.pd.in", PORT=port, TIMEOUT_MS=PD_TIMEOUT_MS)
-    return run_pd(patch, "-open", str(ui / USER_PATCH.name)), ui / USER_PATCH.name
+    return run_beside_user_patch(tmp_path, "pd_ui_pad.pd.in", port)
 
 
 def near_args(args: list) -> dict:
@@ -474,15 +493,8 @@ def test_pd_pad_sends_near_for_two_points_and_a_rate_limited_drag(tmp_path):
     id; a drag of five steps 50 ms apart sends its first step at once and its last 250 ms later; each kick comes
     back marked where it was asked; Locate sends the last kick's path and the reply is drawn."""
     fake = PadDaemon("no such request")
-    try:
-        console, saved = run_pad_patch(tmp_path, fake.port)
-    finally:
-        fake.close()
-    assert not printed(console, "KSTIMEOUT"), console
-    assert not printed(console, "KSERROR"), console
-    bad = [ln for ln in console.splitlines() if re.search(r"error|couldn't create|bad arguments|stale", ln, re.I)
-           and not ln.startswith("kickserver-error:")]
-    assert not bad, console
+    console, saved = run_against_stand_in(tmp_path, "pd_ui_pad.pd.in", fake,
+                                          r"error|couldn't create|bad arguments|stale")
     addresses = [a for a, _ in fake.requests]
     # controls at connect (the first point goes out in the same moment); its `map` word asks for the map
     assert addresses[0] == osc_api.CONTROLS and addresses.count(MAP) == 1, fake.requests
@@ -560,3 +572,71 @@ def test_pd_pad_against_the_daemon(tmp_path):
     assert marks == pytest.approx([v for p in ((0.25, 0.75), (0.6, 0.2), (0.1, 0.2), (0.5, 0.2))
                                    for v in pad_px(*p)], abs=0.2), dots
     assert len([d for d in dots if d[2] == 999]) == 1, dots
+
+
+# ---------------------------------------------------------------- the kit, the note and audition (issue 31)
+
+
+
+class KitDaemon(FakeDaemon):
+    """The stand-in daemon for the kit: /kick/generate answers a real WAV (`wav`), /kick/kit answers
+    `/kick/kit/done <id> <folder> <layers> <robins> <seed>`; requests are recorded as FakeDaemon's are."""
+
+    def __init__(self, wav: Path) -> None:
+        self.wav = wav
+        super().__init__("no such request")
+
+    def answer(self, address: str, args: list) -> list[bytes]:
+        if address == osc_api.GENERATE:
+            seed = int(args[args.index("seed") + 1])
+            return [build_message(osc_api.DONE, [("i", 1), ("s", str(self.wav)), ("i", seed)])]
+        if address == KIT:
+            pairs = dict(zip(args[::2], args[1::2]))
+            self.kicks += 1
+            return [build_message(KIT_DONE, [("i", -self.kicks), ("s", f"/tmp/kit_A1_short_{self.kicks}"),
+                                             ("i", int(pairs["layers"])), ("i", int(pairs["robins"])),
+                                             ("i", int(pairs.get("seed", -1)))])]
+        return super().answer(address, args)
+
+
+@needs_pd
+def test_pd_kit_note_and_audition(tmp_path):
+    """The user patch, in real Pd, against a stand-in daemon: Kit sends /kick/kit with the last kick's seed, the
+    layers and robins chosen and the note (A1), the dials and steps; with no note, the Hz box's pitch_hz instead of
+    the pitch dial; with neither, the dial. The kit's folder is shown; audition loads the last kick's file into the
+    table (`soundfiler` reads all its samples; headless, so nothing is heard)."""
+    wav = tmp_path / "kick_7.wav"
+    sf.write(str(wav), [0.5, -0.25, 0.125] * 1000, 44100, subtype="PCM_24")
+    fake = KitDaemon(wav)
+    console, saved = run_against_stand_in(tmp_path, "pd_ui_kit.pd.in", fake,
+                                          r"error|couldn't create|bad arguments|unknown")
+
+    kits = [args for a, args in fake.requests if a == KIT]
+    assert len(kits) == 3, fake.requests
+    pairs = []
+    for args in kits:
+        assert len(args) % 2 == 0 and all(isinstance(k, str) for k in args[::2]), args  # key/value pairs only
+        pairs.append(dict(zip(args[::2], args[1::2])))
+        assert set(pairs[-1]) <= KIT_KEYS | CONTROL_KEYS | {"pitch_hz"}, args
+    with_note, with_hz, with_dial = pairs
+    assert with_note == {"seed": 7, "layers": 8, "robins": 3, "note": "A1", "decay": 0.5, "click": 0.5,
+                         "steps": 2}, with_note
+    assert with_hz == {"seed": 7, "layers": 1, "robins": 4, "pitch_hz": pytest.approx(43.65), "decay": 0.5,
+                       "click": 0.5, "steps": 2}, with_hz
+    assert with_dial == {"seed": 7, "layers": 1, "robins": 4, "pitch": 0.5, "decay": 0.5, "click": 0.5,
+                         "steps": 2}, with_dial
+    if KIT in osc_api.ADDRESSES:  # the daemon's own parser, once it has the route
+        limits = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)),
+                                units=(osc_api.UnitControl("pitch_hz", "pitch", 30.0, 250.0),))
+        for args in kits:
+            req = osc_api.parse(KIT, args, limits)
+            assert (req.seed, req.layers, req.robins) == (7, int(dict(zip(args[::2], args[1::2]))["layers"]),
+                                                          int(dict(zip(args[::2], args[1::2]))["robins"]))
+        assert osc_api.parse(KIT, kits[0], limits).pitch_hz == pytest.approx(55.0)  # A1
+
+    assert printed(console, "KSKIT")[-1] == "-3 /tmp/kit_A1_short_3 1 4 7", console
+    (frames,) = {int(float(n)) for n in printed(console, "KSAUDITION")}
+    assert frames == sf.info(str(wav)).frames == 3000
+    shown = saved_message_boxes(saved)
+    assert "kit /tmp/kit_A1_short_3 (1 x 4)" in shown, shown
+    assert "audition: 3000 samples" in shown, shown
