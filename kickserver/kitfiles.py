@@ -1,4 +1,4 @@
-"""A kit as the files samplers load: one folder, written as a whole or not at all (issue 31).
+"""A kit as the files samplers load: one folder, written as a whole or not at all.
 
 Given layers x robins finished kicks (velocity layer 0 = softest, robin 0..), the note they are tuned to and play
 on, and a name, write_kit makes FOLDER/NAME/ holding:

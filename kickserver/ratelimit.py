@@ -14,7 +14,7 @@ The defaults (RATE 32 KB/s, BURST 128 KB) never touch a real controller: a burst
 80 KB of replies. A forger gets at most 128 KB, then 32 KB/s, whatever the request-to-reply size ratio.
 
 At most MAX_ADDRESSES buckets are kept, so forged sources cannot exhaust memory, and forgetting a bucket must
-never hand its address a fresh burst (issue 22: 4,100 datagrams from other loopback addresses evicted a spent
+never hand its address a fresh burst (4,100 datagrams from other loopback addresses evicted a spent
 bucket, and its address drew 401,600 B in 1.3 s against a cap of 173,740 B). So only a bucket that is full
 again is forgotten (a fresh one would be the same), the least recently used first (of the EVICT_SCAN oldest).
 When none of those is full -- more than MAX_ADDRESSES addresses drew replies in the last few seconds, which
@@ -39,7 +39,7 @@ BURST = 128 * 1024
 MAX_ADDRESSES = 4096
 EVICT_SCAN = 8  # buckets looked at (oldest first) for one that is full again and may be forgotten
 # Sources that have not proved their return path (ReturnPaths) draw immediate replies from their own bucket and, all
-# together, from one pooled bucket of POOLED x the rate and burst (issue 32 item 3: bounded per address only, 300
+# together, from one pooled bucket of POOLED x the rate and burst (bounded per address only, 300
 # forged sources drew 37.5 MB for 100.8 KB)
 POOLED = 4
 
@@ -47,7 +47,7 @@ POOLED = 4
 class Counts:
     """How many datagrams each address sent of one kind (dropped outside --allow, not OSC), for the log's "the first,
     then every 1000th" lines: at most `limit` addresses, the least recently seen forgotten first, so forged sources
-    cannot grow the daemon's memory (issue 32 item 8: the table of senders outside --allow kept every address, and 2 M
+    cannot grow the daemon's memory (the table of senders outside --allow kept every address, and 2 M
     forged ones took 182 MB). `total` counts every datagram, so the log can speak of a flood in one line per 1000."""
 
     def __init__(self, limit: int = MAX_ADDRESSES) -> None:
@@ -75,7 +75,7 @@ KEY_ENV = "KICKSERVER_PROOF_KEY"  # hex: the token key instead of a random one (
 
 
 class ReturnPaths:
-    """Addresses that proved they receive what the daemon sends them (issue 32 items 3 and 4).
+    """Addresses that proved they receive what the daemon sends them.
 
     A UDP source address can be forged; a reply to it reaches whoever owns it. An address proves its return path by
     echoing a token that only a reply sent to it carried (`/kick/proof` answers `/kick/proof <token>`; a refused

@@ -107,7 +107,7 @@ def summarise(prof: Any, active_steps: int, device: torch.device, top: int = 15)
 
 def step_text(s: dict[str, Any]) -> str:
     """A step's time as the console and the picture both say it ("6312.2 ms"): the profiler's step, one figure (the
-    picture's title said the sum of its phases, 6286 ms, beside the console's 6312.2: issue 32 item 18)."""
+    picture's title said the sum of its phases, 6286 ms, beside the console's 6312.2)."""
     return f"{s['step_ms']:.1f} ms"
 
 

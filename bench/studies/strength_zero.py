@@ -1,4 +1,4 @@
-"""Issue 32, item 17: how far a variation at strength 0 lies from its source, a kick the daemon's writer wrote
+"""How far a variation at strength 0 lies from its source, a kick the daemon's writer wrote
 (24-bit WAV at the output rate), for 16 seeds per shipped model and output rate: the worst sample difference in dB
 re the source's peak. Run from the repository root (on another tree: PYTHONPATH=TREE, cd TREE):
 

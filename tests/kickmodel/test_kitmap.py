@@ -1,4 +1,4 @@
-"""The model knows its kit's map (issue 25): kickmodel/kitmap.py's KitMap, stored in the artifact under `kitmap.` and
+"""The model knows its kit's map: kickmodel/kitmap.py's KitMap, stored in the artifact under `kitmap.` and
 read back with every size and value bounded, the mappings both ways, and kicks rendered from a map point."""
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def test_a_map_the_reader_would_refuse_is_never_written(mel, tmp_path):
 
 
 def test_the_readme_puts_the_clicky_kicks_where_the_shipped_pad_has_them():
-    """Issue 32 item 18: the README said the clicky kicks gather on the left, of `kicktrain map`'s picture, with
+    """The README said the clicky kicks gather on the left, of `kicktrain map`'s picture, with
     nothing to tell it from the pad, where the shipped model's map has them on the right (x follows click). The
     README's sentence on the pad is held to the sign of the shipped map's x-click correlation."""
     import re

@@ -1,4 +1,4 @@
-"""The daemon's render capture and resident memory (issue 24), through a running daemon on the CPU.
+"""The daemon's render capture and resident memory, through a running daemon on the CPU.
 
 `--render-capture graphs` on the CPU is refused by kickmodel.capture itself (CUDA graphs need a CUDA device): the
 daemon serves eagerly, says so in one log line per model load (at start, and again once after a hot swap), and
@@ -71,7 +71,7 @@ def _kick(d, seed: int) -> str:
 
 @pytest.mark.slow  # torch.compile of the tiny model: 1-7 min on the loaded 2-core box
 def test_ready_comes_only_once_the_render_is_captured(tmp_path, tiny_artifact):
-    """Issue 32 item 11: under `--render-capture compile` on the CPU the daemon announced READY=1 after 3.8 s and
+    """Under `--render-capture compile` on the CPU the daemon announced READY=1 after 3.8 s and
     answered its first kick after 68.5 s (torch.compile ran in the worker after READY). Now READY=1 comes once the
     worker's capture is done: when it arrives, the log already holds the capture's line, and a kick asked then is
     answered at a kick's speed (compared with a second kick, not with a fixed time)."""

@@ -1,4 +1,4 @@
-"""What a bare request draws, held to what docs/daemon.md says (issue 32 item 11: the doc said a well-formed request
+"""What a bare request draws, held to what docs/daemon.md says (the doc once said a well-formed request
 refused for its arguments draws up to 8 bytes per byte, while address-only messages drew up to 23).
 
 Every address the daemon serves (and one it does not) is sent bare, with and without its type tag string; the reply

@@ -1,4 +1,4 @@
-"""Every `kickserver serve` option through a running daemon (issue 21), not only on the component it configures.
+"""Every `kickserver serve` option through a running daemon, not only on the component it configures.
 
 --max-steps was once tested on the Worker alone and never reached the daemon. Here each option of SERVE_OPTIONS
 (= each key of ServerConfig) is given to a real `python -m kickserver serve`, once on the command line and once

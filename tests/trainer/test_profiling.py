@@ -59,7 +59,7 @@ def test_phase_picture_stacks_the_phases_of_a_step():
 
 
 def test_the_pictures_title_and_the_console_say_one_step_time():
-    """Issue 32 item 18: the picture's title said 6286 ms (the sum of the phases it draws; a rest under 0.5 % of the
+    """The picture's title said 6286 ms (the sum of the phases it draws; a rest under 0.5 % of the
     step is not drawn) where the console said 6312.2 ms (the profiler's step). Both say the step's time now."""
     from trainer.profiling import format_summary, phase_figure
 
