@@ -37,7 +37,7 @@ SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device
 
 # `kickserver send`'s default wait: SEND_BASE_S + SEND_PER_KICK_STEP_S x count x steps (steps: the request's, else
 # SEND_DEFAULT_STEPS, a margin over the bundled model's 10). One kick-step costs 0.03 s on a 2-core CPU alone and
-# up to 1.2 s while another process loads the cores (issue 12); kicks land one by one, so each /kick/done also
+# up to 1.2 s while another process loads the cores; kicks land one by one, so each /kick/done also
 # moves the deadline to at least SEND_BASE_S + SEND_PER_KICK_STEP_S x steps from then.
 SEND_BASE_S = 10.0
 SEND_PER_KICK_STEP_S = 0.25
@@ -167,7 +167,7 @@ def _load_settings(ns: argparse.Namespace, overrides: dict[str, Any]) -> tuple[S
 
 def _catch_signals() -> tuple[threading.Event, threading.Event]:
     """SIGTERM/SIGINT and SIGHUP as events, from now on: importing the daemon (torch) takes seconds, and a signal
-    meanwhile killed the process (exit -15, or SIGHUP's default: ended) instead of stopping it cleanly (issue 22).
+    meanwhile killed the process (exit -15, or SIGHUP's default: ended) instead of stopping it cleanly.
     The daemon keeps these events and re-installs its own handlers that set them."""
     stop, hup = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
