@@ -99,7 +99,7 @@ def resolve_source(source: str, out_dir: Path, read_roots: list[Path]) -> Path:
         raise SourceRefused(f"source {shown(source)} does not exist") from None
     except (OSError, RuntimeError) as e:
         raise SourceRefused(f"source {shown(source)} cannot be opened ({_why(e)})") from None
-    if not any(within(real, _real(r)) for r in candidates):
+    if not any(within(real, output_root(r) if r == Path(out_dir) else _real(r)) for r in candidates):
         raise SourceRefused(LINKS_OUT)
     return real
 
@@ -109,6 +109,26 @@ def _real(p: Path) -> Path:
         return Path(p).resolve()
     except (OSError, RuntimeError):
         return Path(p)
+
+
+# The output folder as a read root is the folder the writer opened (kickserver.writer.KickWriter pins its real path
+# then), not whatever its path points to now: a folder swapped for a link widened the read root to the link's target
+# (issue 32 item 11). By configured path; at most MAX_PINNED (one per SIGHUP that changed the folder).
+_pinned: dict[str, Path] = {}
+MAX_PINNED = 64
+
+
+def pin_output(out_dir: Path, real: Path) -> None:
+    """The real path of the output folder out_dir as it was opened for writing."""
+    _pinned.pop(str(Path(out_dir)), None)
+    _pinned[str(Path(out_dir))] = Path(real)
+    while len(_pinned) > MAX_PINNED:
+        _pinned.pop(next(iter(_pinned)))
+
+
+def output_root(out_dir: Path) -> Path:
+    """The output folder's real path as a read root: as pinned when it was opened, else as it resolves now."""
+    return _pinned.get(str(Path(out_dir))) or _real(Path(out_dir))
 
 
 def _why(e: BaseException) -> str:
@@ -229,7 +249,7 @@ class Source:
 def open_source(source: str, out_dir: Path, read_roots: list[Path]) -> Source:
     """The checked, open source a /kick/variation names (the module doc's six steps). Raises SourceError."""
     real = resolve_source(source, out_dir, read_roots)
-    roots = [_real(Path(out_dir))] + [_real(Path(r)) for r in read_roots]
+    roots = [output_root(Path(out_dir))] + [_real(Path(r)) for r in read_roots]
     if not os.path.isabs(source):
         roots = roots[:1]
     try:

@@ -13,6 +13,12 @@ failed write removes its temp file.
 With retention on (`max_files` and/or `max_mb`), the server keeps a hidden ledger
 (`.kickserver-ledger.json`, written atomically after each batch) of the files it wrote, and removes
 the oldest of those only, never anything else.
+
+The folder is opened once and every file operation is relative to that descriptor (issue 32 item 11: a folder
+swapped for a link while the daemon ran redirected its writes into the link's target). Before each kick the folder at
+the path is compared with the one opened: the same folder, written; none (removed), made again and opened anew; a
+folder removed and made again at the same real place, opened anew; anything else (a link to another folder, another
+folder moved in) is refused with a reason (WriteError), never written through, until SIGHUP or a restart opens it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import logging
 import os
 import queue as queue_mod
 import re
+import stat as stat_mod
 import sys
 import threading
 import time
@@ -37,9 +44,9 @@ import numpy as np
 import soundfile as sf
 
 from kickmodel import safejson
-from kickmodel.fsutil import atomic_write_bytes, fsync_dir
 from kickmodel.wavfile import KickInfo, encode_wav
 
+from . import sources
 from .jobs import Done, Kick, Outcome, Refused
 
 __all__ = ["KickInfo", "KickWriter", "Output", "WriteError", "WriterThread", "encode_wav", "publish"]
@@ -103,12 +110,14 @@ def _libc_renameat2() -> object:
     return _renameat2
 
 
-def _rename_noreplace(src: Path, dst: Path) -> bool | None:
-    """rename(2) that fails if dst exists: True done, False dst exists, None not supported here."""
+def _rename_noreplace(src: Path, dst: Path, dir_fd: int | None = None) -> bool | None:
+    """rename(2) that fails if dst exists: True done, False dst exists, None not supported here. dir_fd: src and dst
+    are names in that folder."""
     fn = _libc_renameat2()
     if not fn:
         return None
-    if fn(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+    at = _AT_FDCWD if dir_fd is None else dir_fd
+    if fn(at, os.fsencode(src), at, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
         return True
     err = ctypes.get_errno()
     if err == errno.EEXIST:
@@ -118,12 +127,12 @@ def _rename_noreplace(src: Path, dst: Path) -> bool | None:
     raise OSError(err, os.strerror(err), str(dst))
 
 
-def _link_noreplace(src: Path, dst: Path) -> bool | None:
+def _link_noreplace(src: Path, dst: Path, dir_fd: int | None = None) -> bool | None:
     """Hard-link src to dst (fails if dst exists), then drop src: True, False dst exists, None unsupported.
 
     A watcher sees `created` for dst (not a move), but the inode is complete and fsynced before."""
     try:
-        os.link(src, dst)
+        os.link(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
     except FileExistsError:
         return False
     except OSError as e:
@@ -131,26 +140,47 @@ def _link_noreplace(src: Path, dst: Path) -> bool | None:
             return None
         raise
     try:
-        os.unlink(src)
+        os.unlink(src, dir_fd=dir_fd)
     except OSError:
         pass
     return True
 
 
-def publish(src: Path, dst: Path) -> bool:
+def _lexists(name: Path, dir_fd: int | None = None) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # something is there (or cannot be told): not a free name
+    return True
+
+
+def publish(src: Path, dst: Path, dir_fd: int | None = None) -> bool:
     """Move the complete file src to the name dst unless dst exists (True), else leave src (False).
 
     Atomic where the system allows: renameat2(RENAME_NOREPLACE) (Linux on ext4, xfs, btrfs, tmpfs,
     overlayfs...), else a hard link, else (no hard links either) a check then os.replace, which a
-    second writer racing on the same name could still beat."""
+    second writer racing on the same name could still beat. dir_fd: src and dst are names in that folder."""
     for way in (_rename_noreplace, _link_noreplace):
-        done = way(src, dst)
+        done = way(src, dst, dir_fd)
         if done is not None:
             return done
-    if os.path.lexists(dst):
+    if _lexists(dst, dir_fd):
         return False
-    os.replace(src, dst)
+    os.replace(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     return True
+
+
+def _open_dir(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def _fsync_fd(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
 
 
 class KickWriter:
@@ -167,6 +197,8 @@ class KickWriter:
         self.max_files = max_files
         self.max_mb = max_mb
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._fd = -1
+        self._open()
         self._ledger: list[dict] = self._read_ledger()
         self._ledger_dirty = False
         if clean_temps:
@@ -178,18 +210,63 @@ class KickWriter:
         self._ledger = list(other._ledger)
         self._ledger_dirty = self._ledger_dirty or other._ledger_dirty
 
+    # ------------------------------------------------------------ the folder, opened once
+    def _open(self) -> None:
+        """Open the folder (following a link the configured path is, as it is now) and make its real path the output
+        folder's read root (kickserver.sources.pin_output)."""
+        fd = _open_dir(self.out_dir)
+        if self._fd >= 0:
+            os.close(self._fd)
+        self._fd = fd
+        self.real_dir = Path(os.path.realpath(self.out_dir))
+        sources.pin_output(self.out_dir, self.real_dir)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit
+            pass
+
+    def _folder(self) -> int:
+        """The opened folder's descriptor, once the folder at the path is checked to be it (see the module doc)."""
+        try:
+            st = os.stat(self.out_dir)
+        except FileNotFoundError:
+            st = None
+        except OSError as e:
+            raise WriteError(f"cannot use the output folder {self.out_dir}: {_reason(e, self.out_dir)}") from None
+        opened = os.fstat(self._fd)
+        if st is not None and (st.st_dev, st.st_ino) == (opened.st_dev, opened.st_ino):
+            return self._fd
+        # removed (and maybe made again in its place): a new folder at the same real place is the output folder
+        if opened.st_nlink == 0 and (st is None or Path(os.path.realpath(self.out_dir)) == self.real_dir):
+            try:
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                self._open()
+            except OSError as e:
+                raise WriteError(f"cannot create {self.out_dir}: {_reason(e, self.out_dir.parent)}") from None
+            return self._fd
+        now = os.path.realpath(self.out_dir)
+        raise WriteError(f"the output folder {self.out_dir} was replaced since it was opened (it is now {now}); not "
+                         f"writing through it: SIGHUP or a restart opens it again")
+
     # ------------------------------------------------------------ start-up
     def clean_stray_temps(self) -> int:
         """Remove hidden temp files a killed run left behind (only names this writer makes)."""
         n = 0
         try:
-            entries = list(os.scandir(self.out_dir))
+            entries = list(os.scandir(self._fd))
         except OSError:
             return 0
         for e in entries:
             if TEMP_RE.match(e.name) and e.is_file(follow_symlinks=False):
                 try:
-                    os.unlink(e.path)
+                    os.unlink(e.name, dir_fd=self._fd)
                     n += 1
                 except OSError:
                     pass
@@ -198,7 +275,7 @@ class KickWriter:
         return n
 
     def _read_ledger(self) -> list[dict]:
-        path = self.out_dir / LEDGER
+        path = self.real_dir / LEDGER  # the folder opened, as its real path was then
         try:
             data = safejson.read(path, max_bytes=MAX_LEDGER_BYTES)  # no FIFO, no link, bounded: never blocks
             files = [f for f in data.get("files", []) if isinstance(f, dict) and NAME_RE.match(str(f.get("name", "")))]
@@ -207,7 +284,14 @@ class KickWriter:
         except (OSError, ValueError, AttributeError) as e:
             log.warning("ignoring unreadable ledger %s (%s); no old kicks will be pruned", path, e)
             return []
-        return [f for f in files if (self.out_dir / f["name"]).is_file()]
+        return [f for f in files if self._is_file(f["name"])]
+
+    def _is_file(self, name: str) -> bool:
+        """name is a regular file (not a link) in the opened folder."""
+        try:
+            return stat_mod.S_ISREG(os.stat(name, dir_fd=self._fd, follow_symlinks=False).st_mode)
+        except OSError:
+            return False
 
     # ------------------------------------------------------------ naming
     def final_name(self, label: int | str, when: float | None = None) -> str:
@@ -216,7 +300,7 @@ class KickWriter:
         base = f"kick_{stamp}_{label}"
         name = f"{base}.wav"
         n = 1
-        while os.path.lexists(self.out_dir / name):
+        while _lexists(Path(name), self._fd):
             n += 1
             name = f"{base}-{n}.wav"
         return name
@@ -229,40 +313,37 @@ class KickWriter:
         if not np.isfinite(x).all():
             raise WriteError("refusing to write a kick with NaN or inf samples")
         x = np.clip(x, -1.0, 1.0)
-        try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)  # the folder may have been removed meanwhile
-        except OSError as e:
-            raise WriteError(f"cannot create {self.out_dir}: {_reason(e, self.out_dir.parent)}") from None
+        dir_fd = self._folder()  # the folder opened (made again if it was removed); WriteError if it was replaced
         name = self.final_name(info.label)
-        final = self.out_dir / name
-        tmp = self.out_dir / f".{name}.{os.getpid()}.part"
+        tmp = f".{name}.{os.getpid()}.part"
         data = encode_wav(x, int(sample_rate or self.sample_rate),
                           info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")))
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666,
+                         dir_fd=dir_fd)
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
             for _ in range(MAX_NAME_TRIES):
-                if publish(tmp, final):
+                if publish(Path(tmp), Path(name), dir_fd):
                     break
                 name = self.final_name(info.label)  # another writer took it meanwhile: the next free name
-                final = self.out_dir / name
             else:
                 raise OSError(errno.EEXIST, f"no free name after {MAX_NAME_TRIES} tries")
         except BaseException as e:
             try:
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=dir_fd)
             except OSError:
                 pass
             if isinstance(e, (OSError, RuntimeError, sf.LibsndfileError)):
                 raise WriteError(f"cannot write {name}: {_reason(e, self.out_dir)}") from None
             raise
-        fsync_dir(self.out_dir)
+        _fsync_fd(dir_fd)
+        final = self.out_dir / name
         try:
-            size = final.stat().st_size
+            size = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_size
         except OSError:
             size = 0
         if self.retention:
@@ -279,7 +360,7 @@ class KickWriter:
     def prune(self) -> list[str]:
         """Apply max_files / max_mb to the files this server wrote (oldest first); save the ledger."""
         removed: list[str] = []
-        self._ledger = [f for f in self._ledger if (self.out_dir / f["name"]).is_file()]
+        self._ledger = [f for f in self._ledger if self._is_file(f["name"])]
 
         def over() -> bool:
             if not self._ledger:
@@ -293,9 +374,9 @@ class KickWriter:
         while over():
             old = self._ledger.pop(0)
             path = self.out_dir / old["name"]
-            if NAME_RE.match(old["name"]) and path.is_file() and not path.is_symlink():
+            if NAME_RE.match(old["name"]) and self._is_file(old["name"]):
                 try:
-                    path.unlink()
+                    os.unlink(old["name"], dir_fd=self._fd)
                     removed.append(old["name"])
                 except OSError as e:
                     log.warning("cannot remove old kick %s (%s)", path, e.strerror or e)
@@ -312,10 +393,23 @@ class KickWriter:
         if not self._ledger_dirty:
             return
         data = json.dumps({"version": 1, "files": self._ledger}, indent=0).encode()
-        try:
-            atomic_write_bytes(self.out_dir / LEDGER, data)
+        tmp = f"{LEDGER}.{os.getpid()}_{threading.get_ident()}.part"  # TEMP_RE's: a killed run's is cleaned
+        try:  # atomically, in the opened folder (kickmodel.fsutil's way, relative to its descriptor)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644,
+                         dir_fd=self._fd)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, LEDGER, src_dir_fd=self._fd, dst_dir_fd=self._fd)
+            _fsync_fd(self._fd)
             self._ledger_dirty = False
         except OSError as e:
+            try:
+                os.unlink(tmp, dir_fd=self._fd)
+            except OSError:
+                pass
             log.warning("cannot save the ledger in %s (%s)", self.out_dir, e.strerror or e)
 
     @property
@@ -431,6 +525,10 @@ class WriterThread:
             job = k.job
             if self._stopping():
                 k.answer(Refused(job.id, "shutting down"))
+                continue
+            deliver = getattr(job, "deliver", None)
+            if deliver is not None:  # a kit's hit: its job holds it and writes one folder with the last (jobs.Kit)
+                deliver(k, audio[i], writer.out_dir, out.sample_rate, model_name)
                 continue
             try:
                 info = KickInfo(model=model_name, seed=k.seed, software=self.software, **job.tags(k))

@@ -663,11 +663,11 @@ def test_a_new_output_rate_and_folder_apply_between_batches_written_whole(tmp_pa
     held, go = threading.Event(), threading.Event()
     real_publish = writer_mod.publish
 
-    def publish(src, dst):
+    def publish(src, dst, *dir_fd):
         if not held.is_set():
             held.set()
             go.wait(10)
-        return real_publish(src, dst)
+        return real_publish(src, dst, *dir_fd)
 
     monkeypatch.setattr(writer_mod, "publish", publish)
     old_dir = tmp_path / "out"

@@ -233,8 +233,9 @@ def _racer(real, theirs: bytes, raced: list):
     """Wrap a publishing call: the first time, another writer creates the final name just before it."""
 
     def call(src, dst, *a, **k):
-        if not raced:
-            Path(dst).write_bytes(theirs)
+        if not raced:  # dst is a name in the writer's opened folder (its descriptor: a[0], or dst_dir_fd)
+            fd = a[0] if a else k.get("dst_dir_fd")
+            (Path(f"/proc/self/fd/{fd}") / dst if fd is not None else Path(dst)).write_bytes(theirs)
             raced.append(Path(dst).name)
         return real(src, dst, *a, **k)
 
@@ -252,7 +253,7 @@ def test_a_name_taken_in_the_last_moment_is_never_overwritten(tmp_path, monkeypa
     if way == "renameat2" and not getattr(wmod, "_libc_renameat2", lambda: True)():
         pytest.skip("no renameat2 in this libc (the writer uses hard links)")
     if way == "link":  # as on a filesystem without RENAME_NOREPLACE
-        monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst: None, raising=False)
+        monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst, dir_fd=None: None, raising=False)
     monkeypatch.setattr(wmod.os, "replace", _racer(os.replace, theirs, raced))
     monkeypatch.setattr(wmod.os, "link", _racer(os.link, theirs, raced))
     monkeypatch.setattr(wmod, "_rename_noreplace", _racer(wmod._rename_noreplace, theirs, raced), raising=False)
@@ -274,9 +275,9 @@ def test_publish_never_replaces(tmp_path, monkeypatch, way):
     import kickserver.writer as wmod
 
     if way != "renameat2":
-        monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst: None)
+        monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst, dir_fd=None: None)
     if way == "check-then-replace":  # no hard links either (FAT, exFAT): best effort, documented
-        monkeypatch.setattr(wmod, "_link_noreplace", lambda src, dst: None)
+        monkeypatch.setattr(wmod, "_link_noreplace", lambda src, dst, dir_fd=None: None)
     src, dst = tmp_path / ".a.part", tmp_path / "a.wav"
     src.write_bytes(b"ours")
     dst.write_bytes(b"theirs")
@@ -350,3 +351,24 @@ def test_kicks_from_the_map_are_named_m_seed_and_tagged_with_their_point(tmp_pat
     (tmp_path / f".{frozen}_m5.wav.123.part").write_bytes(b"RIFF")
     KickWriter(tmp_path, SR)
     assert not (tmp_path / f".{frozen}_m5.wav.123.part").exists()
+
+
+def test_the_folder_is_opened_once_made_again_when_removed_and_never_written_through_a_swap(tmp_path):
+    """Issue 32 item 11: every write is relative to the folder opened; a removed folder is made again (writing goes
+    on), a folder swapped for a link to another one is refused with a reason and nothing lands in the link's target."""
+    import shutil
+
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    w = KickWriter(out, SR, max_files=10)
+    assert w.write(kick(), info(seed=1)).parent == out
+    shutil.rmtree(out)
+    p = w.write(kick(), info(seed=2))  # removed meanwhile: made again, written
+    assert p.parent == out and p.is_file()
+    os.rename(out, tmp_path / "moved")
+    out.symlink_to(elsewhere)
+    with pytest.raises(WriteError, match="was replaced since it was opened"):
+        w.write(kick(), info(seed=3))
+    w.prune()
+    assert os.listdir(elsewhere) == []  # neither the kick nor the ledger went through the link
+    assert sorted(os.listdir(tmp_path / "moved")) == sorted([p.name, LEDGER])
