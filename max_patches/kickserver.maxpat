@@ -837,11 +837,11 @@
 				"box": {
 					"id": "obj-53",
 					"maxclass": "newobj",
-					"numinlets": 10,
-					"numoutlets": 10,
-					"outlettype": [ "", "", "", "", "", "", "", "", "", "" ],
-					"patching_rect": [ 900.0, 510.0, 700.0, 22.0 ],
-					"text": "route /kick/done /kick/error /kick/pong /kick/status /kick/controls /kick/map /kick/map/axes /kick/locate /kick/model"
+					"numinlets": 11,
+					"numoutlets": 11,
+					"outlettype": [ "", "", "", "", "", "", "", "", "", "", "" ],
+					"patching_rect": [ 900.0, 510.0, 800.0, 22.0 ],
+					"text": "route /kick/done /kick/error /kick/pong /kick/status /kick/controls /kick/map /kick/map/axes /kick/locate /kick/model /kick/map/proof"
 				}
 			},
 			{
@@ -2715,9 +2715,95 @@
 					"patching_rect": [ 80.0, 3030.0, 152.0, 22.0 ],
 					"text": "prepend /kick/locate"
 				}
+			},
+			{
+				"box": {
+					"id": "obj-300",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "int" ],
+					"patching_rect": [ 1700.0, 540.0, 40.0, 22.0 ],
+					"text": "t b i"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-301",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1700.0, 570.0, 100.0, 22.0 ],
+					"text": "/kick/proof $1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-303",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1750.0, 610.0, 260.0, 22.0 ],
+					"text": "set map: proving this address to the daemon"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-302",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1600.0, 570.0, 70.0, 22.0 ],
+					"text": "/kick/map"
+				}
 			}
 		],
 		"lines": [
+			{
+				"patchline": {
+					"destination": [ "obj-303", 0 ],
+					"source": [ "obj-53", 9 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-24", 0 ],
+					"source": [ "obj-303", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-300", 0 ],
+					"source": [ "obj-53", 9 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-301", 0 ],
+					"source": [ "obj-300", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-302", 0 ],
+					"source": [ "obj-300", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-301", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-302", 0 ]
+				}
+			},
 			{
 				"patchline": {
 					"destination": [ "obj-27", 0 ],
@@ -3915,7 +4001,7 @@
 			{
 				"patchline": {
 					"destination": [ "obj-62", 0 ],
-					"source": [ "obj-53", 9 ]
+					"source": [ "obj-53", 10 ]
 				}
 			},
 			{

@@ -1132,3 +1132,12 @@ def test_the_pad_against_the_daemon(patch, kick_daemon):
         assert args[0] == pad_id(0.5, 0.75)
         sim.receive(address, *args)
     assert sim.pad_shapes()[-2:] == [["paintoval", 57.0, 29.0, 63.0, 35.0, 255, 140, 40]] * 2
+
+
+def test_a_map_refused_for_its_return_path_is_proved_and_asked_again(patch):
+    """A daemon that serves the device's address only once it proved its return path (docs/daemon.md, Exposure:
+    beyond loopback by default) answers /kick/map with /kick/map/proof <token>: the device echoes the token
+    (/kick/proof <token>) and asks /kick/map again, so the pad is drawn as on loopback."""
+    sim = MaxSim(patch)
+    sim.receive(osc_api.MAP_PROOF, 4711)
+    assert sim.sent == [[osc_api.PROOF, 4711], [MAP]]
