@@ -453,7 +453,7 @@ class Routes:
             reply(osc_api.error(osc_api.NO_ID, str(e)))
             return
         if name == w.model_name and path == self.house.catalog.path:
-            self.house.catalog.choose(loader, name)  # chosen now: it holds until the next choice (issue 32 item 13)
+            self.house.catalog.choose(loader, name)  # chosen now: it holds until the next choice
             reply(osc_api.model(name))
         else:
             log.info("loading model %s on request", name)

@@ -113,7 +113,7 @@ def _real(p: Path) -> Path:
 
 # The output folder as a read root is the folder the writer opened (kickserver.writer.KickWriter pins its real path
 # then), not whatever its path points to now: a folder swapped for a link widened the read root to the link's target
-# (issue 32 item 11). By configured path; at most MAX_PINNED (one per SIGHUP that changed the folder).
+# before. By configured path; at most MAX_PINNED (one per SIGHUP that changed the folder).
 _pinned: dict[str, Path] = {}
 MAX_PINNED = 64
 

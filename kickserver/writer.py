@@ -14,8 +14,8 @@ With retention on (`max_files` and/or `max_mb`), the server keeps a hidden ledge
 (`.kickserver-ledger.json`, written atomically after each batch) of the files it wrote, and removes
 the oldest of those only, never anything else.
 
-The folder is opened once and every file operation is relative to that descriptor (issue 32 item 11: a folder
-swapped for a link while the daemon ran redirected its writes into the link's target). Before each kick the folder at
+The folder is opened once and every file operation is relative to that descriptor (a folder swapped for a link
+while the daemon ran redirected its writes into the link's target). Before each kick the folder at
 the path is compared with the one opened: the same folder, written; none (removed), made again and opened anew; a
 folder removed and made again at the same real place, opened anew; anything else (a link to another folder, another
 folder moved in) is refused with a reason (WriteError), never written through, until SIGHUP or a restart opens it.

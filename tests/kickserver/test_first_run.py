@@ -61,7 +61,7 @@ def test_the_status_and_the_log_say_why_a_model_serves(tmp_path):
         (a, p), = d.send("/kick/model", "default", timeout=60)
         assert (a, p) == ("/kick/model", ["default"])
         assert status(d)[4] == "chosen by /kick/model"
-    with start_daemon(tmp_path, models, pin=False) as d:  # the choice is remembered, as a choice (issue 32 item 13)
+    with start_daemon(tmp_path, models, pin=False) as d:  # the choice is remembered, as a choice
         p = status(d)
         assert p[0] == "default" and p[4] == "chosen by /kick/model", p
         assert d.wait_for_log("serving default: chosen by /kick/model", timeout=1), d.stderr_text()
@@ -75,7 +75,7 @@ def test_the_status_and_the_log_say_why_a_model_serves(tmp_path):
 
 @pytest.mark.parametrize("serving", ["another model", "the same model"])
 def test_a_choice_holds_when_a_fit_exports_and_across_a_restart(tmp_path, serving):
-    """Issue 32 item 13: `/kick/model default` answered "chosen by /kick/model", yet a running fit's next export
+    """`/kick/model default` answered "chosen by /kick/model", yet a running fit's next export
     (a new artifact in the models folder of a daemon without --model) was swapped in minutes later, and remembered,
     so the next start served the half-trained model. A choice holds until the next one: the export is listed, not
     served, here and after a restart. "the same model": the choice of the model already serving (answered at once)."""

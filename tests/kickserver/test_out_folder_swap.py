@@ -1,4 +1,4 @@
-"""The output folder swapped for a link while the daemon runs (issue 32 item 11): writes were redirected into the
+"""The output folder swapped for a link while the daemon runs: writes were redirected into the
 link's target, and a bare variation source was read from there (the output folder as a read root followed the link).
 The daemon opens its output folder once and writes relative to that descriptor; a folder at its path that is not the
 one it opened is refused with a reason, never written through; the output folder as a read root stays the folder

@@ -354,7 +354,7 @@ def test_kicks_from_the_map_are_named_m_seed_and_tagged_with_their_point(tmp_pat
 
 
 def test_the_folder_is_opened_once_made_again_when_removed_and_never_written_through_a_swap(tmp_path):
-    """Issue 32 item 11: every write is relative to the folder opened; a removed folder is made again (writing goes
+    """Every write is relative to the folder opened; a removed folder is made again (writing goes
     on), a folder swapped for a link to another one is refused with a reason and nothing lands in the link's target."""
     import shutil
 
