@@ -399,7 +399,7 @@ def test_per_client_limit_refuses_only_that_client(tmp_path):
 
 
 def test_the_limit_holds_per_host_not_per_source_port(tmp_path):
-    """Issue 22 item 14: four sockets of one host (four source ports) share that host's limit, so they cannot fill
+    """Four sockets of one host (four source ports) share that host's limit, so they cannot fill
     the whole queue and leave another host `busy`."""
     w = Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, queue_limit=64, client_limit=32)
     r = Collect()
@@ -555,7 +555,7 @@ def test_a_morph_whose_file_fails_answers_each_kick_once_and_closes_the_other_fi
     assert src_a.closed and src_b.closed and gen.morphs == []
 
 
-# ---------------------------------------------------------------- writes off the render's critical path (issue 24)
+# ---------------------------------------------------------------- writes off the render's critical path
 
 
 class RenderLog(FakeGen):
