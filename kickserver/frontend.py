@@ -60,6 +60,9 @@ def encode(outcome: jobs.Outcome) -> bytes:
         return osc_api.error(osc_api.NO_ID if outcome.id is None else outcome.id, outcome.reason)
     if isinstance(outcome, jobs.Located):
         return osc_api.located(outcome.x, outcome.y, outcome.source)
+    if isinstance(outcome, jobs.KitDone):
+        return osc_api.kit_done(outcome.id, outcome.folder, outcome.layers, outcome.robins,
+                                osc_api.NO_SEED if outcome.seed is None else outcome.seed)
     return osc_api.model(outcome.name)
 
 
@@ -472,6 +475,18 @@ class Routes:
             reply(osc_api.error(named, str(e)))
             return
         self._enqueue(req, addr, reply, jobs.Variation, source=source, strength=req.strength)
+
+    def kit(self, req: osc_api.Kit, addr: tuple, reply: Reply) -> None:
+        """/kick/kit: one kick made a kit (jobs.Kit), queued as its layers x robins hits; a source as a variation's."""
+        try:
+            cfg = self.house.cfg
+            source = jobs.Opened(open_source(req.source, cfg.out_dir, cfg.read_root_dirs)) if req.source else None
+        except SourceError as e:
+            reply(osc_api.error(_named(req), str(e)))
+            return
+        req.count = req.layers * req.robins
+        self._enqueue(req, addr, reply, jobs.Kit, source=source, strength=req.strength, layers=req.layers,
+                      robins=req.robins, pitch_hz=req.pitch_hz, key=req.key)
 
     def near(self, req: osc_api.Near, addr: tuple, reply: Reply) -> None:
         """Kicks from a point of the map, queued as /kick/generate's are (limits, batching, shutdown). The dials are

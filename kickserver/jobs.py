@@ -6,6 +6,7 @@ controls, and what the worker emits for it (the outcomes the front end encodes a
     Morph      /kick/interpolate: kicks between two ends (seeds or files), one per t
     Near       /kick/near: kicks from a point of the kit map
     Locate     /kick/locate: no kick, the map point of a source file
+    Kit        /kick/kit: one kick made layers x robins hits, written as one folder (one reply: KitDone)
 
 The front end (kickserver.frontend) makes a job from a parsed request and resolves it once against the serving model
 (`resolve`: steps and sampler through the generator's `settings`, the one call of it in kickserver); nothing
@@ -72,7 +73,19 @@ class Serving:
     name: str
 
 
-Outcome = Done | Refused | Located | Serving
+@dataclass(frozen=True)
+class KitDone:
+    """A kit written: its request's id, its folder, its layers and robins, and the seed /kick/kit makes it from again
+    (None: a kit from a source file)."""
+
+    id: int
+    folder: str
+    layers: int
+    robins: int
+    seed: int | None
+
+
+Outcome = Done | Refused | Located | Serving | KitDone
 Answer = Callable[[Outcome], None]
 
 
@@ -345,6 +358,132 @@ class Near(KickJob):
 
 
 @dataclass
+class KitKick(Kick):
+    """One hit of a kit: `index` 0.. in the order the queue gives them, the top layer's robins first (jobs.Kit.hit)."""
+
+    index: int = 0
+
+
+@dataclass
+class Kit(KickJob):
+    """/kick/kit: one kick (a seed's, or a source file varied at `strength`: 0 gives the file as the model finishes
+    it) made into `layers` x `robins` hits by kickmodel.kitrules' audio rules, which every model's kick takes.
+
+    Its `seeds` hold one entry per hit, so the queue prices it as layers x robins kicks (fair_queue: queue_limit,
+    client_limit) and takes its hits in batches of at most max_batch under its own batch key: another client's kick
+    waits at most one batch. The first batch renders the kick once (the model's only call for the kit) and derives
+    every hit; each batch returns its hits. The writer thread hands each hit to `deliver` (not to a WAV of its own);
+    the last one writes the folder (kickserver.kitfiles.write_kit, atomic) and sends the one KitDone. Every other
+    answer of the kit's hits is swallowed: one refusal (the first: a model error, a write error, shutting down) is
+    the kit's one reply, and later batches are answered by it without rendering (`refused`)."""
+
+    source: Opened | None = None
+    strength: float = 0.0
+    layers: int = 4
+    robins: int = 2
+    pitch_hz: float | None = None  # the pitch asked (note, key or pitch_hz), else the top kick's measured pitch
+    key: str | None = None
+    _made: tuple | None = field(default=None, repr=False)  # (sample_rate, the hits [layer][robin])
+    _hits: dict = field(default_factory=dict, repr=False)  # index -> audio, held by the writer thread
+    _sent: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        send = self.answer
+
+        def once(outcome: Outcome) -> None:
+            if self._sent:
+                return
+            self._sent = True
+            if isinstance(outcome, Refused):
+                self.refused = self.refused or outcome.reason
+                self._hits, self._made = {}, None
+                self.close()
+            send(outcome)
+
+        self.answer = once
+
+    def kicks(self) -> list[Kick]:
+        return [KitKick(self, self.seeds[0], index=i) for i in range(len(self.seeds))]
+
+    def hit(self, index: int) -> tuple[int, int]:
+        """(layer, robin) of hit `index`: the top layer (layers - 1) first, its robin 0 first."""
+        return self.layers - 1 - index // self.robins, index % self.robins
+
+    def reply_seed(self, seed: int) -> int | None:
+        return None if self.source is not None else seed
+
+    def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
+        if self._made is None or self._made[0] != sample_rate:
+            if self.source is not None:
+                top = gen.vary(self.source.clip(gen), self.strength, items, self.settings, sample_rate=sample_rate,
+                               hook=hook)[0]
+            else:
+                top = gen.generate(items, self.settings, sample_rate=sample_rate, hook=hook)[0]
+            from kickmodel.kitrules import audio_kit
+
+            top = np.asarray(top, dtype=np.float32)
+            if not np.isfinite(top).all():
+                raise ValueError("the model's output for the kit's kick is not finite (NaN or inf): no kit made")
+            self._made = (sample_rate, audio_kit(top, sample_rate, self.layers, self.robins, self.seeds[0]))
+        grid = self._made[1]
+        return np.stack([grid[lay][r] for lay, r in (self.hit(k.index) for k in kicks)])
+
+    def files(self) -> list[Opened]:
+        return [self.source] if self.source is not None else []
+
+    def deliver(self, kick: Kick, audio: np.ndarray, out_dir: Any, sample_rate: int, model_name: str) -> None:
+        """The writer thread's hook (kickserver.writer.WriterThread): hold the hit; with the last one, write the kit's
+        folder into out_dir and answer KitDone, or Refused with why (nothing left behind)."""
+        kick.answered = True
+        if self._sent:
+            return
+        self._hits[kick.index] = np.asarray(audio, dtype=np.float32)
+        if len(self._hits) < self.count:
+            return
+        hits, self._hits, self._made = self._hits, {}, None
+        try:
+            folder = self.write(hits, out_dir, sample_rate, model_name)
+        except (OSError, ValueError) as e:
+            log.error("request %d: %s", self.id, e)
+            self.answer(Refused(self.id, getattr(e, "strerror", None) or str(e)))
+            return
+        finally:
+            self.close()
+        self.answer(KitDone(self.id, str(folder), self.layers, self.robins, self.reply_seed(self.seeds[0])))
+
+    def write(self, hits: dict[int, np.ndarray], out_dir: Any, sample_rate: int, model_name: str) -> Any:
+        """The folder written (kickserver.kitfiles.write_kit), named after its top kick as measured
+        (kickmodel.naming.KIT_PATTERN: kit_A1_punchy_5513; -2, -3... when taken)."""
+        import os
+
+        import torch
+
+        from kickmodel.descriptors import measure
+        from kickmodel.naming import KIT_PATTERN, kick_name
+        from kickmodel.notes import nearest_note
+
+        from . import kitfiles
+
+        top = hits[0]
+        decay, pitch, click = (float(v) for v in measure(torch.from_numpy(top)[None], sample_rate)[0])
+        measured = pitch if np.isfinite(pitch) and pitch > 0 else None
+        want = self.pitch_hz if self.pitch_hz is not None else measured
+        note = nearest_note(want)[0] if want is not None else 36  # General MIDI's kick
+        label = str(self.seeds[0]) if self.source is None else f"v{self.seeds[0]}"
+        base = kick_name(label, decay, want, click, pattern=KIT_PATTERN, suffix="")
+        name, n = base, 1
+        while os.path.lexists(os.path.join(out_dir, name)) and n < 100:
+            n += 1
+            name = f"{base}-{n}"
+        info = f"model={model_name} seed={self.seeds[0]}" + (
+            f" source={os.path.basename(str(self.source))} strength={self.strength:g}" if self.source else "")
+        kit = kitfiles.Kit(name=name, note=note, sample_rate=int(sample_rate), pitch_hz=want, key=self.key,
+                           info=info[:kitfiles.MAX_INFO].replace("\\", "-"),
+                           hits=[kitfiles.KitHit(a, *self.hit(i)) for i, a in sorted(hits.items())])
+        return os.path.abspath(kitfiles.write_kit(kit, out_dir).folder)
+
+
+@dataclass
 class Locate(Job):
     """/kick/locate: no kick; the source decoded, prepared as a variation's, encoded and placed on the map."""
 
@@ -379,5 +518,5 @@ def warm_up(gen: Any, cancel: Callable[[], bool] | None = None) -> float:
     return time.perf_counter() - t0
 
 
-__all__ = ["Answer", "Done", "End", "Fresh", "Job", "Kick", "KickJob", "Locate", "Located", "MapPoint", "Morph",
-           "Near", "Opened", "Outcome", "Refused", "Serving", "Variation", "warm_up"]
+__all__ = ["Answer", "Done", "End", "Fresh", "Job", "Kick", "KickJob", "Kit", "KitDone", "KitKick", "Locate", "Located",
+           "MapPoint", "Morph", "Near", "Opened", "Outcome", "Refused", "Serving", "Variation", "warm_up"]

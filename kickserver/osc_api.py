@@ -70,6 +70,15 @@ NEAR_DEFAULT_SPREAD = 0.2
 HAS_MAP, NO_MAP = "map", "no-map"
 NO_SEED = -1  # the seed field of a /kick/done for a kick that no seed regenerates (an interpolation's inner kicks)
 
+# /kick/kit (issue 31): one kick made a kit, layers x robins hits in one folder, answered by one /kick/kit/done.
+# Its address joins ADDRESSES where its route joins ROUTES (below); kickmodel.kitrules' MAX_LAYERS, MAX_ROBINS.
+KIT = "/kick/kit"
+KIT_DONE = "/kick/kit/done"
+REPLY_ADDRESSES += (KIT_DONE,)
+KIT_KEYS = ("id", "seed", "source", "strength", "layers", "robins", "note", "key", "steps", "sampler")
+KIT_MAX_LAYERS, KIT_MAX_ROBINS = 8, 4
+KIT_DEFAULT_LAYERS, KIT_DEFAULT_ROBINS = 4, 2
+
 
 class RequestError(Exception):
     """A request refused before it is queued; `reason` is sent back with `id` (-1 if unknown)."""
@@ -563,6 +572,73 @@ def _parse_locate(address: str, args: list[Any], limits: Limits, id: int) -> Loc
     return Locate(source)
 
 
+@dataclass
+class Kit(Generate):
+    """`/kick/kit`: one kick (from `seed`, or a `source` file varied at `strength`, 0: the file as it is) made into
+    `layers` x `robins` hits; `pitch_hz` is the pitch asked (by `note`, `key` or the `pitch_hz` unit), else None."""
+
+    source: str | None = None
+    strength: float = 0.0
+    layers: int = KIT_DEFAULT_LAYERS
+    robins: int = KIT_DEFAULT_ROBINS
+    key: str | None = None
+    pitch_hz: float | None = None
+
+
+def _parse_kit(address: str, args: list[Any], limits: Limits, id: int) -> Kit:
+    """`/kick/kit key value...`: KIT_KEYS and the controls. A `note` (A1, 33) or `key` (Am) is resolved here into
+    the serving model's `pitch_hz` unit (kickmodel.notes.resolve_pitch), refused where the model takes no pitch."""
+    from kickmodel.notes import parse_key, resolve_pitch
+
+    if args and not isinstance(args[0], str):
+        raise RequestError(f"{KIT} takes key/value pairs only (seed 5 layers 4 robins 2), got {_describe(args[0])} "
+                           "first", id)
+    req = Kit()
+    note: Any = None
+    rest = []
+    for k, v in _pairs(args, id):
+        if k == "source":
+            req.source = as_str("source", v, id)
+            if not req.source:
+                raise RequestError("source is empty", id)
+        elif k == "strength":
+            req.strength = as_float("strength", v, 0.0, 1.0, id)
+        elif k == "layers":
+            req.layers = as_int("layers", v, 1, KIT_MAX_LAYERS, id)
+        elif k == "robins":
+            req.robins = as_int("robins", v, 1, KIT_MAX_ROBINS, id)
+        elif k == "note":
+            note = v if isinstance(v, str) else as_float("note", v, -math.inf, math.inf, id)
+        elif k == "key":
+            try:
+                req.key = parse_key(as_str("key", v, id)).name
+            except ValueError as e:
+                raise RequestError(str(e), id) from None
+        else:
+            rest.append((k, v))
+    _fill(req, rest, KIT_KEYS, limits, id)
+    if note is None and req.key is None:
+        req.pitch_hz = req.controls.get("pitch_hz")
+        return req
+    unit = next((u for u in limits.units if u.name == "pitch_hz"), None)
+    asked = "note" if note is not None else "key"
+    if unit is None:
+        raise RequestError(f"{asked}: the serving model takes no pitch in Hz; it takes {_takes(limits) or 'none'}",
+                           id)
+    try:
+        hz = resolve_pitch(note, req.controls.get("pitch_hz"), req.key)
+    except ValueError as e:
+        raise RequestError(str(e), id) from None
+    got = _within(hz, unit.lo, unit.hi)
+    if got is None:
+        given = req.key if note is None else note if isinstance(note, str) else f"{note:g}"
+        raise RequestError(f"{asked} {given} is {hz:.2f} Hz, outside the model's "
+                           f"pitch_hz {unit.lo:g}..{unit.hi:g}", id)
+    req.controls["pitch_hz"] = req.pitch_hz = got
+    _check_controls(req.controls, limits, id)
+    return req
+
+
 @dataclass(frozen=True)
 class Route:
     """One address the daemon serves: how its arguments are read into a request, whether the request may carry
@@ -591,6 +667,8 @@ ROUTES: dict[str, Route] = {
     PROOF: Route(_parse_proof, "proof"),
 }
 assert tuple(ROUTES) == ADDRESSES
+ROUTES[KIT] = Route(_parse_kit, "kit", takes_id=True)
+ADDRESSES += (KIT,)
 
 
 class Handlers(Protocol):
@@ -598,6 +676,7 @@ class Handlers(Protocol):
     to reply. A handler never raises: every failure becomes a /kick/error reply."""
 
     def ping(self, req: Ping, client: tuple, reply: Callable[[bytes], None]) -> None: ...
+    def kit(self, req: Kit, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def generate(self, req: Generate, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def variation(self, req: Variation, client: tuple, reply: Callable[[bytes], None]) -> None: ...
     def status(self, req: Status, client: tuple, reply: Callable[[bytes], None]) -> None: ...
@@ -775,6 +854,12 @@ def build(address: str, args: Sequence[tuple[str, Any]]) -> bytes:
 
 def pong(version: str) -> bytes:
     return build(PONG, [("s", version)])
+
+
+def kit_done(id: int, folder: str, layers: int, robins: int, seed: int) -> bytes:
+    """`/kick/kit/done <id:i> <folder:s> <layers:i> <robins:i> <seed:i>`: the kit's folder (absolute), its layers and
+    robins, and the seed /kick/kit turns into it again (NO_SEED for a kit made from a source file)."""
+    return build(KIT_DONE, [("i", id), ("s", folder), ("i", layers), ("i", robins), ("i", seed)])
 
 
 def done(id: int, path: str, seed: int) -> bytes:

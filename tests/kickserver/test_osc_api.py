@@ -13,7 +13,7 @@ LIM = Limits(controls=("decay", "pitch"), max_steps=200)
 def test_addresses_constant():
     assert osc_api.ADDRESSES == ("/kick/ping", "/kick/generate", "/kick/variation", "/kick/status", "/kick/models",
                                  "/kick/model", "/kick/interpolate", "/kick/controls", "/kick/map", "/kick/near",
-                                 "/kick/locate", "/kick/proof")
+                                 "/kick/locate", "/kick/proof", "/kick/kit")
     assert {"/kick/controls", "/kick/map", "/kick/map/axes", "/kick/locate"} <= set(osc_api.REPLY_ADDRESSES)
 
 
@@ -268,4 +268,4 @@ def test_every_route_has_its_handler_on_the_daemon():
     assert calls == [("ping", "Ping"), ("generate", "Generate"), ("variation", "Variation"), ("status", "Status"),
                      ("models", "Models"), ("select_model", "SelectModel"), ("interpolate", "Interpolate"),
                      ("controls", "Controls"), ("kit_map", "KitMap"), ("near", "Near"), ("locate", "Locate"),
-                     ("proof", "Proof")]
+                     ("proof", "Proof"), ("kit", "Kit")]

@@ -1,0 +1,221 @@
+"""/kick/kit through a running daemon serving the shipped kick-synth model (issue 31): one folder of layers x robins
+WAVs with its SFZ, DrumGizmo and Hydrogen files, answered by one /kick/kit/done; what DrumGizmo's validator and
+libsndfile say of it; refusals that leave no folder; and a second host's single kick not starved behind a
+32-hit kit."""
+
+from __future__ import annotations
+
+import re
+import time
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from daemon_util import REPO, models_folder, start_daemon
+
+from kickserver.client import Client
+
+SYNTH = REPO / "kickserver" / "models" / "kick-synth.safetensors"
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kit_daemon")
+    with start_daemon(d, models_folder(d / "models", SYNTH), model="kick-synth") as daemon:
+        yield daemon
+
+
+def _folders(out: Path) -> set[str]:
+    return {p.name for p in out.iterdir() if p.is_dir()} if out.is_dir() else set()
+
+
+def _reply(r) -> tuple[str, list]:
+    return r[0], list(r[1])
+
+
+def test_a_kit_is_one_folder_with_every_file_and_one_reply(daemon):
+    with daemon.client().open() as conv:
+        conv.send_message("/kick/kit", "id", 7, "seed", 5, "layers", 4, "robins", 3, "note", "A1")
+        replies = conv.receive(1, 120)
+        assert conv.receive(1, 2.0) == []  # one reply, not one per hit
+    address, args = _reply(replies[0])
+    assert address == "/kick/kit/done", args
+    id, folder, layers, robins, seed = args
+    assert (id, layers, robins, seed) == (7, 4, 3, 5)
+    folder = Path(folder)
+    assert folder.parent == daemon.out_dir.resolve() or folder.parent == daemon.out_dir
+    assert re.fullmatch(r"kit_A1_[a-z]+_5", folder.name), folder.name
+    name = folder.name
+    wavs = sorted(p.name for p in folder.glob("*.wav"))
+    assert wavs == sorted(f"{name}_v{v}_rr{r}.wav" for v in range(1, 5) for r in range(1, 4))
+    for f in (f"{name}.sfz", f"{name}_drumgizmo.xml", f"{name}_drumgizmo_kick.xml",
+              f"{name}_drumgizmo_midimap.xml", "drumkit.xml"):
+        assert (folder / f).is_file(), f
+    assert not list(daemon.out_dir.glob(".*kitpart"))
+    peaks = [float(np.abs(sf.read(folder / f"{name}_v{v}_rr1.wav")[0]).max()) for v in range(1, 5)]
+    assert peaks == sorted(peaks) and peaks[-1] > peaks[0] * 2, peaks  # layers rise in level
+    sfz = (folder / f"{name}.sfz").read_text()
+    assert "pitch_keycenter=33" in sfz and "seq_length=3" in sfz
+
+
+def test_the_kit_is_tuned_to_the_note_asked(daemon):
+    """sndfile-info --instrument on a kit's WAVs: the unity note is the note asked (A1 = 33)."""
+    if shutil.which("sndfile-info") is None:
+        pytest.skip("sndfile-info missing (Debian package sndfile-programs)")
+    replies = daemon.send("/kick/kit", "id", 8, "seed", 11, "layers", 2, "robins", 1, "note", 33, expect=1,
+                          timeout=120)
+    _, args = _reply(replies[0])
+    for wav in sorted(Path(args[1]).glob("*.wav")):
+        out = subprocess.run(["sndfile-info", "--instrument", str(wav)], capture_output=True, text=True, timeout=30)
+        m = re.search(r"Base note\s*:\s*(\d+)", out.stdout)
+        assert m and int(m.group(1)) == 33, out.stdout
+
+
+def test_dgvalidator_accepts_a_kit_the_daemon_wrote(daemon):
+    if shutil.which("dgvalidator") is None:
+        pytest.skip("dgvalidator missing (Debian package drumgizmo)")
+    replies = daemon.send("/kick/kit", "id", 9, "seed", 21, "layers", 3, "robins", 2, "key", "F#m", expect=1,
+                          timeout=120)
+    address, args = _reply(replies[0])
+    assert address == "/kick/kit/done", args
+    folder = Path(args[1])
+    run = subprocess.run(["dgvalidator", "-v", str(folder / f"{folder.name}_drumgizmo.xml")], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "error" not in (run.stdout + run.stderr).lower(), run.stdout + run.stderr
+    assert "key=F#m" in sf.SoundFile(folder / f"{folder.name}_v1_rr1.wav").comment
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["layers", 9], "layers must be within 1..8, got 9"),
+    (["layers", 0], "layers must be within 1..8, got 0"),
+    (["robins", 5], "robins must be within 1..4, got 5"),
+    (["note", "H2"], "note 'H2'"),
+    (["note", 128], "note"),
+    (["note", "C8"], "outside the model's pitch_hz"),
+    (["note", "A1", "pitch_hz", 55.0], "give one of them, not both"),
+    (["key", "Q"], "key 'Q'"),
+    (["source", "/etc/passwd"], "a path under a read root"),
+    (["source", "../../x.wav"], "source"),
+    ([3], "key/value pairs only"),
+])
+def test_bad_input_is_refused_and_leaves_no_folder(daemon, args, reason):
+    before = _folders(daemon.out_dir)
+    replies = daemon.send("/kick/kit", *args, "id", 12, expect=1, timeout=30)
+    address, got = _reply(replies[0])
+    assert address == "/kick/error", got
+    assert got[0] == 12 and reason in got[1], got
+    assert _folders(daemon.out_dir) == before
+    assert daemon.send("/kick/ping", expect=1)  # serving goes on
+
+
+def test_a_kit_from_a_source_file_under_the_read_root(daemon):
+    done = daemon.send("/kick/generate", "id", 1, "seed", 3, expect=1, timeout=60)
+    address, args = _reply(done[0])
+    assert address == "/kick/done", args
+    replies = daemon.send("/kick/kit", "id", 13, "source", Path(args[1]).name, "layers", 2, "robins", 2, expect=1,
+                          timeout=120)
+    address, got = _reply(replies[0])
+    assert address == "/kick/kit/done", got
+    assert got[4] == -1 and re.fullmatch(r"kit_.*_v\d+", Path(got[1]).name), got  # no seed makes it again
+    assert len(list(Path(got[1]).glob("*.wav"))) == 4
+
+
+def test_a_second_hosts_kick_is_not_starved_behind_a_32_hit_kit(daemon):
+    """127.0.0.1 asks for an 8 x 4 kit (priced as 32 kicks), then 127.0.0.2 for one kick: the kick is answered
+    before the kit (the kit's hits go in batches of at most 8, hosts in turn), and both are answered."""
+    a = Client(daemon.host, daemon.port, bind=("127.0.0.1", 0)).open()
+    b = Client(daemon.host, daemon.port, bind=("127.0.0.2", 0)).open()
+    try:
+        a.send_message("/kick/kit", "id", 30, "seed", 40, "layers", 8, "robins", 4)
+        b.send_message("/kick/generate", "id", 31, "seed", 41)
+        order = []
+        deadline = time.monotonic() + 180
+        while len(order) < 2 and time.monotonic() < deadline:
+            for who, conv in (("a", a), ("b", b)):
+                for r in conv.receive(1, 0.05):
+                    order.append((who, *_reply(r)))
+        assert [(w, addr) for w, addr, _ in order] == [("b", "/kick/done"), ("a", "/kick/kit/done")], order
+        kit = Path(order[1][2][1])
+        assert len(list(kit.glob("*.wav"))) == 32
+    finally:
+        a.close()
+        b.close()
+
+
+# ---------------------------------------------------------------- parsing (no socket)
+
+from kickserver import osc_api  # noqa: E402
+from kickserver.osc_api import Kit, Limits, RequestError, UnitControl, parse  # noqa: E402
+
+UNITS = Limits(controls=("decay", "pitch", "click"), units=(UnitControl("pitch_hz", "pitch", 30.0, 250.0),))
+DIALS = Limits(controls=("decay", "pitch", "click"), other_units=("pitch_hz",))
+
+
+def test_kit_requests_parse_and_notes_become_pitch_hz():
+    assert parse("/kick/kit", ["seed", 5, "layers", 8, "robins", 4, "id", 2], UNITS) == Kit(
+        id=2, seed=5, layers=8, robins=4)
+    r = parse("/kick/kit", ["note", "A1", "decay", 0.3], UNITS)
+    assert r.pitch_hz == r.controls["pitch_hz"] == 55.0 and r.controls["decay"] == 0.3
+    assert parse("/kick/kit", ["note", 33.0], UNITS).pitch_hz == 55.0  # Pd sends floats
+    r = parse("/kick/kit", ["key", "f# minor"], UNITS)
+    assert r.key == "F#m" and abs(r.pitch_hz - 46.25) < 0.01  # F#1
+    assert parse("/kick/kit", ["key", "Am", "note", "A2"], UNITS).pitch_hz == 110.0
+    assert parse("/kick/kit", ["pitch_hz", 43.65], UNITS).pitch_hz == 43.65
+    r = parse("/kick/kit", ["source", "k.wav", "strength", 0.1, "layers", 2.0], UNITS)
+    assert (r.source, r.strength, r.layers, r.robins) == ("k.wav", 0.1, 2, osc_api.KIT_DEFAULT_ROBINS)
+    from kickmodel.kitrules import MAX_LAYERS, MAX_ROBINS
+
+    assert (osc_api.KIT_MAX_LAYERS, osc_api.KIT_MAX_ROBINS) == (MAX_LAYERS, MAX_ROBINS)
+
+
+@pytest.mark.parametrize("args,limits,reason", [
+    (["note", "A1"], DIALS, "note: the serving model takes no pitch in Hz"),
+    (["key", "Am"], DIALS, "key: the serving model takes no pitch in Hz"),
+    (["note", "A1", "pitch", 0.5], UNITS, "give pitch (a 0..1 dial) or pitch_hz (30..250), not both"),
+    (["key", "Am", "note", "C2"], UNITS, "is not the tonic of key"),
+    (["layers", 1.5], UNITS, "layers must be a whole number"),
+    (["count", 2], UNITS, "unknown key 'count'"),
+    (["source", ""], UNITS, "source is empty"),
+])
+def test_kit_refusals_say_why(args, limits, reason):
+    with pytest.raises(RequestError) as e:
+        parse("/kick/kit", args + ["id", 4], limits)
+    assert e.value.id == 4 and reason in e.value.reason, e.value.reason
+
+
+# ---------------------------------------------------------------- a full disk (a tmpfs, mounted when run as root)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB filesystem: one kick (135 KB) fits, a 4 x 2 kit (1.1 MB) does not."""
+    import os
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0755", "tmpfs", str(mnt)], capture_output=True,
+                       text=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
+
+
+def test_a_full_disk_during_a_kit_leaves_nothing_and_serving_goes_on(tmp_path, small_disk):
+    with start_daemon(tmp_path, models_folder(tmp_path / "models", SYNTH), model="kick-synth",
+                      out_dir=small_disk) as d:
+        replies = d.send("/kick/kit", "id", 70, "seed", 5, "layers", 4, "robins", 2, expect=1, timeout=120)
+        address, args = _reply(replies[0])
+        assert address == "/kick/error" and args[0] == 70, args
+        assert "No space left on device" in args[1] and "nothing was left" in args[1], args
+        assert _folders(small_disk) == set() and not [p for p in small_disk.iterdir() if p.suffix != ".json"]
+        address, args = _reply(d.send("/kick/generate", "id", 71, "seed", 6, expect=1, timeout=60)[0])
+        assert address == "/kick/done" and Path(args[1]).is_file(), args  # serving goes on
