@@ -161,7 +161,7 @@ def test_user_patch_sends_contract_messages():
     # a seed typed or sent to ks-seed is kept below 2^24, where Pd's 32-bit floats stop holding every integer;
     # the bound is written (1<<24)-1, not 16777215, which Pd would save as 1.67772e+07 (16777200)
     assert "expr min(max($f1, 0), (1<<24)-1)" in [t for k, t in boxes if k == "obj"]
-    assert "connect 127.0.0.1 9000" in msgs
+    assert "; ks-osc connect 127.0.0.1 9000" in msgs  # the connect box on the face sends to the abstraction
 
 
 @needs_pd
@@ -191,6 +191,99 @@ def test_user_patch_holds_no_number_pd_would_round_when_it_saves():
             except ValueError:
                 continue
             assert float(f"{value:g}") == value, (word, rec)
+
+
+def top_level(path: Path) -> tuple[list[str], list[list[str]], list[tuple[int, int, int, int]]]:
+    """The top-level canvas of a .pd file: its header words, its objects' words (a subpatch as its `#X restore`
+    line, its `#X coords` as the last entry when it has one) and its connections."""
+    records = [re.sub(r",( f \d+)$", r" ,\1", " ".join(r.split()))  # an empty box's width: "#X msg 5 6, f 52"
+               for r in re.split(r"(?<!\\);\s*\n", path.read_text()) if r.strip()]
+    header, objects, cords, depth = records[0].split(), [], [], 0
+    for rec in records[1:]:
+        if rec.startswith("#N canvas"):
+            depth += 1
+        elif rec.startswith("#X restore"):
+            depth -= 1
+            if depth == 0:
+                objects.append(rec.split())
+        elif depth == 0 and rec.startswith("#X connect"):
+            cords.append(tuple(int(w) for w in rec.split()[2:6]))
+        elif depth == 0:
+            objects.append(rec.split())
+    return header, objects, cords
+
+
+CHAR_W, LINE_H = 7, 19  # DejaVu Sans Mono at Pd's font size 12: a character's width, a box's height
+
+
+def face_boxes(objects: list[list[str]]) -> list[tuple[str, tuple[int, int, int, int]]]:
+    """(what, (x0, y0, x1, y1)) of each thing drawn on the face: a control, its label, a display box."""
+    out = []
+    for w in objects:
+        if w[1] not in ("obj", "msg", "floatatom", "symbolatom", "restore"):
+            continue
+        x, y = int(w[2]), int(w[3])
+        if w[1] in ("floatatom", "symbolatom"):
+            width = int(w[4]) * CHAR_W + 4
+            out.append((w[8], (x, y, x + width, y + LINE_H)))
+            if w[8] != "-":  # label on the right (position 1)
+                out.append(("label " + w[8], (x + width + 2, y, x + width + 2 + len(w[8]) * CHAR_W, y + LINE_H)))
+        elif w[1] == "obj" and w[4] in ("bng", "tgl", "hsl", "vsl", "cnv"):
+            size = {"bng": (5, 5), "tgl": (5, 5), "hsl": (5, 6), "vsl": (5, 6), "cnv": (6, 7)}[w[4]]
+            label_at = {"bng": 11, "tgl": 9, "hsl": 13, "vsl": 13, "cnv": 10}[w[4]]
+            wd, ht = int(w[size[0]]), int(w[size[1]])
+            out.append((w[4] + " " + w[label_at - 1], (x, y, x + wd, y + ht)))
+            label = w[label_at]
+            if label != "empty" and w[4] != "cnv":  # a header's label lies on its own bar
+                lx, ly = x + int(w[label_at + 1]), y + int(w[label_at + 2])
+                out.append(("label " + label, (lx, ly - 7, lx + len(label) * CHAR_W, ly + 7)))
+        elif w[1] == "msg":
+            m = re.search(r", f (\d+)$", " ".join(w))
+            text = " ".join(w[4:])
+            lines = 2 if text.startswith("\\;") else 1
+            out.append(("msg " + text, (x, y, x + (int(m.group(1)) if m else len(text)) * CHAR_W, y + LINE_H * lines)))
+        elif w[1] == "restore" and w[-1] == "ks-pad":
+            out.append(("pad", (x, y, x + 120, y + 120)))
+    return out
+
+
+def test_user_patch_is_a_panel():
+    """The user patch opens as a panel: a graph-on-parent face that its window holds, with the controls and displays
+    and no logic (that is in [pd logic], kickserver-osc included); no cord on the face but the zero-length ones from
+    a display's [r] (hidden under its header bar) into the display; nothing drawn over anything else (controls,
+    their labels, display boxes), nothing outside the face."""
+    header, objects, cords = top_level(USER_PATCH)
+    coords = objects[-1]
+    assert coords[:2] == ["#X", "coords"] and coords[8] in ("1", "2"), coords  # graph on parent (2: name hidden)
+    face_w, face_h = int(coords[6]), int(coords[7])
+    win_w, win_h = int(header[4]), int(header[5])
+    assert face_w <= win_w and face_h + 30 <= win_h, (header, coords)  # the window holds the face (and menu)
+    kinds = set()
+    for w in objects[:-1]:
+        if w[1] == "obj":
+            kinds.add(w[4] if w[4] != "r" else "r " + w[5].split("-")[1])
+        else:
+            kinds.add(w[1] if w[1] != "restore" else "pd " + w[-1])
+    assert kinds <= {"bng", "tgl", "hsl", "vsl", "cnv", "floatatom", "symbolatom", "msg", "text", "r show",
+                     "pd ks-pad", "pd logic"}, kinds
+    assert "kickserver-osc" in {w[4] for w in map(str.split, USER_PATCH.read_text().splitlines())
+                                if len(w) > 4 and w[1] == "obj"}
+    for src, _, dst, _ in cords:
+        r, box = objects[src], objects[dst]
+        assert r[4] == "r" and r[5].startswith("ks-show-") and box[1] == "msg", (r, box)
+        assert int(box[2]) == int(r[2]) and 0 <= int(box[3]) - int(r[3]) - LINE_H <= 2, (r, box)  # no cord shows
+        (bar,) = [w for w in objects if w[1] == "obj" and w[4] == "cnv" and w[2:4] == r[2:4]]
+        assert int(bar[6]) >= len(" ".join(r[4:])) * CHAR_W and int(bar[7]) >= LINE_H, (bar, r)  # hides the [r]
+    drawn = face_boxes(objects)
+    for what, (x0, y0, x1, y1) in drawn:
+        assert 0 <= x0 and 0 <= y0 and x1 <= face_w and y1 <= face_h, (what, (x0, y0, x1, y1), (face_w, face_h))
+    bars = [b for what, b in drawn if what.startswith("cnv ")]
+    for i, (a, (ax0, ay0, ax1, ay1)) in enumerate(drawn):
+        for b, (bx0, by0, bx1, by1) in drawn[i + 1:]:
+            if a.startswith("cnv ") or b.startswith("cnv "):
+                continue  # the header bars and the pad's background: drawn under what lies on them
+            assert ax1 <= bx0 or bx1 <= ax0 or ay1 <= by0 or by1 <= ay0, f"{a!r} overlaps {b!r}"
+    assert bars
 
 
 @needs_pd
@@ -314,9 +407,10 @@ class FakeDaemon:
 
 
 def saved_message_boxes(path: Path) -> list[str]:
-    """The contents of every message box in a saved .pd file, as saved (escapes kept)."""
+    """The contents of every message box in a saved .pd file, as saved (escapes kept; without the box's width,
+    the `, f N` Pd saves after the contents)."""
     records = re.split(r"(?<!\\);\s*\n", path.read_text())
-    return [" ".join(m.group(1).split()) for rec in records
+    return [re.sub(r", f \d+$", "", " ".join(m.group(1).split())) for rec in records
             if (m := re.match(r"#X msg -?\d+ -?\d+ ?(.*)", rec.strip(), re.S))]
 
 
