@@ -130,7 +130,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                       export_name=args.export_name, init=Path(args.init) if args.init else None,
                       vram_budget_gb=args.vram_budget, progress=not args.no_progress,
                       tensorboard=not args.no_tensorboard, family_options=family_options,
-                      cache_dir=Path(args.cache) if args.cache else None)
+                      cache_dir=Path(args.cache) if args.cache else None, minutes=args.minutes)
     summary = fit(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
     if os.environ.get("RANK", "0") == "0":  # under torchrun, rank 0 answers for the run
         print(json.dumps({k: v for k, v in summary.items() if k != "config"}, allow_nan=False))
@@ -292,11 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--train-steps", "--max-steps", dest="train_steps", type=int, metavar="N",
                     help="training steps the run takes in all (train.max_steps; the preset's when left out); "
                          "--max-steps is its older name, still taken")
+    sp.add_argument("--minutes", type=float, metavar="M",
+                    help="time budget: once M minutes have passed since the start (set-up included), stop, checkpoint "
+                         "and export as at the last step (re-run to go on)")
     sp.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    sp.add_argument("--export-dir", help="export the EMA model here after each checkpoint (e.g. the daemon's models)")
+    sp.add_argument("--export-dir", help="export the EMA model here after each checkpoint (e.g. the daemon's models): "
+                                         "the weights of the step with the best validation loss so far")
     sp.add_argument("--export-name", help="artifact name in --export-dir (default: the run folder's name)")
-    sp.add_argument("--init", help="fine-tune from this artifact (uses train.finetune_lr); a latent-diffusion "
-                                   "artifact brings its VAE")
+    sp.add_argument("--init", help="fine-tune from this artifact (uses train.finetune_lr; 400 steps unless "
+                                   "--train-steps says otherwise); a latent-diffusion artifact brings its VAE")
     sp.add_argument("--vram-budget", type=float, metavar="GB",
                     help="memory a training step may use: picks micro-batch, precision and checkpointing, fastest "
                          "first (default: the GPU's free memory; on a CPU, the plain loop)")
@@ -329,9 +333,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--control", action="append", metavar="NAME=VALUE", help="a control value 0..1, e.g. decay=0.8")
     sp.set_defaults(func=_cmd_sample)
 
-    sp = sub.add_parser("eval", help="FAD/KID, novelty, diversity, haze against real kicks, one or several models")
+    sp = sub.add_parser("eval", help="FAD/KID, novelty, diversity, haze against real kicks, one or several models",
+                        description="Needs at least 4 real held-out kicks: --real a folder of kicks the model never "
+                                    "trained on, or --real and --train the same folder, whose held-out split "
+                                    "(data.val_fraction, 10 %%: 40 files or more) then gives them.")
     sp.add_argument("artifacts", nargs="+", metavar="ARTIFACT", help="one or several models, of any families")
-    sp.add_argument("--real", required=True, help="folder of real (held-out) kicks")
+    sp.add_argument("--real", required=True, help="folder of real (held-out) kicks: 4 or more")
     sp.add_argument("--train", help="folder of the training kicks (for novelty)")
     sp.add_argument("--out", default="eval", help="folder for report.json and PNGs")
     sp.add_argument("--n", type=int, default=64, help="generated kicks per setting")

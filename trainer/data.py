@@ -66,7 +66,7 @@ def scan_audio(paths: Iterable[str | Path], log: Callable[[str], None] | None = 
 
     Hidden files and folders (".x", AppleDouble "._x.wav") and DAW sidecars (*.asd, *.reapeaks)
     are skipped. A path that does not exist raises FileNotFoundError. Links to folders are followed, but each real
-    folder (device and inode) is walked once: a link back to a folder above (which made the walk endless: issue 32)
+    folder (device and inode) is walked once: a link back to a folder above (which made the walk endless)
     is left out, and so is anything deeper than MAX_SCAN_DEPTH, each with one log line; more than MAX_SCAN_FOLDERS
     folders raises ScanLimit.
     """

@@ -95,7 +95,16 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
     training = dict(state.get("training_summary") or {}, run=run_dir.resolve().name, checkpoint=path.name)
     best = state.get("best_val")
     training["best_val_loss"] = best if isinstance(best, float) and best == best and abs(best) != float("inf") else None
-    art = artifact_of(cfg, tensors, configs, name=out.name.removesuffix(".safetensors"), step=int(state["step"]),
+    step = int(state["step"])
+    if state.get("best_ema") is not None and state.get("best_step") not in (None, step):
+        # the weights of the best validation loss, as `fit --export-dir` exports them
+        step = int(state["best_step"])
+        tensors, configs = recipe.artifact_contents(cfg, state["best_ema"], FitContext(
+            device=torch.device("cpu"), log=log, options=options, run_dir=run_dir))
+        log(f"exporting step {step}'s weights: the best validation loss ({training['best_val_loss']}); the run is at "
+            f"step {state['step']}")
+    training["exported_step"] = step
+    art = artifact_of(cfg, tensors, configs, name=out.name.removesuffix(".safetensors"), step=step,
                       control_quantiles=state.get("control_quantiles"), training=training)
     if map_data:
         from .data import NoUsableAudio

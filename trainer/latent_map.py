@@ -292,8 +292,10 @@ def kit_map_of(tsne: np.ndarray | None, pca: np.ndarray, latents: np.ndarray, de
     return KitMap.build(xy, latents, [kick_name(s) for s in sources], method, desc)
 
 
-def encode_kicks(gen, clips: np.ndarray, batch: int = 32) -> np.ndarray:
-    return np.concatenate([gen.encode(clips[i:i + batch]) for i in range(0, len(clips), batch)])
+def encode_kicks(gen, clips: np.ndarray, batch: int = 32, encode=None) -> np.ndarray:
+    """Latents of clips [n, L], batch by batch: gen.encode, or encode(gen, clips) (a run's memo of them)."""
+    encode = encode or (lambda g, x: g.encode(x))
+    return np.concatenate([encode(gen, clips[i:i + batch]) for i in range(0, len(clips), batch)])
 
 
 def _check_can_map(gen, perplexity: float) -> None:
@@ -329,9 +331,9 @@ def map_kicks(gen, data: Sequence[str | Path], *, split: str | None = None, limi
 
 def map_clips(gen, clips: np.ndarray, sources: Sequence[str], *, limit: int | None = None,
               perplexity: float = DEFAULT_PERPLEXITY, seed: int = 0, max_tsne: int | None = None,
-              log: Callable[[str], None] = print):
+              log: Callable[[str], None] = print, encode=None):
     """map_kicks for clips already decoded as training decodes them ([n, length], e.g. a run's training clips in
-    memory), named by their sources."""
+    memory), named by their sources; encode: as encode_kicks takes it."""
     import torch
 
     _check_can_map(gen, perplexity)
@@ -340,7 +342,7 @@ def map_clips(gen, clips: np.ndarray, sources: Sequence[str], *, limit: int | No
         log(f"{len(keep)} kicks are more than the {limit} a stored map holds; mapping an even subsample of {limit}")
         keep = [keep[i] for i in even_subsample(len(keep), limit)]
     clips, sources = clips[keep], [sources[i] for i in keep]
-    latents = encode_kicks(gen, clips)
+    latents = encode_kicks(gen, clips, encode=encode)
     desc = measure(torch.from_numpy(clips), gen.sample_rate).numpy()
     if len(sources) < min_points(perplexity) and len(sources) >= min_points(2.0):
         # t-SNE's layout (a stored map's kernel regression reads its neighbourhoods) at the largest perplexity these
@@ -355,11 +357,11 @@ def map_clips(gen, clips: np.ndarray, sources: Sequence[str], *, limit: int | No
 
 def attach_map(art, data: Sequence[str | Path] | None = None, *, clips: np.ndarray | None = None,
                sources: Sequence[str] | None = None, limit: int = MAX_POINTS, perplexity: float = DEFAULT_PERPLEXITY,
-               seed: int = 0, log: Callable[[str], None] = print):
+               seed: int = 0, log: Callable[[str], None] = print, encode=None):
     """Set art.kit_map (an Artifact, e.g. an export in memory) to the map of its training kicks: found under data
     (the split it records; every kick when it records none), or given as clips (decoded as training decodes them)
-    with their sources; at most `limit` (an even subsample beyond); on the CPU. MapError when its family has no
-    encoder or no kick is usable."""
+    with their sources (and encode, as encode_kicks takes it); at most `limit` (an even subsample beyond); on the
+    CPU. MapError when its family has no encoder or no kick is usable."""
     import torch
 
     from kickmodel.families import get_family
@@ -369,7 +371,7 @@ def attach_map(art, data: Sequence[str | Path] | None = None, *, clips: np.ndarr
     if clips is not None:
         sources, latents, desc, tsne, pca = map_clips(gen, clips, list(sources or ()), limit=limit,
                                                       perplexity=perplexity, seed=seed, max_tsne=MAX_TSNE_KICKS,
-                                                      log=log)
+                                                      log=log, encode=encode)
     else:
         split = "train" if isinstance((art.training or {}).get("split"), dict) else None
         sources, latents, desc, tsne, pca = map_kicks(gen, data or [], split=split, limit=limit,

@@ -69,6 +69,12 @@ from .recipes.base import FitContext, Objective
 Log = Callable[[str], None]
 NAMED_HELD_OUT = 8  # the log names the held-out clips when there are at most this many (they are not on the map)
 AUTO_MAP_KICKS = 256  # the map a fit's last export makes: at most this many kicks (an even subsample beyond)
+# a fine-tune from --init that names no length (--train-steps, --set train.max_steps) takes FINETUNE_STEPS steps,
+# validated and checkpointed (so exported) FINETUNE_CHECKS times on the way; the preset's length is a fresh run's
+FINETUNE_STEPS = 400
+FINETUNE_CHECKS = 8
+RISEN_CHECKS = 3  # validation checks in a row without a new best before the log says validation has risen
+CLOCK: Callable[[], float] = time.monotonic  # what --minutes is measured on (tests put a fake clock here)
 Hook = Callable[["Trainer", dict], None]
 
 
@@ -87,6 +93,7 @@ class FitOptions:
     progress: bool = True
     tensorboard: bool = True
     family_options: dict[str, Any] = dataclasses.field(default_factory=dict)  # e.g. {"vae": path}
+    minutes: float | None = None  # time budget: stop, checkpoint and export once this much has passed (set-up included)
 
 
 class _StopFlag:
@@ -201,6 +208,15 @@ def _write_json(path: Path, obj: Any) -> None:
     atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode())
 
 
+def _train_keys_set(cfg: Config) -> set[str]:
+    """The train settings that differ from the preset's (set with --set): all of them when the preset is unknown."""
+    try:
+        ref = get_family(cfg.family).presets()[cfg.preset].train
+    except Exception:  # noqa: BLE001 -- "custom", or a preset this family does not have
+        return {f.name for f in dataclasses.fields(cfg.train)}
+    return {f.name for f in dataclasses.fields(cfg.train) if getattr(cfg.train, f.name) != getattr(ref, f.name)}
+
+
 def _finite_or_none(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
@@ -244,7 +260,9 @@ class Trainer:
         if not self.is_main:  # one voice: rank 0 speaks for the run
             self.log = log = lambda m: None
         self._created_run_dir = not self.run_dir.exists()
+        self._t0 = CLOCK()  # --minutes counts from here
         self._export_noted = False  # the first export says what a daemon serving from its folder does
+        self._no_map_said = False  # why an export has no kit map is said once a run
         try:
             self._setup()
         except BaseException:
@@ -294,7 +312,25 @@ class Trainer:
                 log(f"sampling settings from {init.path.name}: {init.config.sampling}")
         if opts.max_steps is not None:
             cfg = cfg.replace("train", max_steps=opts.max_steps)
+        elif init is not None and not saved.is_file() and "max_steps" not in _train_keys_set(cfg):
+            cfg = self._finetune_length(cfg)
         return cfg
+
+    def _finetune_length(self, cfg: Config) -> Config:
+        """A fine-tune's default length: FINETUNE_STEPS (the preset's is a fresh run's: 20,000 steps of the bundled
+        model's preset, hours on a CPU), validated and checkpointed FINETUNE_CHECKS times so the best is exported."""
+        tc = cfg.train
+        steps = min(tc.max_steps, FINETUNE_STEPS)
+        every = max(1, steps // FINETUNE_CHECKS)
+        mine = _train_keys_set(cfg)
+        changes = {"max_steps": steps}
+        for key in ("val_every", "ckpt_every"):
+            if key not in mine and getattr(tc, key) > every:
+                changes[key] = every
+        self.log(f"fine-tune: {steps} steps (the preset's {tc.max_steps} are a fresh run's; --train-steps N for "
+                 f"more), validated and exported every {changes.get('val_every', tc.val_every)}; --minutes M stops "
+                 "it sooner")
+        return cfg.replace("train", **changes)
 
     def _setup(self) -> None:
         opts, log = self.opts, self.log
@@ -388,6 +424,8 @@ class Trainer:
         self.train_seconds = 0.0  # time in train_step over every session of the run (not validation, saving)
         self.best_val = float("inf")
         self.bad_rounds = 0
+        self.best_step: int | None = None  # the step of best_val, whose EMA weights best_ema holds
+        self.best_ema: dict[str, torch.Tensor] | None = None
         self.resumed_from: int | None = None
         found = load_latest(run_dir, log=log) if resuming else None
         if found is not None:
@@ -424,7 +462,7 @@ class Trainer:
             except ImportError:  # tensorboard missing: keep training, say so once
                 log("tensorboard not installed: no TensorBoard logs")
         self._last_log = (time.time(), self.step)
-        self.hooks: list[Hook] = [log_hook, validate_hook, sample_hook, checkpoint_hook]
+        self.hooks: list[Hook] = [log_hook, validate_hook, sample_hook, budget_hook, checkpoint_hook]
 
     def _resume(self, state: dict[str, Any], path: Path) -> None:
         self.module.load_state_dict(state["model"])
@@ -435,6 +473,8 @@ class Trainer:
         self.step = int(state["step"])
         self.best_val = float(state.get("best_val", float("inf")))
         self.bad_rounds = int(state.get("bad_rounds", 0))
+        if state.get("best_ema") is not None:
+            self.best_step, self.best_ema = int(state["best_step"]), state["best_ema"]
         self.quantiles = state.get("control_quantiles", self.quantiles)
         self.base_lr = float(state.get("base_lr", self.base_lr))  # a fine-tune keeps its own rate without --init
         self.init_from = state.get("init_from")
@@ -632,30 +672,46 @@ class Trainer:
         return {"model": self.module.state_dict(), "ema": self.ema.state_dict(), "optimizer": self.opt.state_dict(),
                 "scaler": self.scaler.state_dict(), "rng": rng_state(), "config": self.cfg.to_dict(),
                 "best_val": self.best_val, "bad_rounds": self.bad_rounds, "control_quantiles": self.quantiles,
+                "best_step": self.best_step, "best_ema": self.best_ema,
                 "data_position": {"step": self.step, "clips_seen": self.step * self.cfg.train.batch_size},
                 "base_lr": self.base_lr, "init_from": self.init_from, "training_summary": self.training_summary(),
                 "code_version": __version__, "train_seconds": self.train_seconds, "world_size": self.dist.world,
                 **self.objective.state_for_checkpoint()}
 
-    def artifact(self, name: str, training: dict[str, Any] | None = None) -> Artifact:
-        """The EMA weights as an artifact in memory (export and preview both start here)."""
+    def artifact(self, name: str, training: dict[str, Any] | None = None, *, best: bool = False) -> Artifact:
+        """The EMA weights as an artifact in memory (export and preview both start here); best: those of the step
+        with the lowest validation loss so far (best_step), where there was a validation."""
+        if best and self.best_ema is not None:
+            return artifact_from_state(self.objective, self.cfg, self.best_ema, name=name, step=int(self.best_step),
+                                       control_quantiles=self.quantiles, training=training)
         return artifact_from_state(self.objective, self.cfg, self.ema.model.state_dict(), name=name, step=self.step,
                                    control_quantiles=self.quantiles, training=training)
 
     def export(self, path: Path, *, with_map: bool = False) -> Path:
-        """The EMA weights as a served artifact at path (atomic); with_map: holding the map of its training kicks
-        (kickmodel.kitmap, the map the daemon's /kick/map and /kick/near serve) where its family can encode."""
-        art = self.artifact(Path(path).name.removesuffix(".safetensors"), self.training_summary())
+        """The best EMA weights by validation (best_step; the current ones without a validation) as a served artifact
+        at path (atomic), its training summary saying which step (`exported_step`) and why; with_map: holding the map
+        of its training kicks (kickmodel.kitmap, the map the daemon's /kick/map and /kick/near serve) where its family
+        can encode."""
+        best = self.best_ema is not None and self.best_step != self.step
+        training = self.training_summary()
+        training["exported_step"] = int(self.best_step) if best else self.step
+        training["exported_because"] = ("the best validation loss" if self.best_ema is not None
+                                         else "no validation: the last step")
+        art = self.artifact(Path(path).name.removesuffix(".safetensors"), training, best=best)
         if with_map:
             self.attach_kit_map(art)
-        return art.save(path)
+        out = art.save(path)
+        self.log(f"exported {out.name}: step {training['exported_step']}'s weights ("
+                 + (f"the best by validation, {self.best_val:.4f}; now step {self.step})" if best
+                    else training["exported_because"] + ")"))
+        return out
 
     def attach_kit_map(self, art: Artifact) -> None:
         """art.kit_map from the run's training clips, already in memory (the folders they came from may have moved
         since), or one line saying why it has none (a family without an encoder, anything that fails: the export
-        goes on without a map, and `kicktrain map --into` can add one later). Costs an encode and a t-SNE of the
-        kit: seconds for the VAE families, about a second per kick for kick-synth (its encoder is a fit), so only
-        the run's last export pays it, for at most AUTO_MAP_KICKS kicks."""
+        goes on without a map, and `kicktrain map --into` can add one later). Costs an encode and a t-SNE of at most
+        AUTO_MAP_KICKS kicks: seconds for the VAE families; for kick-synth a fit of each kick (about a second a kick),
+        made at the first export and remembered (Objective.map_encoder), so every export carries a map."""
         from .latent_map import MapError, attach_map
 
         t0 = time.perf_counter()
@@ -663,9 +719,12 @@ class Trainer:
         try:
             clips = self.audio[torch.from_numpy(idx).to(self.audio.device)].cpu().numpy()
             sources = [str(self.data.manifest[int(i)]["source"]) for i in idx]
-            attach_map(art, clips=clips, sources=sources, limit=AUTO_MAP_KICKS, log=self.log)
+            attach_map(art, clips=clips, sources=sources, limit=AUTO_MAP_KICKS, log=self.log,
+                       encode=self.objective.map_encoder())
         except MapError as e:
-            self.log(f"the export carries no kit map: {e}")
+            if not self._no_map_said:
+                self._no_map_said = True
+                self.log(f"the exports carry no kit map: {e}")
             return
         except Exception as e:  # noqa: BLE001 -- a map is a bonus: the trained model is exported without one
             self.log(f"the export carries no kit map ({type(e).__name__}: {e}); add one with `kicktrain map MODEL "
@@ -683,9 +742,8 @@ class Trainer:
                 folder = Path(self.opts.export_dir)
                 folder.mkdir(parents=True, exist_ok=True)
                 clean_stale_temp_files(folder, prefix=f".{name}.safetensors.")
-                # the run's last export carries its kit's map; those before it (served live meanwhile) do not
-                last = self.step >= self.total or self.stop_reason is not None
-                self.export(folder / f"{name}.safetensors", with_map=last)
+                # every export carries its kit's map (the daemon serves each one live: without it the pad is grey)
+                self.export(folder / f"{name}.safetensors", with_map=True)
                 if not self._export_noted:
                     self._export_noted = True
                     self.log(f"exported {name} to {folder}: a kickserver serving from this folder without --model "
@@ -745,7 +803,7 @@ class Trainer:
         reason = self.stop_reason or "max_steps"
         self.log(f"stopped at step {self.step} ({reason}); {wall:.0f} s this session")
         return {"step": self.step, "stop_reason": reason, "loss": self.smoothed,
-                "best_val_loss": _finite_or_none(self.best_val), "seconds": wall,
+                "best_val_loss": _finite_or_none(self.best_val), "best_step": self.best_step, "seconds": wall,
                 "resumed_from": self.resumed_from, "config": self.cfg.to_dict()}
 
 
@@ -794,10 +852,16 @@ def validate_hook(tr: Trainer, metrics: dict) -> None:
             else:
                 tr.tb.add_scalar(f"val/{k}", x, tr.step)
     if v < tr.best_val - 1e-4:
-        tr.best_val, tr.bad_rounds = v, 0
+        tr.best_val, tr.bad_rounds, tr.best_step = v, 0, tr.step
+        tr.best_ema = {k: t.detach().clone() for k, t in tr.ema.model.state_dict().items()}
     else:
         tr.bad_rounds += 1
-    tr.log(f"step {tr.step}: validation loss {v:.4f} (best {tr.best_val:.4f})")
+    tr.log(f"step {tr.step}: validation loss {v:.4f} (best {tr.best_val:.4f} at step {tr.best_step})")
+    if tr.bad_rounds and tr.bad_rounds % RISEN_CHECKS == 0 and v > tr.best_val:
+        tr.log(f"validation has risen: {tr.bad_rounds} checks without a new best ({tr.best_val:.4f} at step "
+               f"{tr.best_step}, {v:.4f} now): the model is learning its training kicks rather than kicks like them; "
+               f"exports keep step {tr.best_step}'s weights. Stop it (Ctrl-C) or let --set "
+               "train.early_stop_patience=N stop it")
     if tc.early_stop_patience and tr.bad_rounds >= tc.early_stop_patience:
         tr.stop_reason = "early_stop"
 
@@ -806,6 +870,14 @@ def sample_hook(tr: Trainer, metrics: dict) -> None:
     if tr.is_main and _due(tr, tr.cfg.train.sample_every):
         real = tr.audio[torch.from_numpy(tr.val_idx[:4])] if len(tr.val_idx) else tr.audio[:4]
         write_samples(tr, real)
+
+
+def budget_hook(tr: Trainer, metrics: dict) -> None:
+    """--minutes: once the budget has passed since the run started (set-up included), stop here (the checkpoint hook
+    then saves and exports, as on SIGTERM)."""
+    minutes = tr.opts.minutes
+    if minutes is not None and tr.stop_reason is None and CLOCK() - tr._t0 >= 60.0 * minutes:
+        tr.stop_reason = f"time budget of {minutes:g} min"
 
 
 def checkpoint_hook(tr: Trainer, metrics: dict) -> None:

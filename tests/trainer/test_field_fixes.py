@@ -5,6 +5,7 @@ kit maps, 15 `kicktrain eval` on a small folder, its s/kick and its baseline's n
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 import soundfile as sf
 
 from trainer.cli import main as kicktrain
@@ -109,3 +111,134 @@ def test_a_huge_file_is_refused_from_its_size_and_header_before_it_is_hashed(kic
     out = capsys.readouterr().out
     assert "big.wav" not in hashed and "hour.wav" not in hashed, hashed
     assert f"skipped {big}" in out and f"skipped {hour}" in out and "8 clips" in out, out
+
+
+# ------------------------------------------------------------------------------------------ 12: a fine-tune's length
+
+
+class _Clock:
+    """A clock that moves `step` seconds each time it is read (trainer.train.CLOCK): --minutes without waiting."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_fine_tune_defaults_to_minutes_not_hours_and_stops_at_its_time_budget(kicks, tmp_path, monkeypatch,
+                                                                                   capsys):
+    """Issue 32 item 12: `kicktrain fit FOLDER --init MODEL` took the preset's 20,000 steps (2.5-5.7 h on 2 cores) with
+    no time budget. A fine-tune now defaults to trainer.train.FINETUNE_STEPS (400), validated and exported 8 times on
+    the way, and --minutes M stops, checkpoints and exports once M minutes have passed (on an injected clock here)."""
+
+    from tests.conftest import make_tiny_artifact
+    from trainer import train as T
+
+    init = make_tiny_artifact(tmp_path / "base.safetensors", preset_name="small")
+    monkeypatch.setattr(T, "CLOCK", _Clock(20.0))  # 20 s a reading: the budget of 1 min is spent after a few steps
+    run, models = tmp_path / "run", tmp_path / "models"
+    rc = kicktrain(["fit", str(kicks), "--run-dir", str(run), "--init", str(init), "--minutes", "1",
+                    "--export-dir", str(models), "--device", "cpu", "--no-progress", "--no-tensorboard",
+                    "--set", "train.batch_size=2", "--set", "train.micro_batch=2"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["stop_reason"] == "time budget of 1 min" and 0 < summary["step"] <= 4, summary
+    saved = json.loads((run / "config.json").read_text())["train"]
+    assert saved["max_steps"] == T.FINETUNE_STEPS == 400 and saved["val_every"] == saved["ckpt_every"] == 50, saved
+    assert "fine-tune: 400 steps" in err
+    assert (models / "run.safetensors").is_file()  # the budget's stop exports, as the last step does
+
+
+def test_rising_validation_is_said_and_the_best_step_is_what_is_exported(kicks, tmp_path, monkeypatch, capsys):
+    """Issue 32 item 12: validation rose (0.414 -> 0.448; a kick-synth run 1.05 -> 2.24 at every check) with no word in
+    the log, and the last export, not the best, served. Now three checks without a new best are one log line, and every
+    export (and `kicktrain export`) holds the best step's EMA weights, its training summary saying which step."""
+    from kickmodel.loading import load_artifact
+    from trainer import train as T
+    from trainer.checkpoint import load_latest
+
+    losses = iter([0.50, 0.41, 0.45, 0.47, 0.48, 0.49, 0.50, 0.51])
+    monkeypatch.setattr(T.Trainer, "validate", lambda self: {"loss": next(losses)})
+    run, models = tmp_path / "run", tmp_path / "models"
+    rc = kicktrain(["fit", str(kicks), "--run-dir", str(run), "--train-steps", "8", "--export-dir", str(models),
+                    *FAST, "--set", "train.val_every=1", "--set", "train.ckpt_every=4"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "validation has risen" in err and "step 2" in err, err
+    art = load_artifact(models / "run.safetensors")
+    assert art.step == 2
+    meta = art.training
+    assert meta["exported_step"] == 2 and meta["steps"] == 8, meta
+    state, _ = load_latest(run)
+    assert state["best_step"] == 2
+    for k, v in state["best_ema"].items():  # the best step's EMA weights, not the last step's
+        assert any(torch.equal(v.float(), t) for name, t in art.tensors.items() if name.endswith(k)), k
+    out = tmp_path / "exported.safetensors"
+    assert kicktrain(["export", str(run), "--out", str(out)]) == 0
+    assert load_artifact(out).step == 2 and "step 2's weights" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ 11, 14: the kick-synth route
+
+SYNTH_FAST = ["--family", "kick-synth", *FAST, "--set", "fit.iters=3", "--set", "fit.restart_iters=2",
+              "--set", "fit.serve_iters=2", "--set", "fit.batch=4"]
+
+
+@pytest.fixture(scope="module")
+def twelve(tmp_path_factory) -> Path:
+    return _kicks(tmp_path_factory.mktemp("twelve"), 12, seed=7)
+
+
+def test_a_poisoned_fit_cache_is_refitted_not_trained_on(twelve, tmp_path, capsys):
+    """Issue 32 item 11: a synth_fits.safetensors whose numbers are finite but past the synth's ranges (1e30) was kept,
+    and training then failed with "lower the learning rate". Fits outside +-U_LIMIT are refitted with a log line."""
+    from safetensors.torch import load_file, save_file
+
+    from trainer.recipes.kick_synth import FITS_FILE
+
+    first = tmp_path / "first"
+    assert kicktrain(["fit", str(twelve), "--run-dir", str(first), "--train-steps", "1", *SYNTH_FAST]) == 0
+    tensors = load_file(first / FITS_FILE)
+    meta = __import__("safetensors").safe_open(str(first / FITS_FILE), "pt").metadata()
+    poisoned = {k: (v * 1e30 if k.startswith("u.") else v) for k, v in tensors.items()}
+    assert all(bool(torch.isfinite(v).all()) for v in poisoned.values())
+    second = tmp_path / "second"
+    second.mkdir()
+    save_file(poisoned, second / FITS_FILE, metadata=meta)
+    capsys.readouterr()
+    rc = kicktrain(["fit", str(twelve), "--run-dir", str(second), "--train-steps", "2", *SYNTH_FAST])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "outside the synth's ranges" in err and "fitted again" in err, err
+    refitted = load_file(second / FITS_FILE)
+    assert all(float(v.abs().max()) <= 8.0 for k, v in refitted.items() if k.startswith("u."))
+
+
+def test_kick_synth_fits_say_how_far_they_are_and_every_export_carries_a_map(twelve, tmp_path, monkeypatch, capsys):
+    """Issue 32 item 14: the kick-synth route printed nothing for 5.5 minutes while fitting, then "distance median 3.622"
+    with no meaning given; interim exports carried no kit map (the pad greyed out for the whole run). Now a fit logs a
+    progress line at least every PROGRESS_S seconds (an injected clock here), its distance says what it means, and
+    every export, interim ones too, carries the kit map."""
+    from kickmodel.loading import load_artifact
+    from trainer.recipes import kick_synth as KS
+
+    monkeypatch.setattr(KS, "CLOCK", _Clock(KS.PROGRESS_S / 2))  # a progress line every second descent step
+    maps: list[int] = []
+    from trainer import train as T
+
+    real_save = T.Artifact.save
+    monkeypatch.setattr(T.Artifact, "save", lambda self, path: maps.append(
+        self.kit_map.n if self.kit_map is not None else 0) or real_save(self, path))
+    models = tmp_path / "models"
+    rc = kicktrain(["fit", str(twelve), "--run-dir", str(tmp_path / "run"), "--train-steps", "3", *SYNTH_FAST,
+                    "--set", "train.ckpt_every=1", "--export-dir", str(models)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "fitting the synth to" in err and "s left" in err, err  # progress while fitting
+    assert "0: the kick itself" in err and "lower is closer" in err, err  # what the distance means
+    assert len(maps) == 3 and all(n > 0 for n in maps), maps  # steps 1, 2, 3: each export with its map
+    assert load_artifact(models / "run.safetensors").kit_map is not None
+    assert err.count("kit map: fitting") == 1, err  # the map's fits are made once a run

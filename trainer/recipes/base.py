@@ -128,6 +128,12 @@ class Objective:
         """Fine-tuning: take the weights of an artifact of the same family (strict)."""
         raise NotImplementedError
 
+    def map_encoder(self) -> Callable[[Any, Any], Any] | None:
+        """How the kit map of an export places the run's training clips: (generator, clips [n, L]) -> latents, or
+        None for the generator's own encode. A family whose encoding does not change as the run trains (kick-synth:
+        a fit of each clip) returns one that remembers it, so every export can carry a map at the cost of one."""
+        return None
+
     def fit_data(self, clips: torch.Tensor) -> None:
         """Called once on a new run with the training clips [N, L] (clean, on the training device: a GPU's when the
         run trains on one, so call .cpu() before .numpy()), before the first step: e.g. a latent family measures its

@@ -10,6 +10,7 @@ only, nothing unpickled), so a resumed run, a second run over the same folder an
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import torch
 
 from kickmodel.config import Config
 from kickmodel.families.kick_synth.fit import fit
-from kickmodel.families.kick_synth.synth import N_PARAMS
+from kickmodel.families.kick_synth.synth import N_PARAMS, PARAMS, U_LIMIT
 
 from .base import Contents, FitContext, Recipe
 from .diffusion import SAMPLING_KEYS, DiffusionObjective, denoiser_contents, finetune_config
@@ -29,6 +30,8 @@ PRINT_STRIDE = 8
 UNFADED_MS = 40.0  # the end a fingerprint leaves out: trainer.augment fades the last 30 ms of every batch
 MAX_PRINT = 1 << 16  # samples in a fingerprint (a 1.02 s clip: 9164)
 MATCH_TOLERANCE = 1e-4  # largest sample difference (at peak 1) of the same clip faded and levelled again
+PROGRESS_S = 20.0  # while fitting a run's clips, a progress line at least this often (seconds on CLOCK)
+CLOCK: Callable[[], float] = time.monotonic  # tests put a fake clock here
 
 
 def clip_key(clip: torch.Tensor) -> str:
@@ -44,6 +47,17 @@ def fingerprint(clips: torch.Tensor, sample_rate: int) -> torch.Tensor:
     x = x / x.abs().amax(dim=1, keepdim=True).clamp(min=1e-9)
     body = x[:, :max(1, min(int(0.9 * x.shape[1]), x.shape[1] - int(UNFADED_MS * sample_rate / 1000)))]
     return torch.cat([x[:, :min(KEY_SAMPLES, x.shape[1] // 2)], body[:, ::PRINT_STRIDE]], dim=1)[:, :MAX_PRINT]
+
+
+def out_of_range(u: torch.Tensor) -> str | None:
+    """None when fitted numbers u [N_PARAMS] are within what a fit makes (each within +-U_LIMIT, the ends of its range
+    in kickmodel.families.kick_synth.synth.PARAMS), else the first that is not, named."""
+    bad = (u.abs() > U_LIMIT * (1 + 1e-6)).nonzero()
+    if len(bad) == 0:
+        return None
+    i = int(bad[0, 0])
+    p = PARAMS[i]
+    return f"{p.name} at {float(u[i]):.3g} past the end of its range {p.lo:g}..{p.hi:g}{p.unit} (+-{U_LIMIT:g})"
 
 
 FIT_VERSION = 3  # the fit's code: 2 added the log-mel term (c7c67ec), 3 each clip's own length; others are refitted
@@ -79,14 +93,23 @@ class FitCache:
                 self.stamp = (f.metadata() or {}).get("stamp")
             tensors = load(path.read_bytes())
             keys = [k for k in tensors if k.startswith("u.")]
+            outside: list[str] = []
             for k in keys:
                 u = tensors[k]
                 f = tensors.get("f." + k[2:])
                 if (u.shape == (N_PARAMS,) and u.dtype == torch.float32 and bool(torch.isfinite(u).all())
-                        and f is not None and f.dtype == torch.float32 and f.ndim == 1 and f.numel() <= MAX_PRINT):
+                        and f is not None and f.dtype == torch.float32 and f.ndim == 1 and f.numel() <= MAX_PRINT
+                        and bool(torch.isfinite(f).all())):
+                    wrong = out_of_range(u)
+                    if wrong:  # finite but no fit makes it: a damaged or planted file, refitted rather than trained on
+                        outside.append(wrong)
+                        continue
                     self.fits[k[2:]], self.prints[k[2:]] = u, f
                     d = tensors.get("d." + k[2:])
                     self.distances[k[2:]] = float(d) if d is not None and d.numel() == 1 else float("nan")
+            if outside:
+                self.log(f"synth fits: {len(outside)} of {len(keys)} in {path.name} lie outside the synth's ranges "
+                         f"(e.g. {outside[0]}); those clips are fitted again")
             self.log(f"synth fits: {len(self.fits)} kept in {path.name}")
         except (OSError, ValueError, SafetensorError) as e:  # a damaged cache is refitted, never trusted
             self.fits.clear()
@@ -144,7 +167,7 @@ class FitCache:
             f = cfg.fit
             u, d = fit(clips[todo].detach().float().cpu(), cfg.data.sample_rate, iters=f.iters,
                        restart_iters=f.restart_iters, lr=f.lr, batch=f.batch,
-                       log=self.log if len(todo) > 1 else None)
+                       log=self.log if len(todo) > 1 else None, progress_s=PROGRESS_S, clock=CLOCK)
             prints = fingerprint(clips[todo], cfg.data.sample_rate)
             for i, row, dist, fp in zip(todo, u, d.tolist(), prints):
                 k = clip_key(clips[i])
@@ -159,6 +182,7 @@ class SynthObjective(DiffusionObjective):
         super().__init__(cfg, net, parts=("denoiser",))
         self.device = device
         self.cache = cache
+        self._served_fits: dict[str, torch.Tensor] = {}  # clip key -> its fit as served (map_encoder)
 
     def to_latent(self, x: torch.Tensor) -> torch.Tensor:
         return self.module.normalise(self.cache.numbers(x.detach().cpu(), self.cfg).to(self.device))
@@ -168,6 +192,26 @@ class SynthObjective(DiffusionObjective):
         if jitter > 0:  # drawn first from this step's generator: a resumed run draws the same
             x = x + jitter * torch.randn(x.shape, generator=g).to(x.device)
         return super().loss(module, x, cond, mask, g, step)
+
+    def map_encoder(self):
+        """The kit map's encoding of a clip is its fit as the served model fits it (fit.serve_iters), about a second a
+        kick on two cores and the same at every export of the run: made once, remembered, so every export (not only
+        the last) carries the map."""
+        served = self._served_fits
+
+        def encode(gen, clips):
+            x = torch.as_tensor(clips, dtype=torch.float32).reshape(len(clips), -1)
+            keys = [clip_key(c) for c in x]
+            todo = [i for i, k in enumerate(keys) if k not in served]
+            if todo:
+                self.cache.log(f"kit map: fitting {len(todo)} kicks as the served model fits them (once a run)")
+                for i, row in zip(todo, gen.codec.encode(x[todo], lambda info: None).cpu()):
+                    served[keys[i]] = row
+            u = torch.stack([served[k] for k in keys]).to(gen.device)
+            with torch.inference_mode():
+                return gen.net.normalise(u).float().cpu().numpy()
+
+        return encode
 
     def fit_data(self, clips: torch.Tensor) -> None:
         """Fit every training clip now (not step by step) and take the numbers' mean and spread."""
