@@ -10,7 +10,7 @@
 		},
 		"classnamespace": "box",
 		"rect": [ 100.0, 100.0, 1600.0, 720.0 ],
-		"openrect": [ 0.0, 0.0, 760.0, 169.0 ],
+		"openrect": [ 0.0, 0.0, 860.0, 169.0 ],
 		"bglocked": 0,
 		"openinpresentation": 1,
 		"default_fontsize": 10.0,
@@ -25,7 +25,7 @@
 		"boxanimatetime": 200,
 		"enablehscroll": 1,
 		"enablevscroll": 1,
-		"devicewidth": 760.0,
+		"devicewidth": 860.0,
 		"description": "Generate kick drums with the kickserver daemon over OSC.",
 		"digest": "kickserver OSC client",
 		"tags": "kick drum generator osc",
@@ -837,11 +837,11 @@
 				"box": {
 					"id": "obj-53",
 					"maxclass": "newobj",
-					"numinlets": 11,
-					"numoutlets": 11,
-					"outlettype": [ "", "", "", "", "", "", "", "", "", "", "" ],
+					"numinlets": 12,
+					"numoutlets": 12,
+					"outlettype": [ "", "", "", "", "", "", "", "", "", "", "", "" ],
 					"patching_rect": [ 900.0, 510.0, 800.0, 22.0 ],
-					"text": "route /kick/done /kick/error /kick/pong /kick/status /kick/controls /kick/map /kick/map/axes /kick/locate /kick/model /kick/map/proof"
+					"text": "route /kick/done /kick/error /kick/pong /kick/status /kick/controls /kick/map /kick/map/axes /kick/locate /kick/model /kick/map/proof /kick/kit/done"
 				}
 			},
 			{
@@ -2759,6 +2759,318 @@
 					"patching_rect": [ 1600.0, 570.0, 70.0, 22.0 ],
 					"text": "/kick/map"
 				}
+			},
+			{
+				"box": {
+					"id": "obj-400",
+					"maxclass": "live.text",
+					"mode": 0,
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 1300.0, 60.0, 72.0, 30.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 764.0, 22.0, 88.0, 30.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_enum": [ "off", "on" ],
+							"parameter_info": "Ask the daemon for the last kick as a kit: Layers x Robins hits in one folder (/kick/kit).",
+							"parameter_longname": "KS Kit",
+							"parameter_mmax": 1,
+							"parameter_shortname": "Kit",
+							"parameter_type": 2
+						}
+					},
+					"text": "Kit",
+					"texton": "Kit",
+					"varname": "KS Kit"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-401",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1700.0, 40.0, 44.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 764.0, 54.0, 44.0, 18.0 ],
+					"text": "Layers",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-402",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 1400.0, 120.0, 44.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 764.0, 72.0, 40.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "Velocity layers of a kit (1 to 8).",
+							"parameter_initial": [ 4 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Layers",
+							"parameter_mmax": 8,
+							"parameter_mmin": 1,
+							"parameter_shortname": "Layers",
+							"parameter_type": 1,
+							"parameter_unitstyle": 0
+						}
+					},
+					"varname": "KS Layers"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-403",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1700.0, 80.0, 44.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 810.0, 54.0, 44.0, 18.0 ],
+					"text": "Robins",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-404",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 1500.0, 120.0, 44.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 810.0, 72.0, 40.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "Round robins per layer of a kit (1 to 4).",
+							"parameter_initial": [ 2 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Robins",
+							"parameter_mmax": 4,
+							"parameter_mmin": 1,
+							"parameter_shortname": "Robins",
+							"parameter_type": 1,
+							"parameter_unitstyle": 0
+						}
+					},
+					"varname": "KS Robins"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-405",
+					"maxclass": "live.comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1700.0, 120.0, 44.0, 18.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 764.0, 90.0, 44.0, 18.0 ],
+					"text": "Note",
+					"textjustification": 0
+				}
+			},
+			{
+				"box": {
+					"id": "obj-406",
+					"maxclass": "live.numbox",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "", "float" ],
+					"parameter_enable": 1,
+					"patching_rect": [ 1600.0, 120.0, 44.0, 15.0 ],
+					"presentation": 1,
+					"presentation_rect": [ 764.0, 108.0, 40.0, 15.0 ],
+					"saved_attribute_attributes": {
+						"valueof": {
+							"parameter_info": "The kit's pitch as a MIDI note number (33 is A1, 55 Hz); 0: none, the model's own. For a model that takes units (the kick-synth); others refuse a note.",
+							"parameter_initial": [ 0 ],
+							"parameter_initial_enable": 1,
+							"parameter_longname": "KS Note",
+							"parameter_mmax": 127,
+							"parameter_mmin": 0,
+							"parameter_shortname": "Note",
+							"parameter_type": 1,
+							"parameter_unitstyle": 0
+						}
+					},
+					"varname": "KS Note"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-410",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "bang" ],
+					"patching_rect": [ 1300.0, 160.0, 40.0, 22.0 ],
+					"text": "t b b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-411",
+					"maxclass": "newobj",
+					"numinlets": 4,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1400.0, 200.0, 90.0, 22.0 ],
+					"text": "pack 0 4 2 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-412",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 1600.0, 140.0, 30.0, 22.0 ],
+					"text": "> 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-413",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 1600.0, 170.0, 30.0, 22.0 ],
+					"text": "+ 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-414",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1400.0, 230.0, 60.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-415",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1400.0, 260.0, 120.0, 22.0 ],
+					"text": "layers $2 robins $3"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-416",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1530.0, 260.0, 160.0, 22.0 ],
+					"text": "layers $2 robins $3 note $4"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-417",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1300.0, 300.0, 50.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-418",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "int" ],
+					"patching_rect": [ 1300.0, 190.0, 30.0, 22.0 ],
+					"text": "i 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-419",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "bang", "" ],
+					"patching_rect": [ 1300.0, 220.0, 40.0, 22.0 ],
+					"text": "sel 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-420",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "bang" ],
+					"patching_rect": [ 1340.0, 250.0, 30.0, 22.0 ],
+					"text": "t b"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-421",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1340.0, 275.0, 50.0, 22.0 ],
+					"text": "zl reg"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-422",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1340.0, 300.0, 90.0, 22.0 ],
+					"text": "prepend source"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-423",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1300.0, 330.0, 100.0, 22.0 ],
+					"text": "prepend /kick/kit"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-424",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1500.0, 400.0, 140.0, 22.0 ],
+					"text": "set kit $2 - $3 layers x $4 robins"
+				}
 			}
 		],
 		"lines": [
@@ -4001,7 +4313,7 @@
 			{
 				"patchline": {
 					"destination": [ "obj-62", 0 ],
-					"source": [ "obj-53", 10 ]
+					"source": [ "obj-53", 11 ]
 				}
 			},
 			{
@@ -4477,6 +4789,162 @@
 					"destination": [ "obj-51", 0 ],
 					"source": [ "obj-213", 0 ]
 				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-410", 0 ],
+					"source": [ "obj-400", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-411", 0 ],
+					"source": [ "obj-410", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-411", 1 ],
+					"source": [ "obj-402", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-411", 2 ],
+					"source": [ "obj-404", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-411", 3 ],
+					"source": [ "obj-406", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-412", 0 ],
+					"source": [ "obj-406", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-413", 0 ],
+					"source": [ "obj-412", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-414", 0 ],
+					"source": [ "obj-413", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-414", 1 ],
+					"source": [ "obj-411", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-415", 0 ],
+					"source": [ "obj-414", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-416", 0 ],
+					"source": [ "obj-414", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-417", 1 ],
+					"source": [ "obj-415", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-417", 1 ],
+					"source": [ "obj-416", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-418", 0 ],
+					"source": [ "obj-410", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-418", 1 ],
+					"source": [ "obj-44", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-419", 0 ],
+					"source": [ "obj-418", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-43", 0 ],
+					"source": [ "obj-419", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-420", 0 ],
+					"source": [ "obj-419", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-421", 0 ],
+					"source": [ "obj-420", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-421", 1 ],
+					"source": [ "obj-54", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-422", 0 ],
+					"source": [ "obj-421", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-417", 0 ],
+					"source": [ "obj-422", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-423", 0 ],
+					"source": [ "obj-417", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-423", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-424", 0 ],
+					"source": [ "obj-53", 10 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-23", 0 ],
+					"source": [ "obj-424", 0 ]
+				}
 			}
 		],
 		"parameters": {
@@ -4499,7 +4967,11 @@
 			"obj-119": [ "KS Map Y", "Map Y", 0 ],
 			"obj-120": [ "KS Spread", "Spread", 0 ],
 			"obj-121": [ "KS Near", "Near", 0 ],
-			"obj-122": [ "KS Locate", "Locate", 0 ]
+			"obj-122": [ "KS Locate", "Locate", 0 ],
+			"obj-400": [ "KS Kit", "Kit", 0 ],
+			"obj-402": [ "KS Layers", "Layers", 0 ],
+			"obj-404": [ "KS Robins", "Robins", 0 ],
+			"obj-406": [ "KS Note", "Note", 0 ]
 		},
 		"dependency_cache": [],
 		"project": {

@@ -34,6 +34,8 @@ CONTROL_KEYS = {"decay", "pitch", "click"}  # what every preset's model.controls
 MAP, MAP_AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
 PAD_REQUESTS = {MAP, NEAR, LOCATE}
 PAD_REPLIES = {MAP, MAP_AXES, LOCATE}
+# Issue 31's kit request (docs/kits.md), fixed in the contract before the daemon serves it, as the pad's were
+KIT, KIT_DONE = "/kick/kit", "/kick/kit/done"
 PARAMETER_CLASSES = {"live.dial", "live.numbox", "live.toggle", "live.text", "live.menu", "live.tab", "live.slider"}
 
 
@@ -208,7 +210,7 @@ def test_replies_are_received_on_9001_and_shown_in_the_device(patch):
     (route,) = [patch.boxes[d] for d, _ in patch.targets(recv["id"]) if patch.kind(patch.boxes[d]) == "route"]
     addresses = route["text"].split()[1:]
     assert {"/kick/done", "/kick/error"} <= set(addresses)
-    assert set(addresses) <= set(osc_api.REPLY_ADDRESSES) | PAD_REPLIES
+    assert set(addresses) <= set(osc_api.REPLY_ADDRESSES) | PAD_REPLIES | {KIT_DONE}
 
     def shown_text(b):
         return b["maxclass"] == "comment" and b.get("presentation") == 1
@@ -316,7 +318,7 @@ def test_every_address_sent_exists_in_the_daemon(patch):
                 if word.startswith("/kick/") and b["maxclass"] in ("message", "newobj"):
                     sent.add(word)
     received = {w for b in patch.find("route") for w in b["text"].split()[1:]}
-    allowed = set(osc_api.ADDRESSES) | PAD_REQUESTS
+    allowed = set(osc_api.ADDRESSES) | PAD_REQUESTS | {KIT}
     assert sent - received <= allowed, sorted(sent - received - allowed)
     assert PAD_REQUESTS <= sent
     assert {"/kick/generate", "/kick/variation", "/kick/ping", "/kick/status"} <= sent
@@ -1141,3 +1143,34 @@ def test_a_map_refused_for_its_return_path_is_proved_and_asked_again(patch):
     sim = MaxSim(patch)
     sim.receive(osc_api.MAP_PROOF, 4711)
     assert sim.sent == [[osc_api.PROOF, 4711], [MAP]]
+
+
+# ---------------------------------------------------------------- the kit (issue 31)
+
+
+def test_kit_asks_for_the_last_kick_as_a_kit_and_shows_its_folder(patch):
+    """Kit sends /kick/kit with the last kick's file as the source, Layers and Robins, and the note when Note is
+    set (a MIDI number; 0: none); before any kick it says so and sends nothing; /kick/kit/done shows the folder."""
+    sim = MaxSim(patch)
+    sim.press("KS Kit")
+    assert sim.sent == [] and "error: press Generate first" in sim.shown.values()
+    sim.receive(osc_api.DONE, -2, "/out/kick_20260101-000000_5.wav", 5)
+    sim.press("KS Kit")
+    assert sim.sent[-1] == [KIT, "source", "/out/kick_20260101-000000_5.wav", "layers", 4, "robins", 2]
+    sim.set_value("KS Layers", 8)
+    sim.set_value("KS Robins", 3)
+    sim.set_value("KS Note", 33)
+    sim.press("KS Kit")
+    assert sim.sent[-1] == [KIT, "source", "/out/kick_20260101-000000_5.wav", "layers", 8, "robins", 3, "note", 33]
+    if KIT in osc_api.ADDRESSES:  # the daemon's own parser, once it has the route
+        limits = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)),
+                                units=(osc_api.UnitControl("pitch_hz", "pitch", 30.0, 250.0),))
+        req = osc_api.parse(KIT, sim.sent[-1][1:], limits)
+        assert (req.source, req.layers, req.robins) == ("/out/kick_20260101-000000_5.wav", 8, 3)
+        assert req.pitch_hz == pytest.approx(55.0)  # MIDI 33 = A1
+        assert osc_api.parse(KIT, sim.sent[-2][1:], limits).pitch_hz is None
+    sim.receive(KIT_DONE, -7, "/out/kit_A1_short_5", 8, 3, -1)
+    assert "kit /out/kit_A1_short_5 - 8 layers x 3 robins" in sim.shown.values()
+    (kit,) = [b for b in patch.boxes.values() if longname(b) == "KS Kit"]
+    assert kit["presentation_rect"][0] + kit["presentation_rect"][2] <= patch.patcher["devicewidth"]
+
