@@ -734,3 +734,24 @@ def test_pd_kit_note_and_audition(tmp_path):
     shown = saved_message_boxes(saved)
     assert "kit /tmp/kit_A1_short_3 (1 x 4)" in shown, shown
     assert "audition: 3000 samples" in shown, shown
+
+
+@needs_pd
+def test_pd_kit_against_the_daemon(kick_daemon, tmp_path):
+    """Generate seed 5, then Kit 2 x 2, in real Pd against the daemon once it serves /kick/kit: one
+    /kick/kit/done names a folder in the output folder holding the 4 hits and the SFZ, and the patch shows it."""
+    if KIT not in osc_api.ADDRESSES:
+        pytest.skip("the daemon has no /kick/kit route yet (kickserver/osc_api.py): the Kit button's requests are "
+                    "checked against docs/kits.md's contract with a stand-in daemon (test_pd_kit_note_and_audition)")
+    console, saved = run_beside_user_patch(tmp_path, "pd_ui_kit_daemon.pd.in", kick_daemon.port)
+    assert not printed(console, "KSTIMEOUT"), console
+    assert not printed(console, "KSERROR"), console
+    (kick,) = done_lines(console)
+    assert kick[2] == 5
+    (kit,) = printed(console, "KSKIT")
+    m = re.fullmatch(r"(-?\d+) (.+) 2 2 (-?\d+)", kit)
+    assert m, kit
+    folder = Path(m.group(2))
+    assert folder.is_dir() and folder.parent == kick_daemon.out_dir.resolve(), folder
+    assert len(list(folder.glob("*.wav"))) == 4 and list(folder.glob("*.sfz")), sorted(folder.iterdir())
+    assert f"kit {folder} (2 x 2)" in saved_message_boxes(saved)
