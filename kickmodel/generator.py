@@ -444,10 +444,19 @@ class GeneratorBase:
     def _finish(self, raw: np.ndarray, sample_rate: int | None, highpass_hz: float = SUBSONIC_HZ,
                 fade_in_ms: float = 0.5, fade_ms: float = 20.0) -> np.ndarray:
         """The core every mode ends in: raw kicks at the model's rate, resampled to sample_rate (default: the model's)
-        and finished (kickmodel.dsp.finish_kick)."""
+        and finished (kickmodel.dsp.finish_kick). A kick the model made with NaN or inf in it comes back all NaN, never
+        as the silence finish_kick would make of it: whoever writes it refuses it (the daemon's writer answers that
+        kick with an error; issue 32), and the batch's other kicks are unchanged."""
         out_rate = int(sample_rate or self.sample_rate)
-        return finish_kick(resample(np.asarray(raw, dtype=np.float32), self.sample_rate, out_rate), out_rate,
-                           highpass_hz=highpass_hz, fade_in_ms=fade_in_ms, fade_ms=fade_ms)
+        raw = np.asarray(raw, dtype=np.float32)
+        bad = ~np.isfinite(raw.reshape(raw.shape[0], -1)).all(axis=1) if raw.ndim == 2 else None
+        if bad is not None and bad.any():  # finish_kick would make those rows silence: they stay NaN (NOT_FINITE)
+            raw = np.where(bad[:, None], np.float32(0.0), raw)
+        out = finish_kick(resample(raw, self.sample_rate, out_rate), out_rate,
+                          highpass_hz=highpass_hz, fade_in_ms=fade_in_ms, fade_ms=fade_ms)
+        if bad is not None and bad.any():
+            out[bad] = np.nan
+        return out
 
     def describe(self) -> dict:
         return {"name": self.name, "family": self.family, "sample_rate": self.sample_rate, "length": self.length,

@@ -72,6 +72,8 @@ MAX_LATENT_DIM = 4096
 MAX_NAME = 64
 BANDWIDTH_RANGE = (0.25, 4.0)  # times the median nearest-neighbour distance
 BANDWIDTH_GRID = 17  # geometric steps across that range tried by leave-one-out
+MIN_BANDWIDTH = 1e-3  # latent_at's narrowest kernel, times the median nearest-neighbour distance of the points
+MAX_LATENT_ABS = 1e3  # the largest |latent| a map may hold (the shipped maps: 4.7 and 7.9)
 
 
 class KitMapError(ValueError):
@@ -124,9 +126,14 @@ def _weights(d2: np.ndarray, h: float) -> np.ndarray:
 
 
 def median_nn(x: np.ndarray) -> float:
-    d2 = _sq_dists(x, x)
-    np.fill_diagonal(d2, np.inf)
-    nn = np.sqrt(d2.min(axis=1))
+    """The median distance from each point of x [N, K] to its nearest other (zero distances left out; 1 when none),
+    in blocks of rows (a 4096-kick map's whole matrix would be 128 MB)."""
+    x = np.asarray(x, np.float64)
+    nn = np.empty(x.shape[0])
+    for i in range(0, x.shape[0], 512):
+        d2 = _sq_dists(x[i:i + 512], x)
+        d2[np.arange(d2.shape[0]), np.arange(i, i + d2.shape[0])] = np.inf
+        nn[i:i + 512] = np.sqrt(d2.min(axis=1))
     nn = nn[np.isfinite(nn) & (nn > 0)]
     return float(np.median(nn)) if nn.size else 1.0
 
@@ -222,6 +229,10 @@ class KitMap:
             raise KitMapError(f"points lie outside 0..1 ({float(pts.min()):g}..{float(pts.max()):g})")
         if not np.isfinite(lat).all():
             raise KitMapError("latents holds NaN or inf")
+        if np.abs(lat).max() > MAX_LATENT_ABS:
+            # a decoder fed 1e30 makes NaN, which became a silent file (issue 32): no encoder here gives such values
+            raise KitMapError(f"latents reach {float(np.abs(lat).max()):.3g}, beyond any encoder's "
+                              f"(|latent| <= {MAX_LATENT_ABS:g})")
         names = tuple(self.names) if isinstance(self.names, (list, tuple)) else None
         if names is None or len(names) != n:
             got = len(names) if names is not None else "no list of"
@@ -248,6 +259,12 @@ class KitMap:
                              ("scale", self.scale, 1e12)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and 0 < v <= hi):
                 raise KitMapError(f"{field} is not a number within (0, {hi:g}]")
+        floor = MIN_BANDWIDTH * median_nn(pts.astype(np.float64))
+        if self.bandwidth < floor:
+            # narrower is one kick per point anyway, and far narrower (h * h under float64's range) made every
+            # weight NaN: /kick/near wrote silence and /kick/locate said nan (issue 32)
+            raise KitMapError(f"bandwidth {self.bandwidth:.3g} is degenerate: under {MIN_BANDWIDTH:g} times the "
+                              f"median distance between the map's neighbouring points ({floor:.3g})")
         c = self.centre
         if not (isinstance(c, (list, tuple)) and len(c) == 2 and all(
                 isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in c)):

@@ -22,6 +22,7 @@ mode.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -494,6 +495,8 @@ class Locate(Job):
         """`Located`, or why it cannot be; the file is closed either way."""
         try:
             x, y = gen.locate(self.source.clip(gen))
+            if not (math.isfinite(x) and math.isfinite(y)):  # never a `nan nan` reply (issue 32)
+                return Refused(self.id, f"cannot locate {self.source.name}: the map gives no finite point")
             return Located(x, y, self.name)
         except BadAudio as e:
             return Refused(self.id, f"cannot use source {self.source.name}: {e}")

@@ -311,7 +311,7 @@ class KickWriter:
         and return its final absolute path."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         if not np.isfinite(x).all():
-            raise WriteError("refusing to write a kick with NaN or inf samples")
+            raise WriteError("the model's output for this kick is not finite (NaN or inf): nothing written")
         x = np.clip(x, -1.0, 1.0)
         dir_fd = self._folder()  # the folder opened (made again if it was removed); WriteError if it was replaced
         name = self.final_name(info.label)
