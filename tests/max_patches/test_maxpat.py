@@ -1174,3 +1174,28 @@ def test_kit_asks_for_the_last_kick_as_a_kit_and_shows_its_folder(patch):
     (kit,) = [b for b in patch.boxes.values() if longname(b) == "KS Kit"]
     assert kit["presentation_rect"][0] + kit["presentation_rect"][2] <= patch.patcher["devicewidth"]
 
+
+
+def test_kit_against_the_daemon(patch, kick_daemon):
+    """The device against a running daemon that serves /kick/kit: Generate, then Kit 2 x 2 from the kick's file;
+    one /kick/kit/done names a folder holding the 4 hits, and the device shows it."""
+    if KIT not in osc_api.ADDRESSES:
+        pytest.skip("the daemon has no /kick/kit route yet (kickserver/osc_api.py): the Kit button's request is "
+                    "checked against docs/kits.md's contract (test_kit_asks_for_the_last_kick_as_a_kit...)")
+    from pathlib import Path
+
+    sim = MaxSim(patch)
+    sim.set_value("KS Steps", 2)
+    sim.press("KS Generate")
+    ((address, args),) = kick_daemon.send(*sim.sent[-1], expect=1, timeout=60)
+    sim.receive(address, *args)
+    sim.set_value("KS Layers", 2)
+    sim.set_value("KS Robins", 2)
+    sim.press("KS Kit")
+    assert sim.sent[-1][:3] == [KIT, "source", args[1]]
+    ((address, reply),) = kick_daemon.send(*sim.sent[-1], expect=1, timeout=120)
+    assert address == KIT_DONE, reply
+    folder = Path(reply[1])
+    assert reply[2:4] == [2, 2] and len(list(folder.glob("*.wav"))) == 4, reply
+    sim.receive(address, *reply)
+    assert f"kit {folder} - 2 layers x 2 robins" in sim.shown.values()
