@@ -381,6 +381,8 @@ class Routes:
 
     def controls(self, req: osc_api.Controls, addr: tuple, reply: Reply) -> None:
         gen = self.house.worker.gen
+        if req.ranges:  # `/kick/controls ranges`: each control's range, its own reply (osc_api.ranges)
+            return reply(osc_api.ranges(self.front.limits()))
         # the dials, then the units, then whether it has a kit map
         reply(osc_api.controls(tuple(gen.controls) + tuple(gen.unit_controls), gen.kit_map is not None))
 

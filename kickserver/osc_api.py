@@ -127,7 +127,7 @@ class Models:
 
 @dataclass
 class Controls:
-    pass
+    ranges: bool = False  # `/kick/controls ranges`: each control's range (`/kick/ranges`), not the names
 
 
 @dataclass
@@ -377,8 +377,15 @@ def _control(controls: dict[str, float], k: str, v: Any, limits: Limits, id: int
     if k in limits.controls:
         controls[k] = as_float(k, v, 0.0, 1.0, id)
         return True
+    if k == NOTE and (limits.units or PITCH_HZ in limits.other_units):  # a note is a pitch_hz, said in music
+        if PITCH_HZ in controls:
+            raise RequestError(f"note and {PITCH_HZ}: give one of them, not both", id)
+        controls[PITCH_HZ] = asked_pitch(v, None, limits, id)
+        return True
     unit = next((u for u in limits.units if u.name == k), None)
     if unit is not None:
+        if k in controls:  # only a note puts it there (a key given twice is refused by _pairs)
+            raise RequestError(f"note and {k}: give one of them, not both", id)
         value = as_float(k, v, -math.inf, math.inf, id)
         got = _within(value, unit.lo, unit.hi)
         if got is None:
@@ -394,6 +401,34 @@ def _control(controls: dict[str, float], k: str, v: Any, limits: Limits, id: int
             raise RequestError(f"{k}: the serving model takes no controls in units; it takes {_takes(limits)}", id)
         raise RequestError(f"{k}: the serving model does not take it; it takes {_takes(limits)}", id)
     return False
+
+
+NOTE, PITCH_HZ = "note", "pitch_hz"
+
+
+def asked_pitch(note: Any, key: str | None, limits: Limits, id: int) -> float:
+    """The pitch in Hz that a `note` (A1, C#2, a MIDI number 0..127) or a kit's `key` (Am) asks for
+    (kickmodel.notes.resolve_pitch), within the serving model's pitch_hz range; refused where it takes no pitch in Hz
+    or the note lies outside that range."""
+    from kickmodel.notes import resolve_pitch
+
+    asked = NOTE if note is not None else "key"
+    unit = next((u for u in limits.units if u.name == PITCH_HZ), None)
+    if unit is None:
+        raise RequestError(f"{asked}: the serving model takes no pitch in Hz; it takes {_takes(limits) or 'none'}",
+                           id)
+    if note is not None and not isinstance(note, str):
+        note = as_float(NOTE, note, -math.inf, math.inf, id)
+    try:
+        hz = resolve_pitch(note, None, key)
+    except ValueError as e:
+        raise RequestError(str(e), id) from None
+    got = _within(hz, unit.lo, unit.hi)
+    if got is None:
+        given = key if note is None else note if isinstance(note, str) else f"{note:g}"
+        raise RequestError(f"{asked} {given} is {hz:.2f} Hz, outside the model's {PITCH_HZ} {unit.lo:g}..{unit.hi:g}",
+                           id)
+    return got
 
 
 def _check_controls(controls: dict[str, float], limits: Limits, id: int) -> None:
@@ -503,6 +538,16 @@ def _no_args(kind: type) -> Callable[[str, list[Any], Limits, int], Request]:
     return read
 
 
+def _parse_controls(args: list[Any]) -> Controls:
+    """`/kick/controls`: the names; `/kick/controls ranges`: each control's range."""
+    if not args:
+        return Controls()
+    if args != [RANGES_WORD]:
+        raise RequestError(f"{CONTROLS} takes no arguments (the names) or `{RANGES_WORD}` (each control's range), "
+                           f"got {len(args)}")
+    return Controls(ranges=True)
+
+
 def _parse_proof(address: str, args: list[Any], limits: Limits, id: int) -> Proof:
     if not args:
         return Proof()
@@ -588,7 +633,7 @@ class Kit(Generate):
 def _parse_kit(address: str, args: list[Any], limits: Limits, id: int) -> Kit:
     """`/kick/kit key value...`: KIT_KEYS and the controls. A `note` (A1, 33) or `key` (Am) is resolved here into
     the serving model's `pitch_hz` unit (kickmodel.notes.resolve_pitch), refused where the model takes no pitch."""
-    from kickmodel.notes import parse_key, resolve_pitch
+    from kickmodel.notes import parse_key
 
     if args and not isinstance(args[0], str):
         raise RequestError(f"{KIT} takes key/value pairs only (seed 5 layers 4 robins 2), got {_describe(args[0])} "
@@ -618,23 +663,12 @@ def _parse_kit(address: str, args: list[Any], limits: Limits, id: int) -> Kit:
             rest.append((k, v))
     _fill(req, rest, KIT_KEYS, limits, id)
     if note is None and req.key is None:
-        req.pitch_hz = req.controls.get("pitch_hz")
+        req.pitch_hz = req.controls.get(PITCH_HZ)
         return req
-    unit = next((u for u in limits.units if u.name == "pitch_hz"), None)
-    asked = "note" if note is not None else "key"
-    if unit is None:
-        raise RequestError(f"{asked}: the serving model takes no pitch in Hz; it takes {_takes(limits) or 'none'}",
-                           id)
-    try:
-        hz = resolve_pitch(note, req.controls.get("pitch_hz"), req.key)
-    except ValueError as e:
-        raise RequestError(str(e), id) from None
-    got = _within(hz, unit.lo, unit.hi)
-    if got is None:
-        given = req.key if note is None else note if isinstance(note, str) else f"{note:g}"
-        raise RequestError(f"{asked} {given} is {hz:.2f} Hz, outside the model's "
-                           f"pitch_hz {unit.lo:g}..{unit.hi:g}", id)
-    req.controls["pitch_hz"] = req.pitch_hz = got
+    if PITCH_HZ in req.controls:
+        what = f"note {note!r}" if note is not None else f"key {req.key!r}"
+        raise RequestError(f"{what} and {PITCH_HZ} {req.controls[PITCH_HZ]!r}: give one of them, not both", id)
+    req.controls[PITCH_HZ] = req.pitch_hz = asked_pitch(note, req.key, limits, id)
     _check_controls(req.controls, limits, id)
     return req
 
@@ -660,7 +694,7 @@ ROUTES: dict[str, Route] = {
     MODEL: Route(_parse_model, "select_model"),
     INTERPOLATE: Route(lambda address, args, limits, id: _parse_interpolate(args, limits, id), "interpolate",
                        takes_id=True),
-    CONTROLS: Route(_no_args(Controls), "controls"),
+    CONTROLS: Route(lambda address, args, limits, id: _parse_controls(args), "controls"),
     MAP: Route(_no_args(KitMap), "kit_map"),
     NEAR: Route(_parse_near, "near", takes_id=True),
     LOCATE: Route(_parse_locate, "locate"),
@@ -916,6 +950,31 @@ def controls(names: Sequence[str], has_map: bool) -> bytes:
     clients that build dials from the names skip the word)."""
     word = HAS_MAP if has_map else NO_MAP
     return build(CONTROLS, [("s", n) for n in _fitting(CONTROLS, list(names), word) + [word]])
+
+
+RANGES = "/kick/ranges"
+RANGES_WORD = "ranges"
+REPLY_ADDRESSES += (RANGES,)
+
+
+def ranges(limits: Limits) -> bytes:
+    """`/kick/ranges <name:s> <lo:f> <hi:f> ...`, the answer to `/kick/controls ranges`: each control the serving
+    model takes with its range, the dials (0..1), then the controls in units, then `note` as MIDI numbers (the whole
+    notes within pitch_hz's range: 30..250 Hz is 23..59, B0..B3) where it takes pitch_hz. A separate reply, so the
+    `/kick/controls` names reply that Max and Pd read is as it was."""
+    from kickmodel.notes import hz_to_midi
+
+    rows = [(n, 0.0, 1.0) for n in limits.controls] + [(u.name, u.lo, u.hi) for u in limits.units]
+    unit = next((u for u in limits.units if u.name == PITCH_HZ), None)
+    if unit is not None:
+        rows.append((NOTE, float(math.ceil(hz_to_midi(unit.lo) - 1e-9)), float(math.floor(hz_to_midi(unit.hi) + 1e-9))))
+    args: list[tuple[str, Any]] = []
+    for name, lo, hi in rows:
+        row = [("s", name), ("f", float(lo)), ("f", float(hi))]
+        if len(build(RANGES, args + row)) > MAX_DATAGRAM:
+            break
+        args += row
+    return build(RANGES, args)
 
 
 # ------------------------------------------------------------------ the kit map (issue 25)

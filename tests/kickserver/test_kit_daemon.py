@@ -1,14 +1,14 @@
 """/kick/kit through a running daemon serving the shipped kick-synth model (issue 31): one folder of layers x robins
 WAVs with its SFZ, DrumGizmo and Hydrogen files, answered by one /kick/kit/done; what DrumGizmo's validator and
 libsndfile say of it; refusals that leave no folder; and a second host's single kick not starved behind a
-32-hit kit."""
+32-hit kit. Also notes as controls (`note A1` beside `pitch_hz` on every request) and `/kick/controls ranges`."""
 
 from __future__ import annotations
 
 import re
-import time
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -219,3 +219,55 @@ def test_a_full_disk_during_a_kit_leaves_nothing_and_serving_goes_on(tmp_path, s
         assert _folders(small_disk) == set() and not [p for p in small_disk.iterdir() if p.suffix != ".json"]
         address, args = _reply(d.send("/kick/generate", "id", 71, "seed", 6, expect=1, timeout=60)[0])
         assert address == "/kick/done" and Path(args[1]).is_file(), args  # serving goes on
+
+
+# ---------------------------------------------------------------- notes as controls, and the controls' ranges
+
+
+@pytest.mark.parametrize("address,first", [("/kick/generate", []), ("/kick/variation", ["k.wav"]),
+                                           ("/kick/interpolate", ["a", 1, "b", 2]), ("/kick/near", [0.5, 0.5])])
+def test_a_note_is_a_pitch_hz_on_every_request_that_takes_units(address, first):
+    assert parse(address, first + ["note", "A1"], UNITS).controls == {"pitch_hz": 55.0}
+    assert parse(address, first + ["note", 45], UNITS).controls == {"pitch_hz": 110.0}
+    for args, reason in ((["note", "A1", "pitch_hz", 55.0], "note and pitch_hz: give one of them, not both"),
+                         (["pitch_hz", 55.0, "note", "A1"], "note and pitch_hz: give one of them, not both"),
+                         (["note", "A1", "pitch", 0.5], "give pitch (a 0..1 dial) or pitch_hz (30..250), not both"),
+                         (["note", "C6"], "note C6 is 1046.50 Hz, outside the model's pitch_hz 30..250"),
+                         (["note", "A"], "note 'A': not a note name")):
+        with pytest.raises(RequestError) as e:
+            parse(address, first + args + ["id", 5], UNITS)
+        assert e.value.id == 5 and reason in e.value.reason, e.value.reason
+    with pytest.raises(RequestError, match="note: the serving model takes no pitch in Hz"):
+        parse(address, first + ["note", "A1"], DIALS)
+
+
+def test_controls_ranges_is_its_own_reply():
+    from kickserver.client import parse_replies
+
+    assert parse("/kick/controls", [], UNITS) == osc_api.Controls()
+    assert parse("/kick/controls", ["ranges"], UNITS) == osc_api.Controls(ranges=True)
+    with pytest.raises(RequestError, match="takes no arguments"):
+        parse("/kick/controls", ["x"], UNITS)
+    (address, args), = parse_replies(osc_api.ranges(UNITS))
+    assert address == "/kick/ranges"
+    assert args == ["decay", 0.0, 1.0, "pitch", 0.0, 1.0, "click", 0.0, 1.0, "pitch_hz", 30.0, 250.0,
+                    "note", 23.0, 59.0]  # B0 (30.87 Hz) .. B3 (246.9 Hz)
+
+
+def test_a_note_through_the_daemon_makes_that_pitch(daemon):
+    """`note G1` on the kick-synth model: the kick measures within 25 cents of G1 (49.0 Hz), and its tags record the
+    pitch_hz it stood for; `/kick/controls` still ends with its map word, `/kick/controls ranges` lists note."""
+    from kickmodel.descriptors import measure
+
+    address, args = _reply(daemon.send("/kick/generate", "id", 80, "seed", 9, "note", "G1", expect=1, timeout=60)[0])
+    assert address == "/kick/done", args
+    audio, rate = sf.read(args[1], dtype="float32")
+    import torch
+
+    pitch = float(measure(torch.from_numpy(audio)[None], rate)[0, 1])
+    assert abs(1200 * np.log2(pitch / 48.999)) < 25, pitch
+    assert "pitch_hz=48.9994" in sf.SoundFile(args[1]).comment
+    (address, names), = daemon.send("/kick/controls", expect=1)
+    assert address == "/kick/controls" and names[-1] == "map" and "note" not in names, names
+    (address, rows), = daemon.send("/kick/controls", "ranges", expect=1)
+    assert address == "/kick/ranges" and rows[rows.index("note") + 1:] == [23.0, 59.0], rows
