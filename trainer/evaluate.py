@@ -8,10 +8,10 @@
 
 One run scores these sets against the same real reference and prints one table (also report.json):
 "NAME @ N" for each model and step count ("NAME" alone for a one-pass family; n kicks from seeds
-seed..seed+n-1, no controls set, rendered and finished as the daemon renders them), "synth" (n
-procedural kicks from `trainer.synth`, finished the same way: the baseline a model must beat by
-far), and "real vs real" (real held-out kicks against other real held-out kicks: the floor a perfect
-model would reach). Real and training clips are
+seed..seed+n-1, no controls set, rendered and finished as the daemon renders them), "procedural baseline"
+(n procedural kicks from `trainer.synth`, finished the same way: the baseline a model must beat by
+far; never named "synth", which a model may be called), and "real vs real" (real held-out kicks
+against other real held-out kicks: the floor a perfect model would reach). Real and training clips are
 decoded with `kickmodel.clips.load_clip` and the artifact's DataConfig, so every set has the same rate,
 length, onset alignment and peak level.
 
@@ -50,9 +50,10 @@ Distances (on a clip-level embedding, `trainer.embeddings`, default "mfcc-stats"
   ringing when the clip is cut.
 - Haze: `body_haze_db`, the body's energy between 1 and 8 kHz (30..200 ms after the onset) re. the
   window's energy; the table shows each set's median minus the real held-out kicks' (0: as real).
-- Cost: s/kick is one kick rendered alone (median of LATENCY_REPS, the daemon's case) on the eval's
-  device; the training columns (hours in training steps, samples/s, peak memory) come from the
-  artifact's training summary, measured by `kicktrain fit` on its own machine.
+- Cost: s/kick is one kick rendered alone after a warm-up kick at the same settings, on LATENCY_THREADS CPU
+  thread (median of LATENCY_REPS, the daemon's case: `kickserver serve --threads 1`) on the eval's device; the
+  training columns (hours in training steps, samples/s, peak memory) come from the artifact's training summary,
+  measured by `kicktrain fit` on its own machine.
 - Recommended steps (per diffusion model): see STEP_RULE.
 
 The command and the report it writes are here; the sets, distances, measures, scoring and the table are in
@@ -72,7 +73,7 @@ from typing import Any
 from .evaluation.measures import HAZE_HZ, HAZE_MS, TAIL_HZ, tail_window_ms
 from .evaluation.report import format_legend, format_table, json_safe, write_pictures
 from .evaluation.scoring import COPY_NCC, DEFAULT_SPLITS, NCC_MAX_LAG_MS, NORMALISATION, STEP_RULE, score
-from .evaluation.sets import EVAL_BATCH, LATENCY_REPS, EvalSets, Log, collect, log_stderr
+from .evaluation.sets import BASELINE, EVAL_BATCH, LATENCY_REPS, LATENCY_THREADS, EvalSets, Log, collect, log_stderr
 
 REPORT_VERSION = 2
 
@@ -114,10 +115,12 @@ def evaluate(artifacts: str | Path | Sequence[str | Path], real: str | Path | Se
         "steps": steps,
         "sampler": sampler,
         "seed": seed,
-        "seeds": f"model kicks: seeds {seed}..{seed + n - 1}; synth: synth_batch(n, seed={seed}); splits: seed {seed}",
+        "seeds": (f"model kicks: seeds {seed}..{seed + n - 1}; {BASELINE}: synth_batch(n, seed={seed}); splits: "
+                  f"seed {seed}"),
         "device": str(gens[0].device),
         "batch": EVAL_BATCH,
-        "latency": f"one kick alone, median of {LATENCY_REPS} (s/kick)",
+        "latency": (f"one kick alone after a warm-up at the same settings, on {LATENCY_THREADS} CPU thread(s), "
+                    f"median of {LATENCY_REPS} (s/kick)"),
         "step_rule": STEP_RULE,
         "copy_ncc": COPY_NCC,
         "ncc_max_lag_ms": NCC_MAX_LAG_MS,

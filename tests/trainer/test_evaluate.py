@@ -197,7 +197,7 @@ def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
                "--out", str(out), "--n", "6", "--steps", "3,2", "--device", "cpu", "--run", str(run)])
     assert rc == 0
     printed = capsys.readouterr().out
-    assert "real vs real" in printed and "tiny @ 2" in printed and "synth" in printed
+    assert "real vs real" in printed and "tiny @ 2" in printed and "procedural baseline" in printed
     # under the table, one short line per column saying what it is
     from trainer.evaluation.report import TABLE_COLUMNS
 
@@ -208,7 +208,7 @@ def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
 
     report = json.loads((out / "report.json").read_text())
     names = [r["name"] for r in report["rows"]]
-    assert names == ["real vs real", "tiny @ 2", "tiny @ 3", "synth"]
+    assert names == ["real vs real", "tiny @ 2", "tiny @ 3", "procedural baseline"]
     assert report["steps"] == [2, 3] and report["recommended_steps"]["tiny"] in (2, 3)
     assert report["embedding"]["name"] == "mfcc-stats" and report["n_real"] == 6 and report["n_train"] == 6
     assert report["splits"] == 20 and report["reference_size"] == 3 and report["compared_size"] == 3
@@ -273,7 +273,7 @@ def test_kicktrain_eval_compares_families_side_by_side(tmp_path, tiny_artifact, 
     assert "waveform" in printed and "mel-vae" in printed and "haze dB" in printed
     report = json.loads((out / "report.json").read_text())
     rows = {r["name"]: r for r in report["rows"]}
-    assert list(rows) == ["real vs real", "tiny @ 2", "tiny @ 3", "vae", "synth"]
+    assert list(rows) == ["real vs real", "tiny @ 2", "tiny @ 3", "vae", "procedural baseline"]
     assert rows["vae"]["family"] == "mel_vae" and rows["vae"]["steps"] is None and rows["vae"]["latency_s"] > 0
     assert list(report["recommended_steps"]) == ["tiny"]
     assert [m["family"] for m in report["models"]] == ["waveform_diffusion", "mel_vae"]

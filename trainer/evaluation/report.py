@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .sets import EvalSets
+from .sets import BASELINE, EvalSets
 
 
 def _fmt(v: float | None, spec: str = ".3g") -> str:
@@ -37,7 +37,7 @@ def column_legend() -> dict[str, str]:
     from .scoring import COPY_NCC
 
     return {
-        "set": "real vs real (the floor a perfect model reaches), NAME @ steps (a model), synth (baseline)",
+        "set": "real vs real (the floor), NAME @ steps (a model), procedural baseline (trainer.synth)",
         "family": "waveform (diffusion), mel-vae or latent (diffusion); - for the reference rows",
         "n": "kicks in the set",
         "FAD": "Frechet distance to the real held-out kicks' embeddings; lower is closer (± over splits)",
@@ -54,7 +54,7 @@ def column_legend() -> dict[str, str]:
                    "+ hazier",
         "hiss dB": f"energy above {TAIL_HZ / 1000:g} kHz in the tail (400..900 ms), dB re. peak; real kicks are near "
                    "silence",
-        "s/kick": "seconds to render one kick alone on this device (what the daemon does per request)",
+        "s/kick": "seconds for one kick alone after a warm-up, on 1 CPU thread (serve --threads 1); median of 3",
         "train h": "hours the model spent in training steps (from the artifact)",
         "train kicks/s": "training speed in clips a second (from the artifact, on the machine that trained it)",
         "train MB": "peak memory while training (from the artifact)",
@@ -146,7 +146,7 @@ def write_pictures(sets: EvalSets, out: Path, run: Path | None = None, title: st
     from .. import plots
 
     sr = sets.sample_rate
-    groups = [("real", sets.real)] + [(m.label, m.clips) for m in sets.models] + [("synth", sets.synth)]
+    groups = [("real", sets.real)] + [(m.label, m.clips) for m in sets.models] + [(BASELINE, sets.synth)]
     written = []
     p = _save_png(lambda t: plots.spectrogram_grid([(k, v[:4]) for k, v in groups], sr, t, title=title),
                   out / "spectrograms.png")

@@ -29,7 +29,7 @@ from .distances import (
     two_sample_1nn,
 )
 from .measures import body_haze_db, end_level_db, tail_hiss_db
-from .sets import EvalSets, Log, log_stderr
+from .sets import BASELINE, EvalSets, Log, log_stderr
 
 DEFAULT_SPLITS = 50
 NCC_MAX_LAG_MS = 5.0
@@ -79,7 +79,7 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
     t0 = time.perf_counter()
     named: list[tuple[str, str, int | None, np.ndarray]] = [("real vs real", "real", None, sets.real)]
     named += [(m.label, "model", m.steps, m.clips) for m in sets.models]
-    named.append(("synth", "synth", None, sets.synth))
+    named.append((BASELINE, "synth", None, sets.synth))
     by_label = {m.label: m for m in sets.models}
     emb = {name: np.asarray(embedding(clips, sr), dtype=np.float64) for name, _, _, clips in named}
     train_emb = np.asarray(embedding(sets.train, sr), dtype=np.float64) if sets.train is not None else None
@@ -146,7 +146,7 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
         rows.append(row)
 
     by = {r["name"]: r for r in rows}
-    rr, sy = by["real vs real"], by["synth"]
+    rr, sy = by["real vs real"], by[BASELINE]
     model_rows = [r for r in rows if r["kind"] == "model"]
     for r in model_rows:
         span = sy["fad"] - rr["fad"]

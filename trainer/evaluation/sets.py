@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 EVAL_BATCH = 16  # kicks per sampler call
 LATENCY_REPS = 3  # one-kick renders timed per row (median)
+LATENCY_THREADS = 1  # CPU threads a timed kick renders on (`kickserver serve --threads 1`, the quickest for one kick)
+MIN_HELDOUT = 4  # real held-out clips the real-vs-real split needs (two halves of two)
+BASELINE = "procedural baseline"  # the row of trainer.synth's kicks (never a model's name: the README's example model
+# is called "synth")
+CLOCK: Callable[[], float] = time.perf_counter  # what the timings are read from (tests put a fake clock here)
 
 Log = Callable[[str], None]
 
@@ -41,7 +46,7 @@ class ModelRow:
     steps: int | None
     clips: np.ndarray
     seconds_per_kick: float  # batch of EVAL_BATCH, per kick
-    latency_s: float  # one kick alone (median of LATENCY_REPS), the daemon's case
+    latency_s: float  # one kick alone after a warm-up, on LATENCY_THREADS (median of LATENCY_REPS), the daemon's case
     training: dict[str, Any] = field(default_factory=dict)
 
 
@@ -103,21 +108,32 @@ def _heldout_split(clips: np.ndarray, sources: list[str], shas: list[str], cfg) 
 def generate(gen, n: int, steps: int | None, sampler: str | None, seed: int,
              batch: int = EVAL_BATCH) -> tuple[np.ndarray, float, float]:
     """(n finished kicks from seeds seed..seed+n-1 with no controls set, seconds per kick in batches,
-    seconds for one kick alone)."""
+    seconds for one kick alone). One kick alone is timed as the daemon serves it: after a warm-up kick at the same
+    settings, on LATENCY_THREADS CPU threads (torch's default team of every core, on a loaded 2-core box, took
+    8-15 s a kick of the bundled model where one thread took 0.9 s), the median of LATENCY_REPS."""
+    import torch
+
     from kickmodel.generator import Item
 
+    settings = gen.settings(steps, sampler)
     gen.generate([Item(seed=seed)], gen.settings(1 if gen.samplers else None, sampler))  # warm-up, not timed
     out = []
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     for s in range(0, n, batch):
         items = [Item(seed=seed + i) for i in range(s, min(n, s + batch))]
-        out.append(gen.generate(items, gen.settings(steps, sampler)))
-    elapsed = time.perf_counter() - t0
-    alone = []
-    for r in range(LATENCY_REPS):
-        t1 = time.perf_counter()
-        gen.generate([Item(seed=seed + r)], gen.settings(steps, sampler))
-        alone.append(time.perf_counter() - t1)
+        out.append(gen.generate(items, settings))
+    elapsed = CLOCK() - t0
+    threads = torch.get_num_threads()
+    torch.set_num_threads(LATENCY_THREADS)
+    try:
+        gen.generate([Item(seed=seed + LATENCY_REPS)], settings)  # warm-up at these settings on these threads
+        alone = []
+        for r in range(LATENCY_REPS):
+            t1 = CLOCK()
+            gen.generate([Item(seed=seed + r)], settings)
+            alone.append(CLOCK() - t1)
+    finally:
+        torch.set_num_threads(threads)
     return np.concatenate(out), elapsed / n, float(np.median(alone))
 
 
@@ -171,6 +187,7 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
 
     real_clips, real_src, real_sha, skipped = load_folder(real, cfg, log)
     train_clips, train_src = None, []
+    same = False  # --real and --train the same files: the held-out split of one folder
     if train:
         same = scan_audio(real) == scan_audio(train)
         if not same:
@@ -208,8 +225,16 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
                              "--train with the same folder to evaluate on its held-out split")
     for note in notes:
         log(f"note: {note}")
-    if len(real_clips) < 4:
-        raise ValueError(f"need at least 4 real held-out clips for the real-vs-real split, found {len(real_clips)}")
+    if len(real_clips) < MIN_HELDOUT:
+        raise ValueError(
+            f"need at least {MIN_HELDOUT} real held-out clips (the real-vs-real split compares two halves), found "
+            f"{len(real_clips)}" + (
+                f" in the held-out split of {len(real_clips) + len(train_src)} files (data.val_fraction "
+                f"{cfg.val_fraction:g}); give --real a folder of {MIN_HELDOUT} or more kicks the model never "
+                f"trained on (and --train the training folder), or train with --set data.val_fraction="
+                f"{min(0.5, MIN_HELDOUT / max(1, len(real_clips) + len(train_src))):.2f} so about {MIN_HELDOUT} "
+                "are held out"
+                if same else f"; give --real a folder of {MIN_HELDOUT} or more kicks the model never trained on"))
     if n < 2:
         raise ValueError("--n must be at least 2")
 
@@ -221,7 +246,7 @@ def collect(artifacts: str | Path | Sequence[str | Path], real: Sequence[str | P
             clips, spk, alone = generate(gen, n, s, sampler, seed)
             name = f"{label} @ {s}" if s is not None else label
             log(f"{name}: {n} kicks in {time.perf_counter() - t0:.1f} s ({spk:.3f} s per kick in batches, "
-                f"{alone:.3f} s alone)")
+                f"{alone:.3f} s alone on {LATENCY_THREADS} thread{'s' if LATENCY_THREADS != 1 else ''})")
             rows.append(ModelRow(label=name, artifact=str(path), name=gen.name, family=gen.family, steps=s,
                                  clips=clips, seconds_per_kick=spk, latency_s=alone, training=training))
     synth = finish_kick(synth_batch(n, seed=seed, sample_rate=cfg.sample_rate, length=cfg.length), cfg.sample_rate)
