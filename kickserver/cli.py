@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--control", action="append", default=[], metavar="NAME=VALUE",
                    help="a control value 0..1, e.g. decay=0.8 (repeatable)")
     r.add_argument("--batch", type=int, default=8, help="kicks generated together (default 8)")
+    r.add_argument("--kit", metavar="LAYERSxROBINS", help="write one kit folder instead (as /kick/kit), e.g. 8x4")
+    r.add_argument("--note", help="with --kit: the note it is tuned to (A1, 33), on a model that takes pitch_hz")
+    r.add_argument("--key", help="with --kit: the song's key (Am, F#), tuning the kit to its tonic")
     sub.add_parser("install-service", help="install a systemd user unit for the daemon", add_help=False)
     return parser
 
@@ -387,6 +390,8 @@ def cmd_render(ns: argparse.Namespace) -> int:
         log.error("%s", e)
         return 2
     t0 = time.perf_counter()
+    if ns.kit is not None or ns.note is not None or ns.key is not None:
+        return _render_kit(ns, gen, chosen, controls, base, writer.out_dir, cfg.sample_rate, name)
     kicks = render_kicks(gen, first_seed=base, n=ns.n, controls=controls, settings=chosen, write=writer.write,
                          sample_rate=cfg.sample_rate, batch=ns.batch, software=f"kickserver {__version__}")
     try:
@@ -400,6 +405,52 @@ def cmd_render(ns: argparse.Namespace) -> int:
         return 1
     writer.prune()
     log.info("rendered %d kicks with %s on %s in %.2f s", ns.n, name, device, time.perf_counter() - t0)
+    return 0
+
+
+def _render_kit(ns: argparse.Namespace, gen: Any, settings: Any, controls: dict[str, float], seed: int,
+                out_dir: Any, sample_rate: int, name: str) -> int:
+    """`render --kit LxR [--note N | --key K]`: the daemon's /kick/kit job (jobs.Kit: the kick rendered once, its
+    hits by kickmodel.kitrules, one folder by kickserver.kitfiles) run here, batch by batch, without the queue; prints
+    the folder."""
+    import re
+
+    from kickmodel.descriptors import UNIT_CONTROLS
+
+    from . import jobs, osc_api
+
+    log = logging.getLogger("kickserver")
+    m = re.fullmatch(r"(\d+)x(\d+)", ns.kit or "")
+    args: list[Any] = ["seed", seed] + [x for k, v in controls.items() for x in (k, v)]
+    args += (["layers", int(m[1]), "robins", int(m[2])] if m else []) + (["note", ns.note] if ns.note else [])
+    args += ["key", ns.key] if ns.key else []
+    units = tuple(osc_api.UnitControl(u, *gen.unit_range(u)) for u in gen.unit_controls)
+    limits = osc_api.Limits(controls=tuple(gen.controls), units=units, max_steps=10**6,
+                            other_units=tuple(u for u in UNIT_CONTROLS if u not in gen.unit_controls))
+    try:
+        if m is None:
+            raise osc_api.RequestError(f"--kit {ns.kit!r}: give LAYERSxROBINS, e.g. 8x4 (layers 1..8, robins 1..4)")
+        req = osc_api.parse(osc_api.KIT, args, limits)
+    except osc_api.RequestError as e:
+        log.error("%s", e.reason)
+        return 2
+    said: list[Any] = []
+    job = jobs.Kit(id=0, seeds=[seed] * (req.layers * req.robins), answer=said.append, controls=dict(req.controls),
+                   settings=settings, layers=req.layers, robins=req.robins, pitch_hz=req.pitch_hz, key=req.key)
+    kicks = job.kicks()
+    for i in range(0, len(kicks), max(1, ns.batch)):
+        batch = kicks[i:i + ns.batch]
+        try:
+            audio = job.render(gen, batch, 0, sample_rate, lambda: False)
+        except Exception as e:  # noqa: BLE001 - the model's refusal, said as the daemon says it
+            log.error("%s", job.refusal(e))
+            return 1
+        for k, a in zip(batch, audio, strict=True):
+            job.deliver(k, a, out_dir, sample_rate, name)
+    if not said or not isinstance(said[-1], jobs.KitDone):
+        log.error("%s", said[-1].reason if said else "no kit written")
+        return 1
+    print(said[-1].folder, flush=True)
     return 0
 
 

@@ -271,3 +271,43 @@ def test_a_note_through_the_daemon_makes_that_pitch(daemon):
     assert address == "/kick/controls" and names[-1] == "map" and "note" not in names, names
     (address, rows), = daemon.send("/kick/controls", "ranges", expect=1)
     assert address == "/kick/ranges" and rows[rows.index("note") + 1:] == [23.0, 59.0], rows
+
+
+# ---------------------------------------------------------------- the same kit offline: kickserver render --kit
+
+
+def _render(tmp_path: Path, models: Path, *args: str) -> subprocess.CompletedProcess:
+    import sys
+
+    from daemon_util import daemon_env
+
+    cfg = tmp_path / "empty.toml"
+    cfg.write_text("")
+    return subprocess.run([sys.executable, "-m", "kickserver", "render", "--config", str(cfg), "--device", "cpu",
+                           "--models", str(models), "--model", "kick-synth", "--out", str(tmp_path / "out"), *args],
+                          cwd=REPO, env=daemon_env(), capture_output=True, text=True, timeout=300)
+
+
+def test_render_kit_writes_the_kit_the_daemon_writes(daemon, tmp_path):
+    _, args = _reply(daemon.send("/kick/kit", "id", 90, "seed", 77, "layers", 3, "robins", 2, "note", "A1",
+                                 expect=1, timeout=120)[0])
+    theirs = Path(args[1])
+    run = _render(tmp_path, daemon.models_dir, "--kit", "3x2", "--note", "A1", "--seed", "77")
+    assert run.returncode == 0, run.stderr
+    ours = Path(run.stdout.strip().splitlines()[-1])
+    assert ours.name == theirs.name and ours.parent == (tmp_path / "out").resolve()
+    assert sorted(p.name for p in ours.iterdir()) == sorted(p.name for p in theirs.iterdir())
+    for f in sorted(theirs.iterdir()):
+        if f.suffix == ".wav":
+            a, b = sf.read(f)[0], sf.read(ours / f.name)[0]
+            assert np.abs(a - b).max() < 1e-4, f.name
+        else:
+            assert (ours / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+def test_render_kit_refuses_bad_counts_and_notes(daemon, tmp_path):
+    for args, reason in ((["--kit", "9x2"], "layers must be within 1..8, got 9"), (["--kit", "4"], "LAYERSxROBINS"),
+                         (["--kit", "2x2", "--note", "C8"], "outside the model's pitch_hz")):
+        run = _render(tmp_path, daemon.models_dir, *args)
+        assert run.returncode == 2 and reason in run.stderr, (args, run.stderr)
+        assert not (tmp_path / "out").exists() or _folders(tmp_path / "out") == set()
