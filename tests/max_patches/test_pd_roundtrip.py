@@ -181,10 +181,11 @@ def test_pd_patches_load_without_errors(patch, tmp_path):
     assert not bad, console
 
 
-def test_user_patch_holds_no_number_pd_would_round_when_it_saves():
+@pytest.mark.parametrize("patch", [USER_PATCH, ABSTRACTION], ids=lambda p: p.name)
+def test_patches_hold_no_number_pd_would_round_when_it_saves(patch):
     """Pd saves a float with six significant digits (%g): 16777215 comes back as 1.67772e+07 (16777200). No
-    number in the patch may need more, so a patch saved by Pd means what the file here means."""
-    for rec in re.split(r"(?<!\\);\s*\n", USER_PATCH.read_text()):
+    number in the patches may need more, so a patch saved by Pd means what the file here means."""
+    for rec in re.split(r"(?<!\\);\s*\n", patch.read_text()):
         for word in rec.split():
             try:
                 value = float(word)
@@ -287,16 +288,17 @@ def test_user_patch_is_a_panel():
 
 
 @needs_pd
-def test_pd_saves_the_user_patch_unchanged(tmp_path):
-    """Load the user patch in Pd (headless), let it save itself (`pd-kickserver.pd menusave`), diff: the file is
-    in Pd 0.53's own form and no number is rewritten (16777215 would come back as 1.67772e+07)."""
+@pytest.mark.parametrize("patch", [USER_PATCH, ABSTRACTION], ids=lambda p: p.name)
+def test_pd_saves_the_patches_unchanged(patch, tmp_path):
+    """Load each patch in Pd (headless), let it save itself (`pd-<name> menusave`), diff: the file is in Pd 0.53's
+    own form and no number is rewritten (16777215 would come back as 1.67772e+07)."""
     for f in (USER_PATCH, ABSTRACTION):
         shutil.copy2(f, tmp_path / f.name)
-    saved = tmp_path / USER_PATCH.name
-    console = run_pd(saved, "-send", "pd-kickserver.pd menusave; pd quit", timeout=60)
+    saved = tmp_path / patch.name
+    console = run_pd(saved, "-send", f"pd-{patch.name} menusave; pd quit", timeout=60)
     assert f"saved to: {saved}" in console, console
-    assert saved.read_text() == USER_PATCH.read_text(), "".join(difflib.unified_diff(
-        USER_PATCH.read_text().splitlines(True), saved.read_text().splitlines(True), "as committed", "as Pd saves"))
+    assert saved.read_text() == patch.read_text(), "".join(difflib.unified_diff(
+        patch.read_text().splitlines(True), saved.read_text().splitlines(True), "as committed", "as Pd saves"))
 
 
 # ---------------------------------------------------------------- round trips with a running daemon
