@@ -1,0 +1,52 @@
+"""Issue 32, item 7: retention pruning was quadratic in the ledger (each file removed summed every size again and
+shifted the whole list; each batch stat-ed every file in the ledger): 40k entries took 55 s, and a 2.1 MB ledger
+delayed a kick's reply by 24.9 s. Counted work, not the wall clock: the sizes read and the files stat-ed by one
+prune, and how many files one prune removes at most (the rest go with the next batches)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from bench.studies.retention_prune import Counting  # a ledger entry that counts the reads of its size
+from kickserver import writer as writer_mod
+from kickserver.writer import LEDGER, KickWriter
+
+N = 20_000
+
+
+def folder_with_ledger(tmp_path, n: int):
+    out = tmp_path / "out"
+    out.mkdir()
+    files = []
+    for i in range(n):
+        name = f"kick_20261205-100000_{i}.wav"
+        (out / name).write_bytes(b"RIFF")
+        files.append({"name": name, "size": 100_000, "time": 1e9 + i})
+    (out / LEDGER).write_text(json.dumps({"version": 1, "files": files}))
+    return out
+
+
+def test_one_prune_is_linear_in_the_ledger_and_stats_only_what_it_removes(tmp_path, monkeypatch):
+    out = folder_with_ledger(tmp_path, N)
+    w = KickWriter(out, 44100, max_mb=N * 0.1 - 50)  # 500 files over the budget
+    w._ledger = type(w._ledger)(Counting(f) for f in w._ledger)
+    stats = []
+    real = KickWriter._is_file
+    monkeypatch.setattr(KickWriter, "_is_file", lambda self, name: stats.append(name) or real(self, name))
+    Counting.reads = 0
+    removed = w.prune()
+    assert len(removed) == 500
+    assert Counting.reads <= 2 * N, f"{Counting.reads} sizes read to remove 500 of {N} (quadratic: about 10 M)"
+    assert len(stats) <= 2 * len(removed), f"{len(stats)} files stat-ed to remove {len(removed)}"
+    assert len(os.listdir(out)) == N - 500 + 1  # and the ledger
+
+
+def test_one_prune_removes_a_bounded_number_the_rest_go_with_the_next_batches(tmp_path):
+    out = folder_with_ledger(tmp_path, N)
+    w = KickWriter(out, 44100, max_files=10)  # e.g. max_files lowered from 100,000 on SIGHUP
+    first = w.prune()
+    assert len(first) == writer_mod.MAX_PRUNE, len(first)
+    while len(w.written) > 10:
+        assert len(w.prune()) <= writer_mod.MAX_PRUNE
+    assert len([n for n in os.listdir(out) if n.endswith(".wav")]) == 10
