@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from daemon_util import models_folder, start_daemon
 from safetensors.torch import load_file, save_file
 
@@ -70,12 +71,14 @@ def test_a_fifo_as_the_state_file_neither_hangs_the_start_nor_sigterm(tmp_path, 
             raise AssertionError("SIGTERM did not stop the daemon") from None
 
 
-def test_a_remembered_model_that_no_longer_loads_falls_back(tmp_path, tiny_artifact):
-    """The remembered file is now cut in the middle of its weights: its header passes, the load fails."""
+@pytest.mark.parametrize("chosen", [False, True], ids=["served last", "chosen by /kick/model"])
+def test_a_remembered_model_that_no_longer_loads_falls_back(tmp_path, tiny_artifact, chosen):
+    """The remembered file (served last, or chosen, which would hold) is now cut in the middle of its weights: its
+    header passes, the load fails."""
     models = models_folder(tmp_path / "models", tiny_artifact)
     raw = Path(tiny_artifact).read_bytes()
     (models / "mine.safetensors").write_bytes(raw[: len(raw) - (len(raw) - 8) // 3])
-    state.StateFile(models).write_last_model("mine")
+    state.StateFile(models).write_last_model("mine", chosen=chosen)
     with start_daemon(tmp_path, models, pin=False) as d:
         log = d.stderr_text()
         assert log.count("the model that served last (mine) does not load") == 1, log
