@@ -446,7 +446,7 @@ class GeneratorBase:
         """The core every mode ends in: raw kicks at the model's rate, resampled to sample_rate (default: the model's)
         and finished (kickmodel.dsp.finish_kick). A kick the model made with NaN or inf in it comes back all NaN, never
         as the silence finish_kick would make of it: whoever writes it refuses it (the daemon's writer answers that
-        kick with an error; issue 32), and the batch's other kicks are unchanged."""
+        kick with an error), and the batch's other kicks are unchanged."""
         out_rate = int(sample_rate or self.sample_rate)
         raw = np.asarray(raw, dtype=np.float32)
         bad = ~np.isfinite(raw.reshape(raw.shape[0], -1)).all(axis=1) if raw.ndim == 2 else None

@@ -106,8 +106,8 @@ class FrontEnd:
         cfg = house.cfg
         self.budget = ReplyBudget(cfg.reply_rate_kb * 1024, cfg.reply_burst_kb * 1024)
         self.routes = Routes(self)
-        self._dropped = Counts()  # senders outside --allow (bounded: issue 32 item 8)
-        self.paths = ReturnPaths()  # addresses that proved their return path (issue 32 items 3 and 4)
+        self._dropped = Counts()  # senders outside --allow (bounded)
+        self.paths = ReturnPaths()  # addresses that proved their return path
         self._junk = Counts()  # senders of datagrams that are not OSC
 
     @property
@@ -308,7 +308,7 @@ class Routes:
         reply(osc_api.status(w.model_name, w.device, w.queued, w.generated, self.house.catalog.why, w.resident()))
 
     def models(self, req: osc_api.Models, addr: tuple, reply: Reply) -> None:
-        """What loads, from the listing built once per change of the models folder (issue 32 item 1: built here for
+        """What loads, from the listing built once per change of the models folder (built here for
         each request it cost 0.88 s with 1,000 models, quadratic in them): here only one stat of the folder checks
         that it is current. A stale one is built again in the loader thread (new or changed artifacts checked
         first), and the reply waits for it (see MODELS_WAIT_S)."""
@@ -425,7 +425,7 @@ class Routes:
             send(data)
 
     def _map_datagrams(self, km: Any) -> tuple[list[bytes], int]:
-        """The map's datagrams and their size, encoded once per map (issue 32 item 2: encoded for every request,
+        """The map's datagrams and their size, encoded once per map (encoded for every request,
         refused or not, a 4,096-kick map cost the receive loop 28-60 ms a 16-byte request)."""
         cached = self._map
         if cached is None or cached[0] is not km:

@@ -495,7 +495,7 @@ class Locate(Job):
         """`Located`, or why it cannot be; the file is closed either way."""
         try:
             x, y = gen.locate(self.source.clip(gen))
-            if not (math.isfinite(x) and math.isfinite(y)):  # never a `nan nan` reply (issue 32)
+            if not (math.isfinite(x) and math.isfinite(y)):  # never a `nan nan` reply
                 return Refused(self.id, f"cannot locate {self.source.name}: the map gives no finite point")
             return Located(x, y, self.name)
         except BadAudio as e:

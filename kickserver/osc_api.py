@@ -30,10 +30,10 @@ MODELS = "/kick/models"
 MODEL = "/kick/model"
 INTERPOLATE = "/kick/interpolate"
 CONTROLS = "/kick/controls"
-MAP = "/kick/map"  # the serving model's kit map (issue 25): its kicks' points, in parts, then MAP_AXES
+MAP = "/kick/map"  # the serving model's kit map: its kicks' points, in parts, then MAP_AXES
 NEAR = "/kick/near"  # kicks from a point of the map
 LOCATE = "/kick/locate"  # where a file's kick lies on the map
-PROOF = "/kick/proof"  # a return path proved: the token a reply carried, echoed (issue 32 items 3 and 4)
+PROOF = "/kick/proof"  # a return path proved: the token a reply carried, echoed
 ADDRESSES: tuple[str, ...] = (PING, GENERATE, VARIATION, STATUS, MODELS, MODEL, INTERPOLATE, CONTROLS, MAP, NEAR,
                               LOCATE, PROOF)
 
@@ -70,7 +70,7 @@ NEAR_DEFAULT_SPREAD = 0.2
 HAS_MAP, NO_MAP = "map", "no-map"
 NO_SEED = -1  # the seed field of a /kick/done for a kick that no seed regenerates (an interpolation's inner kicks)
 
-# /kick/kit (issue 31): one kick made a kit, layers x robins hits in one folder, answered by one /kick/kit/done.
+# /kick/kit: one kick made a kit, layers x robins hits in one folder, answered by one /kick/kit/done.
 # Its address joins ADDRESSES where its route joins ROUTES (below); kickmodel.kitrules' MAX_LAYERS, MAX_ROBINS.
 KIT = "/kick/kit"
 KIT_DONE = "/kick/kit/done"
@@ -822,7 +822,7 @@ def _osc_string(data: bytes, start: int) -> tuple[str, int] | None:
 
 
 # Routes that make work (a kick, a fit, a model load) must carry the OSC type tag string, which OSC 1.0 makes
-# mandatory (issue 32 item 5: a 16-byte /kick/generate without one made a 135 KB kick); python-osc, liblo, Max's
+# mandatory (a 16-byte /kick/generate without one made a 135 KB kick); python-osc, liblo, Max's
 # [udpsend] and Pd's [oscformat] always send it. Address-only queries (/kick/ping, /kick/status ...) are still read
 # without one, as OSC 1.0's predecessors sent them.
 NEEDS_TAGS = frozenset({GENERATE, VARIATION, INTERPOLATE, NEAR, LOCATE, MODEL})
@@ -915,7 +915,7 @@ def status(model: str, device: str, queued: int, generated: int, why: str, memor
 
 def _fitting(address: str, names: Sequence[str], last: str | None = None) -> list[str]:
     """The longest head of names that `address name... [last]` holds in one datagram, its size counted once per name
-    (linear: dropping one name at a time and encoding again cost 0.88 s for 1,000 names, issue 32 item 1)."""
+    (linear: dropping one name at a time and encoding again cost 0.88 s for 1,000 names)."""
     def size(text: str) -> int:
         return _padded(len(_osc_str(text).encode("utf-8")))
 
@@ -946,7 +946,7 @@ def model(name: str) -> bytes:
 def controls(names: Sequence[str], has_map: bool) -> bytes:
     """`/kick/controls name... map|no-map`: the serving model's control names, its dials then the controls in units
     it takes (`decay pitch click decay_s pitch_hz click_db` for a kick-synth model; none for a model without
-    controls), as many as fit in one datagram, and always last whether it has a kit map (HAS_MAP / NO_MAP, issue 25;
+    controls), as many as fit in one datagram, and always last whether it has a kit map (HAS_MAP / NO_MAP;
     clients that build dials from the names skip the word)."""
     word = HAS_MAP if has_map else NO_MAP
     return build(CONTROLS, [("s", n) for n in _fitting(CONTROLS, list(names), word) + [word]])
@@ -977,7 +977,7 @@ def ranges(limits: Limits) -> bytes:
     return build(RANGES, args)
 
 
-# ------------------------------------------------------------------ the kit map (issue 25)
+# ------------------------------------------------------------------ the kit map
 
 
 def _padded(n: int) -> int:
