@@ -41,7 +41,7 @@ KICK_SYNTH = REPO / "kickserver" / "models" / "kick-synth.safetensors"
 WAVEFORM = REPO / "tests" / "fixtures" / "models" / "waveform-small-2026-12-03.safetensors"
 SOURCE = REPO / "tests" / "fixtures" / "kicks" / "samples_bd_fat.flac"
 # the token key, so the tokens are the same in every run (kickserver.ratelimit.KEY_ENV); --return-proof all makes the
-# recording client (127.0.0.1) prove its return path before it gets the kit map (issue 32 item 3)
+# recording client (127.0.0.1) prove its return path before it gets the kit map
 PROOF_KEY = "00" * 32
 SETTINGS = ["--return-proof", "all", "--max-steps", "50", "--queue-limit", "8", "--client-queue-limit", "6",
             "--max-batch", "4", "--reply-burst-kb", "1024"]

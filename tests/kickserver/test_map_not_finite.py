@@ -1,4 +1,4 @@
-"""Issue 32, item 9: a kit map with a tiny but valid bandwidth, or with huge latents, made `/kick/near` answer
+"""A kit map with a tiny but valid bandwidth, or with huge latents, made `/kick/near` answer
 `/kick/done` with all-zero files (kickmodel.dsp.finish_kick turned the decoder's NaN into silence) and `/kick/locate`
 reply `nan nan`. Such maps are refused when the artifact loads (`/kick/model` says why and the daemon keeps serving
 what it served), and any kick the model makes with NaN or inf in it is an error reply, never a silent file."""
