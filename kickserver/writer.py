@@ -184,6 +184,26 @@ def _fsync_fd(fd: int) -> None:
         pass
 
 
+def with_measures(x: np.ndarray, sample_rate: int, info: KickInfo) -> tuple[KickInfo, float | None]:
+    """info with what the finished kick x measures (kickmodel.descriptors.measure: pitch Hz, decay s, click dB; its
+    tags then say them, the pitch as Hz and note), and the pitch its `smpl` chunk carries so a sampler maps it: the
+    pitch asked (a pitch_hz control, which a note also becomes), else as measured (None: none measured, no chunk)."""
+    import dataclasses
+    import math
+
+    import torch
+
+    from kickmodel.descriptors import measure
+    from kickmodel.wavfile import Measured
+
+    decay, pitch, click = (float(v) for v in measure(torch.from_numpy(np.ascontiguousarray(x))[None], sample_rate)[0])
+    ok = [v if math.isfinite(v) else None for v in (pitch, decay, click)]
+    if ok[0] is not None and ok[0] <= 0:
+        ok[0] = None
+    asked = info.controls.get("pitch_hz") if info.controls else None
+    return dataclasses.replace(info, measured=Measured(*ok)), (float(asked) if asked is not None else ok[0])
+
+
 class KickWriter:
     """Writes kicks into one folder and keeps its ledger; used by one thread only (the worker's writer thread), which
     also makes its successor (Worker.set_output).
@@ -317,8 +337,9 @@ class KickWriter:
         dir_fd = self._folder()  # the folder opened (made again if it was removed); WriteError if it was replaced
         name = self.final_name(info.label)
         tmp = f".{name}.{os.getpid()}.part"
-        data = encode_wav(x, int(sample_rate or self.sample_rate),
-                          info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")))
+        rate = int(sample_rate or self.sample_rate)
+        info, pitch = with_measures(x, rate, info)
+        data = encode_wav(x, rate, info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")), pitch_hz=pitch)
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666,
                          dir_fd=dir_fd)

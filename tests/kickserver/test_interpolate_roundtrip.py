@@ -67,8 +67,9 @@ def label(path) -> str:
 
 
 def comment(path) -> str:
+    """The kick's comment as asked: what the writer measured (measured_pitch_hz=... at its end) left out."""
     with sf.SoundFile(path) as f:
-        return f.comment
+        return re.sub(r" measured_\S+", "", f.comment)
 
 
 def error_reason(d, address, *args) -> tuple[int, str]:

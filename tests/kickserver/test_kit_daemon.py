@@ -311,3 +311,51 @@ def test_render_kit_refuses_bad_counts_and_notes(daemon, tmp_path):
         run = _render(tmp_path, daemon.models_dir, *args)
         assert run.returncode == 2 and reason in run.stderr, (args, run.stderr)
         assert not (tmp_path / "out").exists() or _folders(tmp_path / "out") == set()
+
+
+# ---------------------------------------------------------------- every kick's smpl chunk and measured tags
+
+
+def _base_note(path) -> int:
+    out = subprocess.run(["sndfile-info", "--instrument", str(path)], capture_output=True, text=True, timeout=30)
+    m = re.search(r"Base note\s*:\s*(\d+)", out.stdout)
+    assert m, out.stdout
+    return int(m.group(1))
+
+
+def _smpl_pitch(path) -> float:
+    """The pitch a WAV's smpl chunk says: its unity note plus its fraction of a semitone (RIFF smpl, bytes 12..20)."""
+    import struct
+
+    from kickmodel.notes import midi_to_hz
+
+    raw = Path(path).read_bytes()
+    unity, fraction = struct.unpack("<II", raw[raw.index(b"smpl") + 8 + 12:][:8])
+    return midi_to_hz(unity + fraction / 2**32)
+
+
+@pytest.mark.parametrize("args,hz,base", [(["note", "A1"], 55.0, 33), (["pitch_hz", 43.65], 43.65, 28),
+                                          (["note", 40], 82.407, 40)])
+def test_every_kick_carries_its_pitch_for_a_sampler(daemon, args, hz, base):
+    """sndfile-info --instrument on a kick the daemon wrote: its unity note is the note at or below the pitch asked
+    (A1 = 33; 43.65 Hz is F1 less 0.14 cents, so E1 = 28 with a fraction of 0.9986; E2 = 40), the pitch the chunk
+    implies is within 25 cents of it, and the tags say the measured pitch, note, decay and click."""
+    if shutil.which("sndfile-info") is None:
+        pytest.skip("sndfile-info missing (Debian package sndfile-programs)")
+    address, got = _reply(daemon.send("/kick/generate", "id", 81, "seed", 12, *args, expect=1, timeout=60)[0])
+    assert address == "/kick/done", got
+    assert _base_note(got[1]) == base
+    assert abs(1200 * np.log2(_smpl_pitch(got[1]) / hz)) < 25
+    comment = sf.SoundFile(got[1]).comment
+    assert re.search(r" measured_pitch_hz=[\d.]+ measured_note=[A-G]b?\d[+-]\d+c measured_decay_s=[\d.]+ "
+                     r"measured_click_db=-?[\d.]+$", comment), comment
+
+
+def test_a_kick_asked_no_pitch_carries_its_measured_one(daemon):
+    if shutil.which("sndfile-info") is None:
+        pytest.skip("sndfile-info missing (Debian package sndfile-programs)")
+    from kickmodel.notes import hz_to_midi
+
+    address, got = _reply(daemon.send("/kick/generate", "id", 82, "seed", 13, expect=1, timeout=60)[0])
+    hz = float(re.search(r"measured_pitch_hz=([\d.]+)", sf.SoundFile(got[1]).comment).group(1))
+    assert _base_note(got[1]) == int(hz_to_midi(hz) + 1e-6)  # the note at or below the measured pitch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import time
 from pathlib import Path
 
@@ -29,6 +30,11 @@ def info(seed: int = 7, **kw) -> KickInfo:
     return KickInfo(model="tiny", seed=seed, steps=5, sampler="ddim", controls={"decay": 0.25}, **kw)
 
 
+def asked(comment: str) -> str:
+    """A kick's comment without what the writer measured (measured_pitch_hz=... after what was asked)."""
+    return re.sub(r" measured_\S+", "", comment)
+
+
 def test_format_tags_and_levels(tmp_path):
     w = KickWriter(tmp_path, SR)
     path = w.write(kick(), info())
@@ -42,7 +48,13 @@ def test_format_tags_and_levels(tmp_path):
     assert x[-1] == 0.0
     meta = sf.SoundFile(path).copy_metadata()
     assert meta["software"].startswith("kickserver")
-    assert meta["comment"] == "model=tiny seed=7 steps=5 sampler=ddim decay=0.2500"
+    # what was asked, then what the kick measures; a smpl chunk at the measured pitch (no pitch_hz was asked)
+    asked, measured = meta["comment"].split(" measured_pitch_hz=")
+    assert asked == "model=tiny seed=7 steps=5 sampler=ddim decay=0.2500"
+    assert re.fullmatch(r"[\d.]+ measured_note=[A-G]b?-?\d[+-]\d+c measured_decay_s=[\d.]+ measured_click_db=-?[\d.]+",
+                        measured), measured
+    raw = path.read_bytes()
+    assert 0 < raw.find(b"smpl") < raw.find(b"data")
     assert os.listdir(tmp_path) == [path.name]  # no temp file or ledger left
 
 
@@ -110,11 +122,11 @@ def test_riff_info_tags_as_documented(tmp_path, frozen):
     assert meta["artist"] == "kickserver"
     assert meta["title"] == p.name.removesuffix(".wav") == f"{frozen}_3"
     assert meta["date"] == "2024-01-02"
-    assert meta["comment"] == "model=tiny seed=3 steps=5 sampler=ddim decay=1.0000 pitch=0.2000"
+    assert asked(meta["comment"]) == "model=tiny seed=3 steps=5 sampler=ddim decay=1.0000 pitch=0.2000"
     v = w.write(kick(), KickInfo(model="tiny", seed=4, steps=5, sampler="ddim", controls={},
                                  source=str(tmp_path / "src.wav"), strength=0.3))
     meta = sf.SoundFile(v).copy_metadata()
-    assert meta["comment"] == "model=tiny seed=4 steps=5 sampler=ddim source=src.wav strength=0.3000"
+    assert asked(meta["comment"]) == "model=tiny seed=4 steps=5 sampler=ddim source=src.wav strength=0.3000"
     assert meta["title"] == v.name.removesuffix(".wav")
 
 
@@ -125,13 +137,15 @@ def test_interpolated_kicks_are_named_and_tagged_by_their_place_and_ends(tmp_pat
     mid = w.write(kick(), KickInfo(model="tiny", seed=-1, steps=5, sampler="ddim", controls={}, a=7,
                                    b=str(tmp_path / "src.wav"), t=0.25))
     assert mid.name == f"{frozen}_t250.wav" and NAME_RE.match(mid.name)
-    assert sf.SoundFile(mid).copy_metadata()["comment"] == "model=tiny steps=5 sampler=ddim a=7 b=src.wav t=0.2500"
+    assert asked(sf.SoundFile(mid).copy_metadata()["comment"]) == (
+        "model=tiny steps=5 sampler=ddim a=7 b=src.wav t=0.2500")
     end = w.write(kick(), KickInfo(model="tiny", seed=-1, steps=None, sampler=None, controls={}, a="x.wav", b=3,
                                    t=1.0))
     assert end.name == f"{frozen}_t1000.wav" and NAME_RE.match(end.name)
     first = w.write(kick(), KickInfo(model="tiny", seed=7, steps=5, sampler="ddim", controls={}, a=7, b=9, t=0.0))
     assert first.name == f"{frozen}_7.wav"
-    assert sf.SoundFile(first).copy_metadata()["comment"] == "model=tiny seed=7 steps=5 sampler=ddim a=7 b=9 t=0.0000"
+    assert asked(sf.SoundFile(first).copy_metadata()["comment"]) == (
+        "model=tiny seed=7 steps=5 sampler=ddim a=7 b=9 t=0.0000")
     w.prune()
     assert not mid.exists() and end.exists() and first.exists()  # the oldest of three went
     (tmp_path / f".{frozen}_t500.wav.123.part").write_bytes(b"RIFF")
@@ -145,8 +159,8 @@ def test_a_variation_is_named_by_v_and_its_seed_and_retention_knows_the_name(tmp
     w = KickWriter(tmp_path, SR, max_files=1)
     v = w.write(kick(), info(seed=41, source=str(tmp_path / "src.wav"), strength=0.4))
     assert v.name == f"{frozen}_v41.wav" and NAME_RE.match(v.name)
-    assert sf.SoundFile(v).copy_metadata()["comment"] == ("model=tiny seed=41 steps=5 sampler=ddim decay=0.2500 "
-                                                          "source=src.wav strength=0.4000")
+    assert asked(sf.SoundFile(v).copy_metadata()["comment"]) == (
+        "model=tiny seed=41 steps=5 sampler=ddim decay=0.2500 source=src.wav strength=0.4000")
     later = w.write(kick(), info(seed=41))
     assert later.name == f"{frozen}_41.wav"
     w.prune()
@@ -340,11 +354,11 @@ def test_kicks_from_the_map_are_named_m_seed_and_tagged_with_their_point(tmp_pat
     p = w.write(kick(), KickInfo(model="tiny", seed=12, steps=None, sampler=None, controls={"pitch_hz": 43.65},
                                  map_x=float(np.float32(0.3)), map_y=1.0, spread=0.0))
     assert p.name == f"{frozen}_m12.wav" and NAME_RE.match(p.name)
-    comment = sf.SoundFile(p).copy_metadata()["comment"]
+    comment = asked(sf.SoundFile(p).copy_metadata()["comment"])
     assert comment == "model=tiny seed=12 pitch_hz=43.6500 map_x=0.3 map_y=1 spread=0"
     q = w.write(kick(), KickInfo(model="tiny", seed=3, steps=None, sampler=None, controls={}, map_x=1 / 3,
                                  map_y=0.125, spread=0.2))
-    comment = sf.SoundFile(q).copy_metadata()["comment"].split()
+    comment = asked(sf.SoundFile(q).copy_metadata()["comment"]).split()
     assert float(comment[2].removeprefix("map_x=")) == 1 / 3 and comment[3:] == ["map_y=0.125", "spread=0.2"]
     w.prune()
     assert not p.exists() and q.exists()  # retention knows the name
