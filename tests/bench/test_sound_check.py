@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kickmodel.families.waveform_diffusion.generator import reject_images
+from kickmodel.codecs.identity import reject_images
 from trainer.embeddings import get_embedding
 from trainer.evaluation.scoring import score
 from trainer.evaluation.sets import EvalSets, ModelRow
@@ -154,7 +154,7 @@ def test_step_share_is_the_share_of_kicks_starting_above_1_percent_with_its_boot
     assert (s["step_share"]["ci_lo"], s["step_share"]["ci_hi"]) == SC.bootstrap_interval(stepped, np.mean)
     assert s["step_share"]["ci_lo"] < 0.5 < s["step_share"]["ci_hi"]
     assert s["start_pct"]["median"] == pytest.approx(np.median(m["start_pct"]))
-    assert {k for k in s if "share" in s[k]} == {"pitch_drop", "step_share"}
+    assert {k for k in s if "share" in s[k]} == {"pitch_drop", "second_hit", "step_share"}
 
 
 def test_the_table_the_intervals_and_the_json_carry_the_start(monkeypatch, tmp_path, capsys):
