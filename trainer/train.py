@@ -876,7 +876,9 @@ def budget_hook(tr: Trainer, metrics: dict) -> None:
     """--minutes: once the budget has passed since the run started (set-up included), stop here (the checkpoint hook
     then saves and exports, as on SIGTERM)."""
     minutes = tr.opts.minutes
-    if minutes is not None and tr.stop_reason is None and CLOCK() - tr._t0 >= 60.0 * minutes:
+    if minutes is None or tr.stop_reason is not None:
+        return
+    if tr.dist.any(CLOCK() - tr._t0 >= 60.0 * minutes):  # under torchrun every process stops at the same step
         tr.stop_reason = f"time budget of {minutes:g} min"
 
 
