@@ -294,7 +294,10 @@ class Trainer:
             # the loop (micro-batch, checkpointing, precision) is the plan's, not the user's, unless they set it
             planned = tuple(f"train.{k}" for k in ("micro_batch", "grad_checkpointing", "mixed_precision")
                             if k not in explicit_settings(cfg))
-            differ = differences(old, cfg, ignore=("train.max_steps", *planned))
+            # a fine-tune's checks were set by its length (_finetune_length), not asked for again on the command line
+            paced = tuple(f"train.{k}" for k in ("val_every", "ckpt_every")
+                          if opts.init is not None and k not in _train_keys_set(cfg))
+            differ = differences(old, cfg, ignore=("train.max_steps", *planned, *paced))
             if differ:
                 log(f"resuming keeps the run's saved config; the command line asked otherwise for: {', '.join(differ)}")
             cfg = old

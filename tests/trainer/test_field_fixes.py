@@ -304,3 +304,20 @@ def test_eval_times_one_kick_as_the_daemon_does_and_names_its_baseline(tiny_arti
     assert rows["tiny @ 2"]["latency_s"] == pytest.approx(0.4), rows["tiny @ 2"]["latency_s"]
     assert "synth" not in rows and rows["procedural baseline"]["kind"] == "synth"
     assert "procedural baseline" in printed
+
+
+def test_resuming_a_fine_tune_keeps_its_length_without_a_word(kicks, tmp_path, monkeypatch, capsys):
+    """A fine-tune resumed with the command that started it keeps its 400 steps and its checks every 50, and does not
+    say the command line asked otherwise (its preset's 20,000 and 500 were never asked for)."""
+    from tests.conftest import make_tiny_artifact
+    from trainer import train as T
+
+    init = make_tiny_artifact(tmp_path / "base.safetensors", preset_name="small")
+    args = ["fit", str(kicks), "--run-dir", str(tmp_path / "run"), "--init", str(init), "--minutes", "1", "--device",
+            "cpu", "--no-progress", "--no-tensorboard", "--set", "train.batch_size=2", "--set", "train.micro_batch=2"]
+    for _ in range(2):
+        monkeypatch.setattr(T, "CLOCK", _Clock(40.0))  # stops after the first step
+        assert kicktrain(args) == 0
+    err = capsys.readouterr().err
+    assert "resumed from step" in err and "asked otherwise" not in err, err
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["train"]["max_steps"] == 400
