@@ -268,18 +268,19 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
     rate = sample_rate // FIT_RATE_DIVISOR if sample_rate >= 32000 else sample_rate
     out_u, out_d = torch.zeros(n, N_PARAMS), torch.zeros(n)
     r = len(RESTARTS)
-    n_steps = -(-n // batch) * (restart_iters + iters)  # descent steps in all
+    # the work in all, in kick-steps: a first-stage step descends every start of its kicks (r rows a kick)
+    n_work = -(-n // batch) * (restart_iters * r + iters)
     started = clock()
-    said = [started, 0]  # when the last progress line was logged, descent steps done
+    said = [started, 0]  # when the last progress line was logged, kick-steps done
 
-    def tick() -> None:
+    def tick(work: int) -> None:
         if check is not None:
             check()
-        said[1] += 1
+        said[1] += work
         now = clock()
         if log is not None and progress_s is not None and now - said[0] >= progress_s:
             said[0] = now
-            done = said[1] / n_steps
+            done = min(1.0, said[1] / n_work)
             left = (now - started) * (1 - done) / max(done, 1e-9)
             log(f"fitting the synth to {n} clips: {done:.0%} after {now - started:.0f} s, about {left:.0f} s left")
 
@@ -297,11 +298,11 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             synth = KickSynth(rate, xf.shape[1])
             starts = initial_params(x, sample_rate)
             target = Target(xf * mask, rate, mask)
-            progress = (lambda i: tick()) if check is not None or log is not None else None  # a cancel, a line
-            u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr, progress)
+            each = check is not None or log is not None  # a cancel between two steps, a progress line
+            u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr, (lambda i: tick(r)) if each else None)
             best = d.reshape(-1, r).argmin(dim=1)
             u = u.reshape(-1, r, N_PARAMS)[torch.arange(len(x)), best]
-            u, d = _descend(synth, u, target, iters, lr, progress)
+            u, d = _descend(synth, u, target, iters, lr, (lambda i: tick(1)) if each else None)
             with torch.no_grad():
                 full = x_all[a:a + batch]
                 u = adjust(KickSynth(sample_rate, full.shape[1]), u, descriptors.measure(full, sample_rate),
