@@ -1,4 +1,4 @@
-"""Issue 32, item 7: one retention prune over a ledger of --n kicks (files present, 100 kB each in the ledger),
+"""One retention prune over a ledger of --n kicks (files present, 100 kB each in the ledger),
 --over kicks over the max_mb budget: its seconds, the sizes it read and the files it stat-ed. On another tree:
 PYTHONPATH=TREE python bench/studies/retention_prune.py.
 
@@ -17,7 +17,7 @@ from kickserver.writer import LEDGER, KickWriter
 
 
 class Counting(dict):
-    """A ledger entry that counts the reads of its size (tests/kickserver/test_retention_linear.py uses it too)."""
+    """A ledger entry that counts the reads of its size."""
 
     reads = 0
 
