@@ -157,7 +157,7 @@ def _kick(path: Path, freq: float, rate: int = 44100, seconds: float = 0.2) -> P
 
 
 def _prepared(path: Path) -> np.ndarray:
-    """What a variation at strength 0 gives back for the file: prepared, finished, not filtered again (issue 22)."""
+    """What a variation at strength 0 gives back for the file: prepared, finished, not filtered again."""
     from kickmodel.clips import prepare_audio, read_audio
     from kickmodel.config import DataConfig
     from kickmodel.dsp import finish_kick
@@ -211,7 +211,7 @@ def _queued(c: Client, n: int) -> None:
     raise AssertionError(f"never {n} kicks queued")
 
 
-# ---------------------------------------------------------------- variation sources (issue 12, item 1)
+# ---------------------------------------------------------------- variation sources
 
 
 @pytest.mark.parametrize("swap", ["symlink", "fifo"])
@@ -350,7 +350,7 @@ def test_one_client_cannot_starve_another(shared, tally):
 
 
 def test_four_ports_of_one_host_cannot_crowd_out_another_host(shared, tally):
-    """Issue 22: four sockets of 127.0.0.1 each send 2 x /kick/generate 16 (steps 12); they share that host's 32
+    """Four sockets of 127.0.0.1 each send 2 x /kick/generate 16 (steps 12); they share that host's 32
     kicks (6 requests busy) instead of filling all 64, and a kick asked for from 127.0.0.2 is accepted and answered
     after at most the batch running and one more (it waited for 40 of the flood's kicks)."""
     d = shared
@@ -550,7 +550,7 @@ def test_reply_budget_under_a_long_flood(tmp_path, models_dir, tally):
 
 
 def test_many_other_addresses_never_refill_a_spent_reply_budget(tmp_path, models_dir, tally):
-    """Issue 22: with an 8 KB budget (1 KB/s), 127.0.0.1 spends its budget, 4,100 datagrams from other loopback
+    """With an 8 KB budget (1 KB/s), 127.0.0.1 spends its budget, 4,100 datagrams from other loopback
     addresses follow (more than the 4,096 budgets kept), and 127.0.0.1 asks again: it gets no fresh burst (it did:
     eviction forgot the spent budget), all it draws stays within 8 KB + 1 KB/s."""
     with start_daemon(tmp_path, models_dir, model="tiny",
@@ -590,7 +590,7 @@ MALFORMED = [b"/\0\0\0", b"/kick/generate\0\0,Z\0\0", b"/kick/generate\0\0,iZ\0"
 
 
 def test_a_malformed_datagram_draws_at_most_five_times_its_size(shared, tally):
-    """Issue 22: `/\\0\\0\\0` (4 bytes) drew 320 bytes of replies (both copies) and a `,Z` message 12x its size;
+    """`/\\0\\0\\0` (4 bytes) drew 320 bytes of replies (both copies) and a `,Z` message 12x its size;
     now every reply to a malformed datagram (an unknown type tag, a broken argument or address, an unknown
     address, an empty bundle) is at most 5x the datagram, counting both copies, or there is none."""
     d = shared
@@ -753,7 +753,7 @@ PROBE_PINGS = 200
 
 
 def test_models_lists_what_loads_and_checking_never_stalls_the_daemon(tmp_path, tiny_artifact, tally):
-    """Issue 22: present at start, seven artifacts whose headers pass but that do not load (truncated, no weights,
+    """Present at start, seven artifacts whose headers pass but that do not load (truncated, no weights,
     a hash mismatch, NaN, inf, overlapping offsets, a short file) and ten that load but carry 7.6 MB headers:
     /kick/models lists exactly what loads, and /kick/ping every 20 ms meanwhile is answered in 0.1 s (median), 0.5 s
     at worst (the seven were listed, and the first listing held the receive loop for seconds)."""
@@ -937,7 +937,7 @@ def test_the_pin_follows_kick_model_and_sighup_goes_back(tmp_path, tiny_artifact
         assert len(line) < MAX_MESSAGE + 80 and line.endswith("more characters]"), line
 
 
-# ---------------------------------------------------------------- SIGTERM at any moment (issue 22)
+# ---------------------------------------------------------------- SIGTERM at any moment
 
 
 @pytest.fixture(scope="module")
@@ -1006,7 +1006,7 @@ def _held_to_the_budget(log: Path, took: float) -> None:
 @pytest.mark.parametrize("moment", ["kickserver 0", "INFO kickserver: device cpu", "serving a on udp"],
                          ids=["first log line", "start-up load", "checking the folder"])
 def test_sigterm_during_start_up_exits_zero(tmp_path, slow_models, tally, moment):
-    """Issue 22: SIGTERM right after the first log line (torch still importing: the signal killed the process,
+    """SIGTERM right after the first log line (torch still importing: the signal killed the process,
     exit -15), during the start-up load of the served model, and once serving while the folder's other model
     (117 MB) is being checked: exit 0, no abort, within the shutdown budget."""
     with _spawned(tmp_path, slow_models, "a") as (proc, log, _):
@@ -1018,7 +1018,7 @@ def test_sigterm_during_start_up_exits_zero(tmp_path, slow_models, tally, moment
 
 @pytest.mark.parametrize("delay", [0.0, 0.2, 0.5])
 def test_sigterm_during_a_hot_swap_exits_zero(tmp_path, slow_models, tally, delay):
-    """Issue 22: /kick/model big (a load of seconds in the loader thread), then SIGTERM: the process aborted
+    """/kick/model big (a load of seconds in the loader thread), then SIGTERM: the process aborted
     ("terminate called without an active exception", 4 of 4 on one thread) when it exited with the load still
     running; now it exits 0."""
     with _spawned(tmp_path, slow_models, "a") as (proc, log, port):
