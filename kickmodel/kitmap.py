@@ -31,12 +31,12 @@ kit (each kick's latent predicted from the others, error in units of each latent
 bounded to BANDWIDTH_RANGE times the median nearest-neighbour distance of the points: never so narrow that the map
 is a patchwork of single kicks, never so wide that it is the kit's mean everywhere.
 
-The way there, a latent -> a point (`locate`), is the same regression the other way: latents standardised per
-dimension (each by the kit's spread), a Gaussian of their distance to the kit's latents, the weighted mean of the
-kit's points, bandwidth by leave-one-out over the points within the same relative range. Why not t-SNE's own
-placement: t-SNE cannot place a new point without re-running its optimisation (and moving the others); why not the
-one nearest neighbour: it would put every new kick exactly on a kit kick. The weighted mean lies within the map's
-square and between the kit kicks whose latents it resembles, and a kit kick's own latent lands next to its point.
+The way there, a latent -> a point (`locate`), is latent_at's inverse: the point whose latent_at lies nearest the
+latent (standardised per dimension by the kit's spread), searched on a grid within reach of the kit's points and
+refined; a latent nearer a kit kick's own latent than latent_at comes anywhere lands on that kick's point. It was a
+regression onto the kit's points (weights by latent distance, a leave-one-out bandwidth), which snapped a kick made
+between kicks onto the nearest one (issue 32); `locate_bandwidth` is still stored and checked, and unused. Why not
+t-SNE's own placement: t-SNE cannot place a new point without re-running its optimisation (and moving the others).
 
 `near(x, y, spread, seed)`: latent_at plus Gaussian noise, seeded (numpy's PCG64 for that seed: the same seed gives
 the same latent on any machine), scaled per dimension by `spread` (0..1) times the kit's standard deviation in that
@@ -193,6 +193,12 @@ def _check_unit(value: Any, what: str, lo: float = 0.0, hi: float = 1.0) -> floa
     return v
 
 
+# KitMap.locate's search (issue 32: latent_at's inverse)
+LOCATE_GRID = 65  # locate's first search: a 65 x 65 grid over the map's square (steps of 1/64)
+LOCATE_REACH = 3.0  # ... its points within 3 bandwidths of a kit point
+LOCATE_REFINE = 5  # then 5 rounds of a 9 x 9 grid around the best, each a quarter of the step before
+
+
 @dataclass(frozen=True, eq=False)
 class KitMap:
     """The kit's kicks on a 2-D map and the mappings between the map and the latent space (module docstring).
@@ -315,18 +321,64 @@ class KitMap:
         noise = np.random.default_rng(int(seed) & 0xFFFFFFFFFFFFFFFF).standard_normal(self.latent_dim)
         return (z + spread * self.latent_std.astype(np.float64) * noise).astype(np.float32)
 
+    def latents_at(self, xy: np.ndarray) -> np.ndarray:
+        """latent_at for many points at once: [M, 2] (0..1) -> [M, D] float64."""
+        p = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+        pts, lat = self.points.astype(np.float64), self.latents.astype(np.float64)
+        return np.concatenate([_weights(_sq_dists(p[i:i + 512], pts), self.bandwidth) @ lat
+                               for i in range(0, p.shape[0], 512)] or [np.zeros((0, self.latent_dim))])
+
+    def _inverse_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """(grid points [G, 2], their latents standardised [G, D]): LOCATE_GRID x LOCATE_GRID points of the map's
+        square, those within LOCATE_REACH bandwidths of a kit point (farther out latent_at is the nearest kick's
+        latent, flat: no place there is nearer a latent than another). Built once per map."""
+        table = self.__dict__.get("_table")
+        if table is None:
+            g = np.linspace(0.0, 1.0, LOCATE_GRID)
+            grid = np.stack(np.meshgrid(g, g, indexing="ij"), axis=-1).reshape(-1, 2)
+            pts = self.points.astype(np.float64)
+            near = np.sqrt(np.concatenate([_sq_dists(grid[i:i + 512], pts).min(axis=1)
+                                           for i in range(0, grid.shape[0], 512)]))
+            grid = grid[near <= LOCATE_REACH * self.bandwidth]
+            table = (grid, self.latents_at(grid) / self._std)
+            object.__setattr__(self, "_table", table)
+        return table
+
     def locate(self, latent: np.ndarray) -> tuple[float, float]:
-        """The map point (x, y) of a latent [D] (a new kick's encoding): Gaussian kernel regression in standardised
-        latent space, the weighted mean of the kit's points (so always within 0..1)."""
+        """The map point (x, y) of a latent [D] (a new kick's encoding): latent_at's inverse, the point whose latent
+        lies nearest it in standardised latent space (each dimension by the kit's spread), or the point of the kit
+        kick whose own latent lies nearer still (a kit kick's clip lands on its point) -- found on a grid within
+        reach of the kit's points (_inverse_table), then refined on finer grids around the best (LOCATE_REFINE
+        rounds, each a quarter of the step before: about 2e-5 of the map at the end). So a kick made at a point
+        (`near`, `from_map`) is located at that point, not snapped onto the kit kick its latent resembles most (the
+        old regression onto the kit's points did: issue 32, 21 of 48 fresh kicks within 0.001 of a kit point).
+        ValueError for a latent of the wrong size or not finite, or a map whose place cannot be told (never NaN)."""
         z = np.asarray(latent, dtype=np.float64).reshape(-1)
         if z.shape[0] != self.latent_dim:
             raise ValueError(f"a latent of this map has {self.latent_dim} numbers, got {z.shape[0]}")
         if not np.isfinite(z).all():
             raise ValueError("the latent holds NaN or inf")
-        ref = self.latents.astype(np.float64) / self._std
-        w = _weights(_sq_dists((z / self._std)[None], ref), self.locate_bandwidth)
-        x, y = (w @ self.points.astype(np.float64))[0]
-        return float(np.clip(x, 0.0, 1.0)), float(np.clip(y, 0.0, 1.0))
+        zs = z / self._std
+        grid, lat = self._inverse_table()
+        err = ((lat - zs) ** 2).sum(axis=1)
+        own = ((self.latents.astype(np.float64) / self._std - zs) ** 2).sum(axis=1)
+        if own.min() < err.min():
+            # nearer a kit kick's own latent than latent_at comes anywhere: that kick's point (latent_at blends its
+            # neighbours in, so its own clip would otherwise land off its point, pushed away from them)
+            i = int(np.argmin(own))
+            return float(self.points[i, 0]), float(self.points[i, 1])
+        best = grid[int(np.argmin(err))]
+        step = 1.0 / (LOCATE_GRID - 1)
+        offsets = np.linspace(-1.0, 1.0, 9)
+        for _ in range(LOCATE_REFINE):
+            cand = np.clip(np.stack(np.meshgrid(best[0] + step * offsets, best[1] + step * offsets, indexing="ij"),
+                                    axis=-1).reshape(-1, 2), 0.0, 1.0)
+            err = ((self.latents_at(cand) / self._std - zs) ** 2).sum(axis=1)
+            best = cand[int(np.argmin(err))]
+            step /= 4.0
+        if not np.isfinite(best).all():  # pragma: no cover - the map is checked at load (bandwidths, latents)
+            raise ValueError("the map cannot place this latent (its kernel gives no finite weights)")
+        return float(best[0]), float(best[1])
 
     # ------------------------------------------------------------------ building
     @classmethod

@@ -200,6 +200,17 @@ def test_near_is_seeded_and_scaled_by_spread():
         km.near(x, y, 1.5)
 
 
+def test_locate_is_latent_at_s_inverse_between_kit_points():
+    """Issue 32: locate regressed onto the kit's points with a bandwidth a third of their spacing, so a latent made
+    between kicks snapped onto one; now a latent made at a point (latent_at, near at spread 0) comes back to it."""
+    km = _map()
+    far = []
+    for x, y in ((0.3, 0.4), (0.5, 0.5), (0.62, 0.47), (0.45, 0.55)):
+        lx, ly = km.locate(km.latent_at(x, y))
+        far.append(np.hypot(lx - x, ly - y))
+    assert max(far) < 0.002, far
+
+
 def test_locate_puts_a_kit_kicks_latent_on_its_point():
     km = _map()
     for i in (0, 5, 11):
