@@ -242,6 +242,7 @@ def test_kick_synth_fits_say_how_far_they_are_and_every_export_carries_a_map(twe
     assert len(maps) == 3 and all(n > 0 for n in maps), maps  # steps 1, 2, 3: each export with its map
     assert load_artifact(models / "run.safetensors").kit_map is not None
     assert err.count("kit map: fitting") == 1, err  # the map's fits are made once a run
+    assert "kit map: fitted 8 of" in err and "s left" in err, err  # with progress lines of their own
 
 
 # ------------------------------------------------------------------------------------------ 15: kicktrain eval

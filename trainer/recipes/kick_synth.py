@@ -31,6 +31,7 @@ UNFADED_MS = 40.0  # the end a fingerprint leaves out: trainer.augment fades the
 MAX_PRINT = 1 << 16  # samples in a fingerprint (a 1.02 s clip: 9164)
 MATCH_TOLERANCE = 1e-4  # largest sample difference (at peak 1) of the same clip faded and levelled again
 PROGRESS_S = 20.0  # while fitting a run's clips, a progress line at least this often (seconds on CLOCK)
+MAP_FIT_CHUNK = 4  # kicks the kit map's fits take at once (a progress line may follow each chunk)
 CLOCK: Callable[[], float] = time.monotonic  # tests put a fake clock here
 
 
@@ -205,8 +206,16 @@ class SynthObjective(DiffusionObjective):
             todo = [i for i, k in enumerate(keys) if k not in served]
             if todo:
                 self.cache.log(f"kit map: fitting {len(todo)} kicks as the served model fits them (once a run)")
-                for i, row in zip(todo, gen.codec.encode(x[todo], lambda info: None).cpu()):
-                    served[keys[i]] = row
+                started = said = CLOCK()
+                for a in range(0, len(todo), MAP_FIT_CHUNK):  # a chunk at a time, for the progress lines
+                    part = todo[a:a + MAP_FIT_CHUNK]
+                    for i, row in zip(part, gen.codec.encode(x[part], lambda info: None).cpu()):
+                        served[keys[i]] = row
+                    now, done = CLOCK(), a + len(part)
+                    if now - said >= PROGRESS_S and done < len(todo):
+                        said = now
+                        self.cache.log(f"kit map: fitted {done} of {len(todo)} kicks in {now - started:.0f} s, about "
+                                       f"{(now - started) * (len(todo) - done) / done:.0f} s left")
             u = torch.stack([served[k] for k in keys]).to(gen.device)
             with torch.inference_mode():
                 return gen.net.normalise(u).float().cpu().numpy()
