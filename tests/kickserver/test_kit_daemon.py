@@ -1,4 +1,4 @@
-"""/kick/kit through a running daemon serving the shipped kick-synth model (issue 31): one folder of layers x robins
+"""/kick/kit through a running daemon serving the shipped kick-synth model: one folder of layers x robins
 WAVs with its SFZ, DrumGizmo and Hydrogen files, answered by one /kick/kit/done; what DrumGizmo's validator and
 libsndfile say of it; refusals that leave no folder; and a second host's single kick not starved behind a
 32-hit kit. Also notes as controls (`note A1` beside `pitch_hz` on every request) and `/kick/controls ranges`."""

@@ -154,7 +154,7 @@ def test_interpolated_kicks_are_named_and_tagged_by_their_place_and_ends(tmp_pat
 
 
 def test_a_variation_is_named_by_v_and_its_seed_and_retention_knows_the_name(tmp_path, frozen):
-    """A variation's seed is its noise, not one /kick/generate turns into it (issue 22): its name says `v<seed>`,
+    """A variation's seed is its noise, not one /kick/generate turns into it: its name says `v<seed>`,
     its tags the seed, source and strength that make it again. Retention and the stray-temp cleanup know it."""
     w = KickWriter(tmp_path, SR, max_files=1)
     v = w.write(kick(), info(seed=41, source=str(tmp_path / "src.wav"), strength=0.4))
@@ -345,7 +345,7 @@ def test_inotifywait_sees_the_final_name_only_as_one_move(tmp_path):
 
 
 def test_kicks_from_the_map_are_named_m_seed_and_tagged_with_their_point(tmp_path, frozen):
-    """Issue 25: a kick from /kick/near is `_m<seed>` (its seed makes it again only with the same point and spread,
+    """A kick from /kick/near is `_m<seed>` (its seed makes it again only with the same point and spread,
     as a variation's `_v`), and its tags record the point and the spread, each as the shortest decimal that reads back
     as the very float asked (a float32 from OSC: map_x=0.3, not 0.30000001192092896)."""
     import numpy as np

@@ -34,7 +34,7 @@ CONTROL_KEYS = {"decay", "pitch", "click"}  # what every preset's model.controls
 MAP, MAP_AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
 PAD_REQUESTS = {MAP, NEAR, LOCATE}
 PAD_REPLIES = {MAP, MAP_AXES, LOCATE}
-# Issue 31's kit request (docs/kits.md), fixed in the contract before the daemon serves it, as the pad's were
+# The kit request (docs/kits.md), fixed in the contract before the daemon serves it, as the pad's were
 KIT, KIT_DONE = "/kick/kit", "/kick/kit/done"
 PARAMETER_CLASSES = {"live.dial", "live.numbox", "live.toggle", "live.text", "live.menu", "live.tab", "live.slider"}
 
@@ -1145,7 +1145,7 @@ def test_a_map_refused_for_its_return_path_is_proved_and_asked_again(patch):
     assert sim.sent == [[osc_api.PROOF, 4711], [MAP]]
 
 
-# ---------------------------------------------------------------- the kit (issue 31)
+# ---------------------------------------------------------------- the kit
 
 
 def test_kit_asks_for_the_last_kick_as_a_kit_and_shows_its_folder(patch):

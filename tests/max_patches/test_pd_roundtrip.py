@@ -27,7 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 ABSTRACTION = MAX_PATCHES / "kickserver-osc.pd"
 USER_PATCH = MAX_PATCHES / "kickserver.pd"
 CONTROL_KEYS = {"decay", "pitch", "click"}
-# issue 25's OSC (the XY pad), fixed in the contract before the daemon serves it
+# the XY pad's OSC, fixed in the contract before the daemon serves it
 MAP, MAP_AXES, NEAR, LOCATE = "/kick/map", "/kick/map/axes", "/kick/near", "/kick/locate"
 PAD_REQUESTS = {MAP, NEAR, LOCATE}
 # /kick/kit as docs/kits.md fixes it (the daemon's route may come later): key/value pairs, one origin (a seed or a
@@ -509,7 +509,7 @@ def test_pd_user_patch_morphs_between_seeds_and_from_a_file(kick_daemon, tmp_pat
 
 @needs_pd
 def test_pd_user_patch_set_a_after_a_variation_marks_its_file(kick_daemon, tmp_path):
-    """Generate seed 5, Vary, set-A, Generate seed 9, Morph count 2, in real Pd against the daemon (issue 22): the
+    """Generate seed 5, Vary, set-A, Generate seed 9, Morph count 2, in real Pd against the daemon: the
     variation's reply carries -1 (its seed is its noise, which /kick/generate turns into another kick), so set-A
     marks its file and the morph starts from the variation, not from seed 5."""
     patch = write_test_patch(tmp_path, "pd_ui_vary_morph.pd.in", PORT=kick_daemon.port, TIMEOUT_MS=PD_TIMEOUT_MS)
@@ -525,7 +525,7 @@ def test_pd_user_patch_set_a_after_a_variation_marks_its_file(kick_daemon, tmp_p
                                                         (variation.name, "9", "1.0000")]
 
 
-# ---------------------------------------------------------------- the XY pad (issue 25)
+# ---------------------------------------------------------------- the XY pad
 
 PAD_POINTS = [(0.0, 1.0, "kick_a"), (0.5, 0.25, "kick b"), (1.0, 0.0, "kick_c")]
 
@@ -670,7 +670,7 @@ def test_pd_pad_against_the_daemon(tmp_path):
     assert len([d for d in dots if d[2] == 999]) == 1, dots
 
 
-# ---------------------------------------------------------------- the kit, the note and audition (issue 31)
+# ---------------------------------------------------------------- the kit, the note and audition
 
 
 

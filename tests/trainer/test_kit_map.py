@@ -95,7 +95,7 @@ def test_export_with_map_data_stores_the_runs_training_kicks(tmp_path, synth_kic
 
 def test_fit_exports_every_model_with_the_map_of_its_training_kicks(tmp_path, synth_kicks, capsys):
     """`kicktrain fit --export-dir`: every export holds the map of its training split (the daemon serves each one
-    live, and without a map the pad is greyed out: interim exports had none until issue 32); a family without an
+    live, and without a map the pad is greyed out: interim exports once had none); a family without an
     encoder says once why its exports have none and still exports."""
     models = tmp_path / "models"
     fast = ["--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard", "--export-dir", str(models)]
