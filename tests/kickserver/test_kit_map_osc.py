@@ -111,10 +111,23 @@ def made(d) -> tuple[int, int]:
     return args[2], args[3]
 
 
+def settled(d, timeout: float = 30.0) -> tuple[int, int]:
+    """made(d) once nothing is queued: the writer answers a batch's kicks before it saves the ledger and prunes, and
+    counts them as queued until then, so right after the last reply the queue may still hold them (a refusal's
+    "nothing was queued" check read that as the refusal's doing under load)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = made(d)
+        if now[0] == 0 or time.monotonic() > deadline:
+            return now
+        time.sleep(0.05)
+
+
 def refused(d, address, *args, timeout=10.0) -> tuple[int, str]:
     """(id, reason) of the one /kick/error the request gets, refused before it was queued: nothing was queued or made
     for it, and the model never saw it (the worker logs each request the model refuses)."""
-    before, seen = made(d), d.stderr_text().count("refused by the model")
+    before, seen = settled(d), d.stderr_text().count("refused by the model")
+    assert before[0] == 0, f"{before[0]} kicks still queued from earlier requests"
     replies = d.send(address, *args, expect=1, timeout=timeout)
     assert len(replies) == 1 and replies[0][0] == "/kick/error", replies
     assert made(d) == (0, before[1]) and d.stderr_text().count("refused by the model") == seen
@@ -218,6 +231,7 @@ def test_near_makes_count_kicks_tagged_with_the_point_and_the_same_seed_makes_th
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_near_refuses_bad_input_clearly_and_makes_nothing(tiny, args, reason):
     d, _ = tiny
+    settled(d)  # the last test's batch written whole, its ledger saved: no temp file comes or goes meanwhile
     before = wavs(d.out_dir)
     named, why = refused(d, NEAR, *args, "id", 9) if len(args) % 2 == 0 else refused(d, NEAR, *args)
     assert reason in why, why
@@ -253,6 +267,7 @@ def test_locate_places_a_kick_the_daemon_made(tiny):
 
 def test_a_model_without_a_map_says_so_everywhere(tiny):
     d, _ = tiny
+    settled(d)
     before = wavs(d.out_dir)
     try:
         assert replies_of(d, "/kick/model", "plain") == [("/kick/model", ["plain"])]
