@@ -57,7 +57,7 @@ from kickmodel.kitrules import MAX_LAYERS, MAX_ROBINS, check_counts
 from kickmodel.notes import midi_to_hz, midi_to_name, note_to_midi, parse_key
 from kickmodel.wavfile import encode_wav
 
-from .writer import publish
+from .publish import publish
 
 INSTRUMENT = "Kick"
 HYDROGEN_MAX_LAYERS = 16

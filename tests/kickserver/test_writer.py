@@ -260,17 +260,18 @@ def _racer(real, theirs: bytes, raced: list):
 def test_a_name_taken_in_the_last_moment_is_never_overwritten(tmp_path, monkeypatch, way):
     """Another daemon or `kickserver render` on the same folder creates our chosen final name after
     we checked it: we take the next name and their file stays as it is (atomic where the system can)."""
+    import kickserver.publish as pmod
     import kickserver.writer as wmod
 
     raced: list[str] = []
     theirs = b"RIFF their kick"
-    if way == "renameat2" and not getattr(wmod, "_libc_renameat2", lambda: True)():
+    if way == "renameat2" and not pmod._libc_renameat2():
         pytest.skip("no renameat2 in this libc (the writer uses hard links)")
     if way == "link":  # as on a filesystem without RENAME_NOREPLACE
-        monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst, dir_fd=None: None, raising=False)
-    monkeypatch.setattr(wmod.os, "replace", _racer(os.replace, theirs, raced))
-    monkeypatch.setattr(wmod.os, "link", _racer(os.link, theirs, raced))
-    monkeypatch.setattr(wmod, "_rename_noreplace", _racer(wmod._rename_noreplace, theirs, raced), raising=False)
+        monkeypatch.setattr(pmod, "_rename_noreplace", lambda src, dst, dir_fd=None: None)
+    monkeypatch.setattr(pmod.os, "replace", _racer(os.replace, theirs, raced))
+    monkeypatch.setattr(pmod.os, "link", _racer(os.link, theirs, raced))
+    monkeypatch.setattr(pmod, "_rename_noreplace", _racer(pmod._rename_noreplace, theirs, raced))
     # the clock stands still: with a real one the retry could fall in the next second, whose stamp makes another
     # name than "-2" (no overwrite either, but not the case this test is about; it failed so once in six runs)
     monkeypatch.setattr(wmod, "time", FrozenClock(FROZEN))
@@ -286,7 +287,7 @@ def test_a_name_taken_in_the_last_moment_is_never_overwritten(tmp_path, monkeypa
 
 @pytest.mark.parametrize("way", ["renameat2", "link", "check-then-replace"])
 def test_publish_never_replaces(tmp_path, monkeypatch, way):
-    import kickserver.writer as wmod
+    import kickserver.publish as wmod
 
     if way != "renameat2":
         monkeypatch.setattr(wmod, "_rename_noreplace", lambda src, dst, dir_fd=None: None)
