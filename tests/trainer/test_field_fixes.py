@@ -1,7 +1,7 @@
-"""Issue 32, the trainer's items, each through the CLI a user calls (`kicktrain ...` / `python -m trainer ...`):
-10 a folder that links back to its parent, 11 a poisoned fit cache and a huge file hashed before its header,
-12 a fine-tune's length, time budget, rising validation and best export, 14 the kick-synth route's progress and
-kit maps, 15 `kicktrain eval` on a small folder, its s/kick and its baseline's name."""
+"""What a field report found in the trainer, each through the CLI a user calls (`kicktrain ...` / `python -m trainer`):
+a folder that links back to its parent, a poisoned fit cache and a huge file hashed before its header,
+a fine-tune's length, time budget, rising validation and best export, the kick-synth route's progress and
+kit maps, `kicktrain eval` on a small folder, its s/kick and its baseline's name."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def kicks(tmp_path_factory) -> Path:
 
 
 def test_prepare_on_a_folder_linking_twice_to_its_parent_ends(tmp_path):
-    """Issue 32 item 10: two links to the parent inside the training folder: prepare walked 893,594 folders in 30 s
+    """Two links to the parent inside the training folder: prepare walked 893,594 folders in 30 s
     and never ended (each level doubles the paths). Each real folder is walked once: it ends at once with the 3
     kicks, and says what it left out."""
     data = _kicks(tmp_path / "kicks", 3)
@@ -61,7 +61,7 @@ def test_prepare_on_a_folder_linking_twice_to_its_parent_ends(tmp_path):
 
 
 def test_scan_bounds_depth_and_folder_count(tmp_path, monkeypatch):
-    """Issue 32 item 10: a real folder tree deeper than the bound is cut there with a log line; more folders than the
+    """A real folder tree deeper than the bound is cut there with a log line; more folders than the
     bound is a one-line error (exit 2) naming the bound, not an endless walk."""
     from trainer import data as D
 
@@ -85,7 +85,7 @@ def test_scan_bounds_depth_and_folder_count(tmp_path, monkeypatch):
 
 
 def test_a_huge_file_is_refused_from_its_size_and_header_before_it_is_hashed(kicks, tmp_path, monkeypatch, capsys):
-    """Issue 32 item 11: training hashed every file in full before checking its header (a 10.6 GB sparse file: 47 s).
+    """Training hashed every file in full before checking its header (a 10.6 GB sparse file: 47 s).
     A 3 GB sparse file (a valid WAV header, then holes) and a WAV whose header gives 100 Hz are skipped with one line
     each, and neither is read past its header: sha256_file is never called on them."""
     from trainer import data as D
@@ -129,7 +129,7 @@ class _Clock:
 
 def test_a_fine_tune_defaults_to_minutes_not_hours_and_stops_at_its_time_budget(kicks, tmp_path, monkeypatch,
                                                                                    capsys):
-    """Issue 32 item 12: `kicktrain fit FOLDER --init MODEL` took the preset's 20,000 steps (2.5-5.7 h on 2 cores) with
+    """`kicktrain fit FOLDER --init MODEL` took the preset's 20,000 steps (2.5-5.7 h on 2 cores) with
     no time budget. A fine-tune now defaults to trainer.train.FINETUNE_STEPS (400), validated and exported 8 times on
     the way, and --minutes M stops, checkpoints and exports once M minutes have passed (on an injected clock here)."""
 
@@ -153,7 +153,7 @@ def test_a_fine_tune_defaults_to_minutes_not_hours_and_stops_at_its_time_budget(
 
 
 def test_rising_validation_is_said_and_the_best_step_is_what_is_exported(kicks, tmp_path, monkeypatch, capsys):
-    """Issue 32 item 12: validation rose (0.414 -> 0.448; a kick-synth run 1.05 -> 2.24 at every check) with no word in
+    """Validation rose (0.414 -> 0.448; a kick-synth run 1.05 -> 2.24 at every check) with no word in
     the log, and the last export, not the best, served. Now three checks without a new best are one log line, and every
     export (and `kicktrain export`) holds the best step's EMA weights, its training summary saying which step."""
     from kickmodel.loading import load_artifact
@@ -193,7 +193,7 @@ def twelve(tmp_path_factory) -> Path:
 
 
 def test_a_poisoned_fit_cache_is_refitted_not_trained_on(twelve, tmp_path, capsys):
-    """Issue 32 item 11: a synth_fits.safetensors whose numbers are finite but past the synth's ranges (1e30) was kept,
+    """A synth_fits.safetensors whose numbers are finite but past the synth's ranges (1e30) was kept,
     and training then failed with "lower the learning rate". Fits outside +-U_LIMIT are refitted with a log line."""
     from safetensors.torch import load_file, save_file
 
@@ -218,7 +218,7 @@ def test_a_poisoned_fit_cache_is_refitted_not_trained_on(twelve, tmp_path, capsy
 
 
 def test_kick_synth_fits_say_how_far_they_are_and_every_export_carries_a_map(twelve, tmp_path, monkeypatch, capsys):
-    """Issue 32 item 14: the kick-synth route printed nothing for 5.5 minutes while fitting, then "distance median
+    """The kick-synth route printed nothing for 5.5 minutes while fitting, then "distance median
     3.622" with no meaning given; interim exports carried no kit map (the pad greyed out for the whole run). Now a
     fit logs a progress line at least every PROGRESS_S seconds (an injected clock here), its distance says what it
     means, and every export, interim ones too, carries the kit map."""
@@ -249,7 +249,7 @@ def test_kick_synth_fits_say_how_far_they_are_and_every_export_carries_a_map(twe
 
 
 def test_eval_on_a_small_folder_says_its_minimum_and_the_fix(tiny_artifact, tmp_path, capsys):
-    """Issue 32 item 15: `kicktrain eval MODEL --real F --train F` as the README writes it stopped on a 20-kick folder
+    """`kicktrain eval MODEL --real F --train F` as the README writes it stopped on a 20-kick folder
     with "need at least 4 real held-out clips ... found 2" and no way out. The minimum is in --help, and the error
     names both fixes (a held-out folder, or the val_fraction that holds 4 out)."""
     folder = _kicks(tmp_path / "twenty", 20, seed=13)
@@ -264,7 +264,7 @@ def test_eval_on_a_small_folder_says_its_minimum_and_the_fix(tiny_artifact, tmp_
 
 
 def test_eval_times_one_kick_as_the_daemon_does_and_names_its_baseline(tiny_artifact, tmp_path, monkeypatch, capsys):
-    """Issue 32 item 15: eval's s/kick read 1.7-2.0 s where the daemon answered in 0.4 s: it timed kicks on torch's
+    """Eval's s/kick read 1.7-2.0 s where the daemon answered in 0.4 s: it timed kicks on torch's
     default thread team (on a loaded 2-core box 8-15 s a kick of the bundled model against 0.9 s on one thread) with
     no warm-up at the row's settings; and its procedural baseline row was named `synth`, the README's example model's
     name. On an injected clock (a first render at new settings costs 5 s, a kick 1.8 s on two threads, 0.4 s on one),
