@@ -30,7 +30,6 @@ import os
 import queue as queue_mod
 import re
 import stat as stat_mod
-import sys
 import threading
 import time
 from collections.abc import Callable
