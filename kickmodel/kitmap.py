@@ -197,6 +197,7 @@ def _check_unit(value: Any, what: str, lo: float = 0.0, hi: float = 1.0) -> floa
 LOCATE_GRID = 65  # locate's first search: a 65 x 65 grid over the map's square (steps of 1/64)
 LOCATE_REACH = 3.0  # ... its points within 3 bandwidths of a kit point
 LOCATE_REFINE = 5  # then 5 rounds of a 9 x 9 grid around the best, each a quarter of the step before
+OWN_LATENT = 0.1  # a latent this near a kit kick's own (times the median neighbour distance) is that kick's clip
 
 
 @dataclass(frozen=True, eq=False)
@@ -344,15 +345,24 @@ class KitMap:
             object.__setattr__(self, "_table", table)
         return table
 
+    def _own_scale(self) -> float:
+        """The median distance between neighbouring kit latents, standardised (cached)."""
+        v = self.__dict__.get("_own")
+        if v is None:
+            v = median_nn(self.latents.astype(np.float64) / self._std)
+            object.__setattr__(self, "_own", v)
+        return v
+
     def locate(self, latent: np.ndarray) -> tuple[float, float]:
         """The map point (x, y) of a latent [D] (a new kick's encoding): latent_at's inverse, the point whose latent
         lies nearest it in standardised latent space (each dimension by the kit's spread), or the point of the kit
-        kick whose own latent lies nearer still (a kit kick's clip lands on its point) -- found on a grid within
-        reach of the kit's points (_inverse_table), then refined on finer grids around the best (LOCATE_REFINE
-        rounds, each a quarter of the step before: about 2e-5 of the map at the end). So a kick made at a point
-        (`near`, `from_map`) is located at that point, not snapped onto the kit kick its latent resembles most (the
-        old regression onto the kit's points did: issue 32, 21 of 48 fresh kicks within 0.001 of a kit point).
-        ValueError for a latent of the wrong size or not finite, or a map whose place cannot be told (never NaN)."""
+        kick whose own latent lies nearer still and within OWN_LATENT of it (a kit kick's clip lands on its point)
+        -- found on a grid within reach of the kit's points (_inverse_table), then refined on finer grids around the
+        best (LOCATE_REFINE rounds, each a quarter of the step before: about 2e-5 of the map at the end). So a kick
+        made at a point (`near`, `from_map`) is located at that point, not snapped onto the kit kick its latent
+        resembles most (the old regression onto the kit's points did: issue 32, 21 of 48 fresh kicks within 0.001 of a
+        kit point). ValueError for a latent of the wrong size or not finite, or a map whose place cannot be told (never
+        NaN)."""
         z = np.asarray(latent, dtype=np.float64).reshape(-1)
         if z.shape[0] != self.latent_dim:
             raise ValueError(f"a latent of this map has {self.latent_dim} numbers, got {z.shape[0]}")
@@ -362,9 +372,10 @@ class KitMap:
         grid, lat = self._inverse_table()
         err = ((lat - zs) ** 2).sum(axis=1)
         own = ((self.latents.astype(np.float64) / self._std - zs) ** 2).sum(axis=1)
-        if own.min() < err.min():
-            # nearer a kit kick's own latent than latent_at comes anywhere: that kick's point (latent_at blends its
-            # neighbours in, so its own clip would otherwise land off its point, pushed away from them)
+        if own.min() < min(err.min(), (OWN_LATENT * self._own_scale()) ** 2):
+            # a kit kick's own latent, or all but (its own clip encoded again), nearer than latent_at comes anywhere:
+            # that kick's point (latent_at blends its neighbours in, so its clip would land off its point); a new
+            # kick is never that near one (it snapped 15 % of kick-synth's fresh kicks without the bound)
             i = int(np.argmin(own))
             return float(self.points[i, 0]), float(self.points[i, 1])
         best = grid[int(np.argmin(err))]
