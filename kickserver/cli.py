@@ -309,7 +309,9 @@ def cmd_send(ns: argparse.Namespace) -> int:
                 print(f"<not OSC: {len(data)} bytes>")
                 continue
             for address, params in msgs:
-                print(" ".join([address] + [str(p) for p in params]), flush=True)
+                print(" ".join([address] + [show(p) for p in params]), flush=True)
+                if address == "/kick/map" and ns.expect is None and len(params) > 1 and isinstance(params[1], int):
+                    expect = max(expect, min(params[1], MAX_MAP_PARTS) + 1)  # its parts, then /kick/map/axes
                 rid = params[0] if params and isinstance(params[0], int) else None
                 if address == "/kick/error":
                     if not ours or rid in ours or rid == -1:

@@ -325,6 +325,8 @@ class KickWriter:
                     removed.append(old["name"])
                 except OSError as e:
                     log.warning("cannot remove old kick %s (%s)", path, e.strerror or e)
+        if k:
+            del ledger[:k]
             self._ledger_dirty = True
         if removed:
             keep = [f"at most {self.max_files} kicks (max_files)"] if self.max_files is not None else []
