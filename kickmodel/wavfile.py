@@ -175,3 +175,22 @@ def insert_chunk_before_data(wav: bytes, chunk: bytes) -> bytes:
             return out[:4] + struct.pack("<I", struct.unpack("<I", wav[4:8])[0] + len(chunk)) + out[8:]
         pos += 8 + size + (size & 1)
     raise ValueError("insert_chunk_before_data: the WAVE file has no data chunk")
+
+
+def with_measures(x: np.ndarray, sample_rate: int, info: KickInfo) -> tuple[KickInfo, float | None]:
+    """info with what the finished kick x measures (kickmodel.descriptors.measure: pitch Hz, decay s, click dB; its
+    tags then say them, the pitch as Hz and note), and the pitch its `smpl` chunk carries so a sampler maps it: the
+    pitch asked (a pitch_hz control, which a note also becomes), else as measured (None: none measured, no chunk)."""
+    import dataclasses
+    import math
+
+    import torch
+
+    from kickmodel.descriptors import measure
+
+    decay, pitch, click = (float(v) for v in measure(torch.from_numpy(np.ascontiguousarray(x))[None], sample_rate)[0])
+    ok = [v if math.isfinite(v) else None for v in (pitch, decay, click)]
+    if ok[0] is not None and ok[0] <= 0:
+        ok[0] = None
+    asked = info.controls.get("pitch_hz") if info.controls else None
+    return dataclasses.replace(info, measured=Measured(*ok)), (float(asked) if asked is not None else ok[0])

@@ -41,7 +41,7 @@ import numpy as np
 import soundfile as sf
 
 from kickmodel import safejson
-from kickmodel.wavfile import KickInfo, encode_wav
+from kickmodel.wavfile import KickInfo, encode_wav, with_measures
 
 from . import sources
 from .jobs import Done, Kick, Outcome, Refused
@@ -97,26 +97,6 @@ def _fsync_fd(fd: int) -> None:
         os.fsync(fd)
     except OSError:
         pass
-
-
-def with_measures(x: np.ndarray, sample_rate: int, info: KickInfo) -> tuple[KickInfo, float | None]:
-    """info with what the finished kick x measures (kickmodel.descriptors.measure: pitch Hz, decay s, click dB; its
-    tags then say them, the pitch as Hz and note), and the pitch its `smpl` chunk carries so a sampler maps it: the
-    pitch asked (a pitch_hz control, which a note also becomes), else as measured (None: none measured, no chunk)."""
-    import dataclasses
-    import math
-
-    import torch
-
-    from kickmodel.descriptors import measure
-    from kickmodel.wavfile import Measured
-
-    decay, pitch, click = (float(v) for v in measure(torch.from_numpy(np.ascontiguousarray(x))[None], sample_rate)[0])
-    ok = [v if math.isfinite(v) else None for v in (pitch, decay, click)]
-    if ok[0] is not None and ok[0] <= 0:
-        ok[0] = None
-    asked = info.controls.get("pitch_hz") if info.controls else None
-    return dataclasses.replace(info, measured=Measured(*ok)), (float(asked) if asked is not None else ok[0])
 
 
 class KickWriter:

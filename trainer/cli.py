@@ -192,7 +192,7 @@ def _cmd_sample(args: argparse.Namespace) -> int:
     from kickmodel.fsutil import atomic_write_bytes
     from kickmodel.loading import load_generator
     from kickmodel.offline import render_kicks
-    from kickmodel.wavfile import KickInfo, encode_wav
+    from kickmodel.wavfile import KickInfo, encode_wav, with_measures
 
     gen = load_generator(Path(args.artifact), args.device)
     controls = _parse_controls(args.control or [])
@@ -202,7 +202,8 @@ def _cmd_sample(args: argparse.Namespace) -> int:
 
     def write(audio: np.ndarray, info: KickInfo) -> Path:
         path = out / f"{gen.name}_{info.seed}.wav"
-        atomic_write_bytes(path, encode_wav(audio, gen.sample_rate, info.tags(path.stem)))
+        info, pitch = with_measures(audio, gen.sample_rate, info)  # as the daemon tags its kicks
+        atomic_write_bytes(path, encode_wav(audio, gen.sample_rate, info.tags(path.stem), pitch_hz=pitch))
         return path
 
     for path in render_kicks(gen, first_seed=seed, n=args.n, controls=controls,
