@@ -35,7 +35,7 @@ The way there, a latent -> a point (`locate`), is latent_at's inverse: the point
 latent (standardised per dimension by the kit's spread), searched on a grid within reach of the kit's points and
 refined; a latent nearer a kit kick's own latent than latent_at comes anywhere lands on that kick's point. It was a
 regression onto the kit's points (weights by latent distance, a leave-one-out bandwidth), which snapped a kick made
-between kicks onto the nearest one (issue 32); `locate_bandwidth` is still stored and checked, and unused. Why not
+between kicks onto the nearest one; `locate_bandwidth` is still stored and checked, and unused. Why not
 t-SNE's own placement: t-SNE cannot place a new point without re-running its optimisation (and moving the others).
 
 `near(x, y, spread, seed)`: latent_at plus Gaussian noise, seeded (numpy's PCG64 for that seed: the same seed gives
@@ -193,7 +193,7 @@ def _check_unit(value: Any, what: str, lo: float = 0.0, hi: float = 1.0) -> floa
     return v
 
 
-# KitMap.locate's search (issue 32: latent_at's inverse)
+# KitMap.locate's search (latent_at's inverse)
 LOCATE_GRID = 65  # locate's first search: a 65 x 65 grid over the map's square (steps of 1/64)
 LOCATE_REACH = 3.0  # ... its points within 3 bandwidths of a kit point
 LOCATE_REFINE = 5  # then 5 rounds of a 9 x 9 grid around the best, each a quarter of the step before
@@ -237,7 +237,7 @@ class KitMap:
         if not np.isfinite(lat).all():
             raise KitMapError("latents holds NaN or inf")
         if np.abs(lat).max() > MAX_LATENT_ABS:
-            # a decoder fed 1e30 makes NaN, which became a silent file (issue 32): no encoder here gives such values
+            # a decoder fed 1e30 makes NaN, which became a silent file: no encoder here gives such values
             raise KitMapError(f"latents reach {float(np.abs(lat).max()):.3g}, beyond any encoder's "
                               f"(|latent| <= {MAX_LATENT_ABS:g})")
         names = tuple(self.names) if isinstance(self.names, (list, tuple)) else None
@@ -269,7 +269,7 @@ class KitMap:
         floor = MIN_BANDWIDTH * median_nn(pts.astype(np.float64))
         if self.bandwidth < floor:
             # narrower is one kick per point anyway, and far narrower (h * h under float64's range) made every
-            # weight NaN: /kick/near wrote silence and /kick/locate said nan (issue 32)
+            # weight NaN: /kick/near wrote silence and /kick/locate said nan
             raise KitMapError(f"bandwidth {self.bandwidth:.3g} is degenerate: under {MIN_BANDWIDTH:g} times the "
                               f"median distance between the map's neighbouring points ({floor:.3g})")
         c = self.centre
@@ -360,7 +360,7 @@ class KitMap:
         -- found on a grid within reach of the kit's points (_inverse_table), then refined on finer grids around the
         best (LOCATE_REFINE rounds, each a quarter of the step before: about 2e-5 of the map at the end). So a kick
         made at a point (`near`, `from_map`) is located at that point, not snapped onto the kit kick its latent
-        resembles most (the old regression onto the kit's points did: issue 32, 21 of 48 fresh kicks within 0.001 of a
+        resembles most (the old regression onto the kit's points did: 21 of 48 fresh kicks within 0.001 of a
         kit point). ValueError for a latent of the wrong size or not finite, or a map whose place cannot be told (never
         NaN)."""
         z = np.asarray(latent, dtype=np.float64).reshape(-1)

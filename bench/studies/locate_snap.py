@@ -1,4 +1,4 @@
-"""Issue 32, item 16: does `/kick/locate` snap to kit points? For each shipped model with a kit map, through the
+"""Does `/kick/locate` snap to kit points? For each shipped model with a kit map, through the
 generator's own modes and the daemon's 24-bit WAV at 44.1 kHz (what a client's file is):
 
 - round trip: a /kick/near kick at each point of a 3x3 grid (0.2, 0.5, 0.8; default spread 0.2; seeds 0..2)

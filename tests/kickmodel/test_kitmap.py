@@ -201,7 +201,7 @@ def test_near_is_seeded_and_scaled_by_spread():
 
 
 def test_locate_is_latent_at_s_inverse_between_kit_points():
-    """Issue 32: locate regressed onto the kit's points with a bandwidth a third of their spacing, so a latent made
+    """Locate regressed onto the kit's points with a bandwidth a third of their spacing, so a latent made
     between kicks snapped onto one; now a latent made at a point (latent_at, near at spread 0) comes back to it."""
     km = _map()
     far = []

@@ -1,4 +1,4 @@
-"""Issue 32, item 16: `/kick/locate` snapped to kit points (21 of 48 generated kicks within 0.001 of a kit kick's
+"""`/kick/locate` snapped to kit points (21 of 48 generated kicks within 0.001 of a kit kick's
 point; six kicks asked at (0.3, 0.7) located to one kit kick's point; `/kick/near` then `/kick/locate` on a 3x3 grid:
 median 0.034 from the point asked, worst 0.146). Targets: that round trip median <= 0.02, worst <= 0.05, and
 generated kicks no nearer kit points than unseen real kicks (the starter kit's held-out kicks) land. Through a daemon
