@@ -11,13 +11,13 @@ data's alignment, and with it a vectorised kernel's split), and the filler rows 
 
 How many rows a chunk has is fixed per device and network, never by the batch or a measurement:
 - CUDA: RENDER_ROWS for every network (one launch per call for a whole batch of up to eight kicks).
-- CPU: RENDER_ROWS for a network that costs about as much at eight rows as at one (the latent denoiser and the
-  kick-synth's prior, MLPs whose one-row call is bound by reading their weights: 1.9 vs 3.0 ms and 1.3 vs 2.1 ms of
-  CPU time at one thread on the 2-core dev box), so eight kicks cost little more than one there. A network whose
-  work grows with every row is marked `per_kick_on_cpu = True` and runs one row at a time, as padding one kick up
-  to eight rows would cost seven kicks' work for nothing: Griffin-Lim (121 ms for one row, 1,065 ms for eight),
-  the waveform U-Net (52 vs 336 ms), the kick-synth's oscillators (5.4 vs 23.7 ms) and the mel-VAE (its decoder
-  6.6 vs 20.9 ms).
+- CPU: one row at a time for every network the families serve (each is marked `per_kick_on_cpu = True`), as on
+  2 cores a row already fills the cores: padding one kick up to eight rows costs seven kicks' work (Griffin-Lim 121
+  ms for one row, 1,065 ms for eight; the waveform U-Net 52 vs 336 ms; the synth 5.4 vs 23.7 ms; the mel-VAE's
+  decoder 6.6 vs 20.9 ms), and even the MLP denoisers, 1.6x at eight rows, bought eight kicks nothing measurable
+  through the daemon while one kick paid 10-20 ms (bench/studies/batch_ab.py). A network left unmarked (the tiny
+  Vocos inverter: 0.5 vs 1.5 ms) runs at RENDER_ROWS. A kick on the CPU is therefore the same bits it was before the
+  render shape existed.
 """
 
 from __future__ import annotations

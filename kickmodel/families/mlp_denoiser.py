@@ -47,6 +47,11 @@ class ResMLPBlock(nn.Module):
 
 
 class MLPDenoiser(nn.Module):
+    # one row at a time on the CPU (kickmodel.batching): at eight rows it costs 1.6x its one-row CPU time and more
+    # under load, and through the daemon on the 2-core dev box eight rows bought eight kicks nothing measurable
+    # (bundled 1,366 vs 1,319 ms, kick-synth 129 vs 136 ms) while one kick paid 10-20 ms (170 -> 190, 23 -> 33 ms)
+    per_kick_on_cpu = True
+
     def __init__(self, cfg: MLPDenoiserConfig, dim: int, n_controls: int) -> None:
         super().__init__()
         e = cfg.emb_dim
