@@ -26,8 +26,6 @@ from .synth import N_PARAMS, KickSynth
 class _InRenderShape(torch.nn.Module):
     """The synth played at its render shape (kickmodel.batching: a kick never depends on its batch)."""
 
-    per_kick_on_cpu = KickSynth.per_kick_on_cpu
-
     def __init__(self, synth: KickSynth) -> None:
         super().__init__()
         self.synth, self.sample_rate = synth, synth.sample_rate
