@@ -28,6 +28,7 @@ given between network passes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -375,6 +376,19 @@ class GeneratorBase:
             raise ValueError(f"no kit map: {self.kit_map_missing}")
         src = np.asarray(self._source_tensor(clip, 1).cpu().numpy(), dtype=np.float32)
         return self.kit_map.locate(self.encode(src)[0])  # type: ignore[attr-defined]  # ENCODE: a map needs it
+
+    encoder_name = "an encoder pass"  # what encoding a source file is, in a few words (kickserver.pricing's lines)
+
+    def encode_seconds(self, clip: np.ndarray, hook: Hook | None = None) -> float:
+        """About how long encoding one prepared clip (prepare_source) takes here now: what a variation, a morph's file
+        end and a locate do first. Timed once through `encode` (a network pass); 0.0 for a model without an encoder
+        (a waveform model varies the clip as it is). A family whose encoding is long overrides it with an estimate
+        that runs a small part of it (the kick synth's fit: fit.fit_seconds)."""
+        if ENCODE not in self.capabilities:
+            return 0.0
+        t0 = time.perf_counter()
+        self.encode(np.asarray(clip, dtype=np.float32).reshape(1, -1), hook)  # type: ignore[attr-defined]  # ENCODE
+        return time.perf_counter() - t0
 
     # ----------------------------------------------------------- the modes, one method each
     def generate(self, items: Sequence[Item], settings: Settings, *, sample_rate: int | None = None,

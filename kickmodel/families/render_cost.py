@@ -10,9 +10,12 @@ the meta device, which computes shapes and allocates nothing. Counted on the way
 - working memory: the largest sum of the tensors alive at once (each storage counted once, from the op
   that made it until it is dropped), beside the weights, which MAX_PART_BYTES bounds already.
 
-`check_render_cost` refuses a config past MAX_RENDER_FLOPS or MAX_RENDER_BYTES. The estimate is close, not
-exact (a kernel's scratch space is not seen); the budgets leave the shipped presets a wide margin and refuse
-what costs gigabytes or tens of seconds (README, "Checks on an artifact").
+A pass marked `encode` is the encoding of a source file (a variation's, a morph end's, a locate's: the VAE's
+encoder, the kick synth's fit), counted in `flops` (a variation's kick pays it) and again in `encode_flops`.
+
+`check_render_cost` refuses a config past MAX_RENDER_FLOPS or MAX_RENDER_BYTES, or whose encoding alone is past
+MAX_ENCODE_FLOPS. The estimate is close, not exact (a kernel's scratch space is not seen); the budgets leave the
+shipped presets a wide margin and refuse what costs gigabytes or tens of seconds (README, "Checks on an artifact").
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ from ..config import ConfigError
 # 16, n_fft 8192, 256 mels, Griffin-Lim) 1805 GFLOP and 2087 MB (3.2 GB at warm-up and 20 s a kick).
 MAX_RENDER_FLOPS = 1e12  # 5 x the costliest preset: 15-40 s of one kick on a 2-core CPU, under 1 s on a GPU
 MAX_RENDER_BYTES = 512 << 20  # working memory of one kick, 60 x the bundled model's (a batch of n: n times)
+# One source file's encoding may cost at most this much. A fit (the kick synth's encoder) runs at about 12-16 GFLOP/s
+# on the 2-core dev box against 26 for a render (small FFTs, autograd): the shipped kick-synth's fit, estimated 32
+# GFLOP, takes 2-2.8 s there; one at its largest allowed iterations (fit.serve_iters and restart_iters 2000: 948
+# GFLOP, under MAX_RENDER_FLOPS) took 79 s a locate (issue 32 item 6). 100 GFLOP: 3 x the shipped fit, about 8 s
+# there, the daemon's default share of one address (32 kicks' worth at 0.25 s: kickserver.pricing)
+MAX_ENCODE_FLOPS = 1e11
 
 _FFTS = {torch.ops.aten._fft_r2c.default, torch.ops.aten._fft_c2r.default, torch.ops.aten._fft_c2c.default}
 # on the meta device an STFT is one op: its FFTs, and the frames it holds while it runs, are counted here
@@ -47,6 +56,7 @@ class RenderCost:
     flops: float
     bytes: int
     step_flops: float = 0.0  # what each sampling step adds (0 for a one-pass model)
+    encode_flops: float = 0.0  # what encoding one source file costs (within flops too; 0: no encoder pass)
 
     def __str__(self) -> str:
         return f"{self.flops / 1e9:.1f} GFLOP and {self.bytes / 2**20:.0f} MB of working memory"
@@ -64,6 +74,7 @@ class RenderPass:
     times: int = 1
     loops: Mapping[str, int] = field(default_factory=dict)
     steps: int = 0  # a sampler's pass: `times` is for this many steps, and a request may ask for more (0: not)
+    encode: bool = False  # a source file's encoding (a variation's, a morph end's, a locate's): see encode_flops
 
 
 class _Tracer(TorchDispatchMode):
@@ -139,7 +150,7 @@ def _trace(run: Callable[..., Any], counts: Mapping[str, int]) -> RenderCost:
 
 def render_cost(passes: Iterable[RenderPass]) -> RenderCost:
     """FLOPs (each pass times how often it runs) and peak working memory (the largest pass's) of one kick."""
-    flops, peak, step_flops = 0.0, 0, 0.0
+    flops, peak, step_flops, encode_flops = 0.0, 0, 0.0, 0.0
     for p in passes:
         base = {k: min(int(n), 1) for k, n in p.loops.items()}
         first = _trace(p.run, base)
@@ -152,7 +163,9 @@ def render_cost(passes: Iterable[RenderPass]) -> RenderCost:
         flops += p.times * pass_flops
         if p.steps:
             step_flops += p.times * pass_flops / p.steps
-    return RenderCost(flops, peak, step_flops)
+        if p.encode:
+            encode_flops += p.times * pass_flops
+    return RenderCost(flops, peak, step_flops, encode_flops)
 
 
 def affordable_steps(cost: RenderCost, default_steps: int) -> int | None:
@@ -166,8 +179,15 @@ def affordable_steps(cost: RenderCost, default_steps: int) -> int | None:
 
 
 def check_render_cost(cost: RenderCost) -> None:
-    """ConfigError naming the estimate and the budget when one kick would cost more than it may."""
+    """ConfigError naming the estimate and the budget when one kick, or one source file's encoding, would cost more
+    than it may."""
     if cost.flops > MAX_RENDER_FLOPS or cost.bytes > MAX_RENDER_BYTES:
         raise ConfigError(f"one kick of it would take about {cost} (at most {MAX_RENDER_FLOPS / 1e9:.0f} GFLOP "
                           f"and {MAX_RENDER_BYTES >> 20} MB: kickmodel/families/render_cost.py); its config asks "
                           "for more work than any kick model this kickserver serves")
+    if cost.encode_flops > MAX_ENCODE_FLOPS:
+        raise ConfigError(f"encoding one source file with it (what a variation, a morph of a file and /kick/locate "
+                          f"do first; the kick synth's fit) would take about {cost.encode_flops / 1e9:.0f} GFLOP (at "
+                          f"most {MAX_ENCODE_FLOPS / 1e9:.0f} GFLOP, about 8 s on a 2-core CPU: "
+                          "kickmodel/families/render_cost.py); a kick-synth model: lower its fit.serve_iters and "
+                          "fit.restart_iters")

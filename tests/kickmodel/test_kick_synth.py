@@ -180,3 +180,28 @@ def test_a_clip_is_weighed_over_its_own_length_only():
     z = x.clone()
     z[:, 1000:1500] = 0
     assert float(distance(z, target)) > float(distance(x, target)) + 0.1
+
+
+def test_fit_seconds_counts_the_fits_own_work(monkeypatch):
+    """What the daemon prices a source's fit by (kickserver.pricing, issue 32 item 6) is the fit's own work, from a
+    few of its steps: on a clock that advances one per kick the loss is taken of (the descent's cost), the estimate
+    comes within one evaluation per start of what the whole fit takes, for a short and a long fit alike."""
+    from kickmodel.families.kick_synth import fit as F
+
+    ticks = [0]
+    real = F.distance
+
+    def counted(y, target):
+        ticks[0] += y.shape[0]
+        return real(y, target)
+
+    monkeypatch.setattr(F, "distance", counted)
+    clip = KickSynth(SR, 8192)(torch.zeros(1, N_PARAMS))
+    clip = clip / clip.abs().max()
+    r = len(F.RESTARTS)
+    for iters, restart_iters in ((6, 3), (40, 12)):
+        est = F.fit_seconds(clip, SR, iters=iters, restart_iters=restart_iters, clock=lambda: float(ticks[0]))
+        ticks[0] = 0
+        fit(clip, SR, iters=iters, restart_iters=restart_iters)
+        assert ticks[0] == restart_iters * r + r + iters + 1  # each step, then each stage's closing evaluation
+        assert abs(est - ticks[0]) <= r + 1, (iters, restart_iters, est, ticks[0])

@@ -11,7 +11,7 @@ from kickmodel import artifact as A
 from kickmodel.artifact import ArtifactError
 from kickmodel.families import family_names, get_family, preset
 from kickmodel.families.base import expected_shapes
-from kickmodel.families.render_cost import MAX_RENDER_BYTES, MAX_RENDER_FLOPS, render_cost
+from kickmodel.families.render_cost import MAX_ENCODE_FLOPS, MAX_RENDER_BYTES, MAX_RENDER_FLOPS, render_cost
 from kickmodel.loading import check_artifact, load_artifact, save_artifact
 from kickserver.reload import BUNDLED
 
@@ -78,7 +78,29 @@ def test_the_issue_artifact_is_estimated_near_what_it_cost():
 def test_every_preset_renders_well_within_the_budget(family, name):
     cost = estimate(family, part_configs(family, name))
     assert cost.flops < MAX_RENDER_FLOPS / 4 and cost.bytes < MAX_RENDER_BYTES / 16, cost
+    assert cost.encode_flops < MAX_ENCODE_FLOPS / 2, cost
     expected_shapes(get_family(family), part_configs(family, name))  # and the artifact check says so
+
+
+def test_a_fit_that_would_take_minutes_is_refused_before_loading(tmp_path, monkeypatch):
+    """Issue 32 item 6: the shipped kick-synth model's config with its served fit at 2000 iterations (the most
+    check_limits allows) is estimated at 950 GFLOP, under MAX_RENDER_FLOPS, and one locate took 79 s on the 2-core
+    dev box (a fit runs at 12-16 GFLOP/s there); its encoding alone is now bounded, and the shipped fit (32 GFLOP,
+    2-2.8 s) passes with a margin of 3."""
+    from kickmodel.loading import read_family
+
+    shipped = read_family(A.read_stored_header(BUNDLED.parent / "kick-synth.safetensors")).part_configs["denoiser"]
+    cost = estimate("kick_synth", {"denoiser": shipped})
+    assert 25e9 < cost.encode_flops < MAX_ENCODE_FLOPS / 3, cost
+    costly = shipped.replace("fit", serve_iters=2000, restart_iters=2000)
+    cost = estimate("kick_synth", {"denoiser": costly})
+    assert 900e9 < cost.encode_flops < cost.flops < MAX_RENDER_FLOPS, cost
+    path = write(tmp_path / "costly-fit.safetensors", costly)
+    monkeypatch.setattr(A, "st_load", lambda *a, **k: pytest.fail("decoded the tensors of a refused artifact"))
+    for check in (check_artifact, load_artifact):
+        with pytest.raises(ArtifactError, match=r"refused before loading: encoding one source file with it .* about "
+                                                r"950 GFLOP \(at most 100 GFLOP"):
+            check(path)
 
 
 def test_the_bundled_model_passes_with_a_wide_margin():

@@ -123,7 +123,7 @@ class KickSynthFamily(Family):
 
         fit_rows = cfg.fit.serve_iters + len(RESTARTS) * serve_restart_iters(cfg.fit)  # one-kick passes of a fit
         return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
-                           steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * fit_rows)]
+                           steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * fit_rows, encode=True)]
 
     def generator_class(self):
         from .generator import KickSynthGenerator

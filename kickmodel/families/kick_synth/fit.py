@@ -247,6 +247,59 @@ def fit_lengths(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
     return n.clamp(min=int(MIN_FIT_S * sample_rate), max=x.shape[1])
 
 
+def fit_rate(sample_rate: int) -> int:
+    """The rate the descent runs at (FIT_RATE_DIVISOR)."""
+    return sample_rate // FIT_RATE_DIVISOR if sample_rate >= 32000 else sample_rate
+
+
+def _problem(x: torch.Tensor, sample_rate: int, rate: int) -> tuple[KickSynth, torch.Tensor, Target]:
+    """What the descent fits clips x [n, L] with: the synth at the fit's rate and length, every clip's starts
+    (initial_params), and the targets weighed over each clip's own length (fit_lengths)."""
+    import torchaudio.functional as AF
+
+    lengths = (fit_lengths(x, sample_rate) * rate) // sample_rate
+    xf = AF.resample(x, sample_rate, rate) if rate != sample_rate else x
+    xf = xf[:, :int(lengths.max())]
+    mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
+    return KickSynth(rate, xf.shape[1]), initial_params(x, sample_rate), Target(xf * mask, rate, mask)
+
+
+def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_iters: int, lr: float = 0.05,
+                probe: int = 3, check: Callable[[], None] | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> float:
+    """About how long fit(clip [1, L], ...) takes on this machine now, from a few of its steps (a few per cent of
+    the fit's work): its set-up, `probe` steps of each stage (every start at once, then the best one), and one of
+    adjust's passes, each timed and counted as often as the fit runs it. What the daemon prices a source file's
+    encoding by (kickserver.pricing) without running a whole fit, which could take minutes."""
+    x = clip.detach().float().cpu()[:1]
+    r, probe = len(RESTARTS), max(1, int(probe))
+    with torch.enable_grad():
+        t0 = clock()
+        synth, starts, target = _problem(x, sample_rate, fit_rate(sample_rate))
+        setup = clock() - t0
+        each = (lambda i: check()) if check is not None else None
+
+        def step_s(u: torch.Tensor, tgt: Target) -> tuple[float, torch.Tensor]:
+            """Seconds a step of the descent from u takes (its closing evaluation taken off), and where it ends."""
+            t0 = clock()
+            u, _ = _descend(synth, u, tgt, probe, lr, each)
+            total = clock() - t0
+            t0 = clock()
+            with torch.no_grad():
+                distance(synth(u), tgt)
+            return max(total - (clock() - t0), 0.5 * total) / probe, u
+
+        _descend(synth, starts, target.repeat(r), 1, lr, each)  # a first step of each shape: lazy initialisation
+        first, _ = step_s(starts, target.repeat(r))
+        second, u = step_s(starts[:1], target)
+    with torch.no_grad():
+        t0 = clock()
+        adjust(KickSynth(sample_rate, x.shape[1]), u, descriptors.measure(x, sample_rate), finish=_level_like_a_clip,
+               passes=1, check=check)
+        one_pass = clock() - t0
+    return setup + restart_iters * first + iters * second + ADJUST_PASSES * one_pass
+
+
 def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
         batch: int = 32, log: Callable[[str], None] | None = None,
         check: Callable[[], None] | None = None, progress_s: float | None = None,
@@ -261,11 +314,9 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
     quarter of the rate, and it halves the cost), weighing the part of each clip that sounds (fit_lengths); the numbers
     mean the same at any rate. Then `adjust` at the clips' own rate makes each fit measure as its clip does
     (decay, pitch, click): what the descent leaves a few per cent off, the controls are read from."""
-    import torchaudio.functional as AF
-
     x_all = clips.detach().float().cpu()
     n = x_all.shape[0]
-    rate = sample_rate // FIT_RATE_DIVISOR if sample_rate >= 32000 else sample_rate
+    rate = fit_rate(sample_rate)
     out_u, out_d = torch.zeros(n, N_PARAMS), torch.zeros(n)
     r = len(RESTARTS)
     # the work in all, in kick-steps: a first-stage step descends every start of its kicks (r rows a kick)
@@ -291,13 +342,7 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             # the batch is played to its longest clip (the synth's fixed noise is a draw of that length, and Adam turns
             # the batched FFTs' rounding into small differences: a clip's numbers still move a little with the clips
             # fitted beside it; training fits each clip once and keeps it, serving fits one file at a time)
-            lengths = (fit_lengths(x, sample_rate) * rate) // sample_rate
-            xf = AF.resample(x, sample_rate, rate) if rate != sample_rate else x
-            xf = xf[:, :int(lengths.max())]
-            mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
-            synth = KickSynth(rate, xf.shape[1])
-            starts = initial_params(x, sample_rate)
-            target = Target(xf * mask, rate, mask)
+            synth, starts, target = _problem(x, sample_rate, rate)
             each = check is not None or log is not None  # a cancel between two steps, a progress line
             u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr, (lambda i: tick(r)) if each else None)
             best = d.reshape(-1, r).argmin(dim=1)

@@ -18,7 +18,7 @@ from ...diffusion import Denoiser
 from ...dsp import finish_kick
 from ...generator import ENCODE, UNITS, Hook, Item
 from ..diffusion_common import DiffusionGenerator
-from .fit import adjust, fit, serve_restart_iters
+from .fit import adjust, fit, fit_seconds, serve_restart_iters
 from .network import prior_net
 from .synth import N_PARAMS, KickSynth
 
@@ -37,6 +37,7 @@ class _InRenderShape(torch.nn.Module):
 class KickSynthGenerator(DiffusionGenerator):
     family = "kick_synth"
     capabilities = DiffusionGenerator.capabilities | {ENCODE, UNITS}  # the fitted numbers are the map's space
+    encoder_name = "a fit of the synth"
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config_of("denoiser")
@@ -44,7 +45,7 @@ class KickSynthGenerator(DiffusionGenerator):
         artifact.load_part(net, "denoiser")
         super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
         self.net = self.denoiser.net
-        f = cfg.fit
+        f = self.fit_config = cfg.fit
 
         def fit_served(x: torch.Tensor, check) -> torch.Tensor:
             return fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
@@ -53,6 +54,14 @@ class KickSynthGenerator(DiffusionGenerator):
         self.codec = SynthCodec(KickSynth(self.sample_rate, self.length).to(device), fit_served, N_PARAMS, device)
         self.latent_shape = (N_PARAMS,)
         self.latent_dim = N_PARAMS
+
+    def encode_seconds(self, clip: np.ndarray, hook: Hook | None = None) -> float:
+        """A served fit's time, estimated from a few of its steps (fit.fit_seconds): a whole fit may take minutes."""
+        f, hook = self.fit_config, hook or (lambda info: None)
+        x = torch.as_tensor(np.asarray(clip, dtype=np.float32)).reshape(1, -1)
+        with torch.inference_mode(False):
+            return fit_seconds(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
+                               check=lambda: hook({"stage": "fit"}))
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:

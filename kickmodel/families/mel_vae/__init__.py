@@ -125,7 +125,7 @@ class MelVAEFamily(Family):
 
         i = cfg.inverter
         loops = {"griffin_lim": i.griffin_lim_iters, "nnls": i.nnls_iters} if i.kind == "griffin-lim" else {}
-        return [RenderPass(encode), RenderPass(decode, loops=loops)]
+        return [RenderPass(encode, encode=True), RenderPass(decode, loops=loops)]
 
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         vae, inv = self._modules(configs["vae"])
