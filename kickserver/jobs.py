@@ -15,8 +15,8 @@ queued again only when what they were resolved against changes (a model swapped 
 SIGHUP), so a queued kick is made with the settings of the model that makes it, as before.
 
 Every call from kickserver into the generator (settings, prepare_source, render, locate) sits in this module, in the
-kinds' methods (and `warm_up`, a throw-away fresh kick): the worker asks a job to render its batch and never names a
-mode.
+kinds' methods (and `warm_up`, a throw-away fresh kick, and `measure_prices`, what a model takes: an encoding's
+estimate and a throw-away kick): the worker asks a job to render its batch and never names a mode.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import numpy as np
 from kickmodel.clips import BadAudio
 from kickmodel.generator import Endpoint, Hook, Item, Settings, SettingsError, StepPolicy, cancel_hook
 
+from .pricing import FLOOR_S, Prices
 from .sources import Source, SourceError
 
 log = logging.getLogger("kickserver.worker")
@@ -154,6 +155,7 @@ class Kick:
     t: float | None = None
     answered: bool = False
     settings: Settings | None = None  # what it was rendered with (its job's may be resolved again meanwhile)
+    price: int = 1  # its share of its job's price, in kicks (Job.priced_kicks): what the queue counts it as
 
     def answer(self, outcome: Outcome) -> None:
         """Send this kick's one outcome; marks it answered first."""
@@ -171,10 +173,31 @@ class Job:
     answer: Answer
     client: Any = None
     refused: str | None = None  # a reason every later batch of this job gets (a morph the model refused)
+    # what the queue counts it as, in kicks (kickserver.pricing.price; None: one per kick), and why, in a few words
+    price: int | None = None
+    price_note: str = ""
 
     @property
     def count(self) -> int:
         return len(self.seeds)
+
+    @property
+    def cost(self) -> int:
+        """Its price in kicks: what it counts against the queue's limits and its host's turns."""
+        return self.count if self.price is None else self.price
+
+    def work(self, max_batch: int) -> tuple[int, int]:
+        """(kick-sized renders, source files encoded) its kicks take when batched up to max_batch at a time: one
+        render per kick and no encoding by default (kickserver.pricing prices it from these)."""
+        return self.count, 0
+
+    def priced_kicks(self) -> list[Kick]:
+        """Its kicks, their prices (Kick.price) summing to its own: split as evenly as whole kicks allow."""
+        kicks = self.kicks()
+        each, extra = divmod(self.cost, len(kicks))
+        for i, k in enumerate(kicks):
+            k.price = each + (i < extra)
+        return kicks
 
     @property
     def host(self) -> Any:
@@ -272,6 +295,10 @@ class Variation(KickJob):
     def reply_seed(self, seed: int) -> int | None:
         return None  # its seed is its noise: /kick/generate would turn it into another kick
 
+    def work(self, max_batch: int) -> tuple[int, int]:
+        """Its source encoded once per batch (strength 0 gives the file back: nothing encoded)."""
+        return self.count, (-(-self.count // max(1, max_batch)) if self.strength > 0 else 0)
+
     def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
         return gen.vary(self.source.clip(gen), self.strength, items, self.settings, sample_rate=sample_rate,
                         hook=hook)
@@ -292,6 +319,11 @@ class Morph(KickJob):
 
     def kicks(self) -> list[Kick]:
         return [Kick(self, s, t) for s, t in zip(self.seeds, self.ts, strict=True)]
+
+    def work(self, max_batch: int) -> tuple[int, int]:
+        """Each file end encoded, then inverted (about a kick's steps on one row), once per batch."""
+        per = sum(e.file is not None for e in self.ends) * -(-self.count // max(1, max_batch))
+        return self.count + per, per
 
     def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
         """Its ends as the model's endpoints and one t per kick (and per padding row); a file the model cannot use
@@ -406,6 +438,11 @@ class Kit(KickJob):
     def kicks(self) -> list[Kick]:
         return [KitKick(self, self.seeds[0], index=i) for i in range(len(self.seeds))]
 
+    def work(self, max_batch: int) -> tuple[int, int]:
+        """Priced as its hits (the kick is made once); a source varied at strength > 0 is encoded once, in the first
+        batch."""
+        return self.count, int(self.source is not None and self.strength > 0)
+
     def hit(self, index: int) -> tuple[int, int]:
         """(layer, robin) of hit `index`: the top layer (layers - 1) first, its robin 0 first."""
         return self.layers - 1 - index // self.robins, index % self.robins
@@ -491,6 +528,10 @@ class Locate(Job):
     source: Opened | None = None
     name: str = ""  # as the client named it
 
+    def work(self, max_batch: int) -> tuple[int, int]:
+        """No kick rendered: its source encoded once (at least one kick's worth: kickserver.pricing)."""
+        return 0, 1
+
     def place(self, gen: Any) -> Outcome:
         """`Located`, or why it cannot be; the file is closed either way."""
         try:
@@ -513,6 +554,40 @@ class Locate(Job):
         return [self.source] if self.source is not None else []
 
 
+def probe_clip(gen: Any) -> np.ndarray:
+    """A clip as long as the model's that sounds over all of it (a 55 Hz tone falling to -60 dB at its end: the most
+    of a clip a fit weighs), prepared as a source file is."""
+    t = np.arange(int(gen.length), dtype=np.float64) / gen.sample_rate
+    tone = np.sin(2 * np.pi * 55.0 * t) * 10.0 ** (-3.0 * t / max(t[-1], 1e-3))
+    return gen.prepare_source(tone.astype(np.float32), int(gen.sample_rate))
+
+
+def measure_prices(gen: Any, policy: StepPolicy, cancel: Callable[[], bool] | None = None,
+                   clock: Callable[[], float] = time.perf_counter) -> Prices:
+    """What the model takes here now (kickserver.pricing): its estimate of one source file's encoding (probe_clip),
+    and, only when that is worth half a kick's floor or more, one throw-away kick at the default settings (a second
+    when the first took longer than the floor: it may have paid for lazy initialisation). Raises
+    kickmodel.generator.Cancelled when cancel() says stop."""
+    from kickmodel.generator import ENCODE
+
+    encoder = getattr(gen, "encoder_name", Prices.encoder)
+    if ENCODE not in gen.capabilities:  # a source is used as it is (a waveform model): its kicks are its work
+        return Prices(encoder=encoder)
+    hook = cancel_hook(cancel)
+    encode_s = float(gen.encode_seconds(probe_clip(gen), hook))
+    if encode_s < FLOOR_S / 2:  # under one kick whatever a kick takes: not worth timing one
+        return Prices(encode_s=encode_s, encoder=encoder)
+    settings = gen.settings(policy=policy)
+    kick_s = math.inf
+    for _ in range(2):
+        t0 = clock()
+        gen.generate([Item(seed=0)], settings, hook=hook)
+        kick_s = min(kick_s, clock() - t0)
+        if kick_s <= FLOOR_S:
+            break
+    return Prices(kick_s=kick_s, encode_s=encode_s, encoder=encoder)
+
+
 def warm_up(gen: Any, cancel: Callable[[], bool] | None = None) -> float:
     """One throw-away kick (seed 0, at most 2 steps) so the first real request does not pay for lazy initialisation;
     its time in seconds. cancel: as render's (kickmodel.generator.Cancelled when it says stop)."""
@@ -522,4 +597,5 @@ def warm_up(gen: Any, cancel: Callable[[], bool] | None = None) -> float:
 
 
 __all__ = ["Answer", "Done", "End", "Fresh", "Job", "Kick", "KickJob", "Kit", "KitDone", "KitKick", "Locate", "Located",
-           "MapPoint", "Morph", "Near", "Opened", "Outcome", "Refused", "Serving", "Variation", "warm_up"]
+           "MapPoint", "Morph", "Near", "Opened", "Outcome", "Refused", "Serving", "Variation", "measure_prices",
+           "probe_clip", "warm_up"]

@@ -1,10 +1,12 @@
 """The one thread that owns the model: takes queued kicks in batches, renders them, and emits what became of each
 (kickserver.jobs outcomes: `Done`, `Refused`, `Located`, `Serving`); the front end encodes them as OSC.
 
-The receive loop only calls `submit` (never blocks on the model) with a typed, resolved job (kickserver.jobs); the
-queue and its fairness are kickserver.fair_queue's (`busy` past `queue_limit`, or past `client_limit` for one host;
-hosts and their ports in turn; kicks that share a batch key made together, up to `max_batch`). A batch is rendered
-by its job (`KickJob.render`: the one place that calls the generator) and never looked at by kind here.
+The receive loop only calls `submit` (never blocks on the model) with a typed, resolved job (kickserver.jobs), which
+it prices first at the serving model's prices (kickserver.pricing: measured in this thread once per model, before it
+serves); the queue and its fairness are kickserver.fair_queue's, counted in those prices (`busy` past `queue_limit`,
+or past `client_limit` for one host; the host that had the least work first; kicks that share a batch key made
+together, up to `max_batch`). A batch is rendered by its job (`KickJob.render`: the one place that calls the
+generator) and never looked at by kind here.
 A new model handed over by `offer_model` is swapped in between batches, so no request is lost; before it serves
 (and the first model before the first batch) its render is captured in this thread (kickmodel.capture: CUDA graphs or
 torch.compile per `capture`, warmed up; eager when that fails), logged in one line with its resident memory. Nothing
@@ -42,7 +44,8 @@ from kickmodel.capture import CaptureReport, capture, capture_sizes, padded_size
 from kickmodel.generator import MODEL_DEFAULTS, Cancelled, StepPolicy
 
 from .fair_queue import FairQueue
-from .jobs import Answer, Job, Kick, Locate, Refused, Serving, warm_up
+from .jobs import Answer, Job, Kick, Locate, Refused, Serving, measure_prices, warm_up
+from .pricing import Prices, price, untimed
 from .writer import KickWriter, Output, WriterThread
 
 log = logging.getLogger("kickserver.worker")
@@ -100,6 +103,7 @@ class Worker:
         # says READY=1 only then (under --render-capture compile on the CPU the capture took 65 s)
         self.warm = threading.Event()
         self.batches = 0
+        self.prices = untimed(gen)  # what a job costs in kicks on the serving model (kickserver.pricing)
         self._queue = FairQueue(queue_limit, client_limit)
         self._cond = threading.Condition()
         self._offer: _Offer | None = None
@@ -159,6 +163,7 @@ class Worker:
         with self._cond:
             if self._stopping:
                 return "shutting down"
+            job.price, job.price_note = price(job, self.prices, self.max_batch)  # at the serving model's prices
             refused = self._queue.add(job)
             if refused is None:
                 self._cond.notify()
@@ -206,13 +211,14 @@ class Worker:
         try:
             # Nothing renders during the capture: queued kicks wait for the new model's warm-up (none under "off")
             report = self._capture(offer.gen)
+            prices = self._measure(offer.gen, offer.name)
         except Cancelled:
             if offer.answer is not None:
                 self.out.post(lambda: offer.answer(Refused(None, "shutting down")))
             return
         old = self.gen
         with self._cond:
-            self.gen, self.model_name = offer.gen, offer.name
+            self.gen, self.model_name, self.prices = offer.gen, offer.name, prices  # queued jobs keep their prices
             for job in self._queue.jobs():  # the kicks still queued are made by this model: with its settings
                 job.resolve(self.gen, self._policy)
         del old
@@ -234,6 +240,23 @@ class Worker:
         if self.threads:
             torch.set_num_threads(self.threads)  # see _run
         return capture(gen, self.capture, log, batches=capture_sizes(self.max_batch), cancel=self._cancel.is_set)
+
+    def _measure(self, gen: Any, name: str) -> Prices:
+        """What gen takes here (jobs.measure_prices, in this thread, which renders), in one log line; a failure is
+        logged and leaves it untimed (an encoding counts as pricing.UNTIMED kicks: such a job is taken alone)."""
+        if self.threads:
+            torch.set_num_threads(self.threads)  # see _run
+        try:
+            prices = measure_prices(gen, self._policy, cancel=self._cancel.is_set)
+        except Cancelled:
+            raise
+        except Exception as e:  # noqa: BLE001 - the model serves without its prices
+            prices = untimed(gen)
+            log.warning("model %s: its work could not be timed (%s: %s); %s", name, type(e).__name__, e,
+                        prices.describe())
+            return prices
+        log.info("model %s: %s (kickserver.pricing)", name, prices.describe())
+        return prices
 
     def _pad_to(self, n: int) -> int:
         """The batch size n kicks render as: the next captured size under a capture mode that serves, else n."""
@@ -279,6 +302,7 @@ class Worker:
         try:
             try:
                 self._log_capture(self.model_name, self._capture(self.gen))
+                self.prices = self._measure(self.gen, self.model_name)
             except Cancelled:
                 pass  # stopped during the warm-up: the loop below ends at once
             self.warm.set()

@@ -1,4 +1,5 @@
-"""Attacks on a running daemon over loopback, measured before and after their fixes (the README's items 14-16).
+"""Attacks on a running daemon over loopback, measured before and after their fixes (the README's items 14-16, and
+issue 32 item 6).
 
     python -m bench.studies.attacks                       # every measurement against this tree's daemon
     python -m bench.studies.attacks --only flood,amplify  # some of them
@@ -13,6 +14,12 @@
   source port and the reply port) against the cap, burst + rate x elapsed time.
 - amplify: malformed datagrams (`/\\0\\0\\0`, `,Z`, no type tags, a truncated argument, an empty bundle...),
   each from a fresh socket: the bytes of every reply (both copies) per byte sent.
+
+- locates (issue 32 item 6): the shipped kick-synth model; one bundle of 32 `/kick/locate` (the starter kit's
+  first 32 kicks, one datagram) from 127.0.0.1, then one kick from 127.0.0.2. Reports how many were located and
+  refused, how long the worker was held (the bundle to its last reply), after how many locates the other host's
+  kick came and how long it waited; then `/kick/model` of the same model with its served fit at 2000 iterations
+  (estimated 950 GFLOP a fit, under the 1,000 GFLOP a kick may cost): refused, or swapped in and one locate timed.
 
 Item 17 (a models folder of seven artifacts that do not load and ten with 7.6 MB headers: /kick/models lists
 exactly what loads while /kick/ping stays answered) was measured here too; tests/kickserver/test_reliability.py's
@@ -252,10 +259,93 @@ def amplify(tree: Path, work: Path, tiny: Path) -> dict:
             "worst_refused_out_per_in": max(r["out_per_in"] for r in rows if not r["malformed"])}
 
 
+# ------------------------------------------------------------------ priced work (issue 32 item 6)
+
+
+KICK_SYNTH = REPO / "kickserver" / "models" / "kick-synth.safetensors"
+KIT = REPO / "kickserver" / "data" / "kicks"
+
+
+def _bundle(*messages: bytes) -> bytes:
+    return b"#bundle\0" + b"\0" * 7 + b"\1" + b"".join(struct.pack(">i", len(m)) + m for m in messages)
+
+
+def costly_fit(dst: Path) -> Path:
+    """The shipped kick-synth model with its served fit at 2000 iterations (fit.serve_iters and restart_iters, the
+    most its config may ask): estimated 950 GFLOP a fit."""
+    raw = KICK_SYNTH.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    head = raw[8:8 + n].decode().replace('\\"restart_iters\\": 40, \\"serve_iters\\": 120',
+                                         '\\"restart_iters\\": 2000, \\"serve_iters\\": 2000').encode()
+    head += b" " * (-len(head) % 8)
+    dst.write_bytes(struct.pack("<Q", len(head)) + head + raw[8 + n:])
+    return dst
+
+
+def locates(tree: Path, work: Path, threads: int | None) -> dict:
+    models = work / "models-locates"
+    models.mkdir(exist_ok=True)
+    if not (models / "kick-synth.safetensors").exists():
+        os.link(KICK_SYNTH, models / "kick-synth.safetensors")
+        costly_fit(models / "costly-fit.safetensors")
+    d = Daemon(tree, work, models, "kick-synth", extra=["--read-root", str(KIT)], threads=threads)
+    try:
+        deadline = time.monotonic() + 120
+        while "serving kick-synth on udp" not in d.log.read_text():  # warm (and, after the fix, timed)
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the daemon never said it serves:\n{d.log.read_text()}")
+            time.sleep(0.1)
+        files = sorted(KIT.glob("*.flac"))[:32]
+        datagram = _bundle(*[build_message("/kick/locate", [str(f)]) for f in files])
+        a, b, status = _sock(), _sock("127.0.0.2"), _sock()
+        t0 = time.monotonic()
+        a.sendto(datagram, ("127.0.0.1", d.port))
+        b.sendto(build_message("/kick/generate", ["seed", 1, "id", 7]), ("127.0.0.1", d.port))
+        events: list[tuple[float, str, str, list]] = []
+        idle_since = None
+        while time.monotonic() - t0 < 1800:
+            for t, _, ms in _drain([a, b], 0.5):
+                for address, args in ms:
+                    events.append((t - t0, "A" if address == "/kick/locate" or not args or args[0] != 7 else "B",
+                                   address, args))
+            status.sendto(build_message("/kick/status", []), ("127.0.0.1", d.port))
+            got = [m for _, _, ms in _drain_until_one([status], 5.0) for m in ms]
+            queued = got[0][1][2] if got and got[0][0] == "/kick/status" else None
+            if queued == 0 and any(w == "B" for _, w, _, _ in events):
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since > 1.0:
+                    break
+            else:
+                idle_since = None
+        located = [e for e in events if e[2] == "/kick/locate"]
+        busy = [e[3][1] for e in events if e[1] == "A" and e[2] == "/kick/error"]
+        other = [e for e in events if e[1] == "B"]
+        result = {"bundle_bytes": len(datagram), "located": len(located),
+                  "busy_replies": busy[:1], "worker_held_s": round(located[-1][0], 1) if located else None,
+                  "other_host_wait_s": round(other[0][0], 2) if other else None,
+                  "other_host_reply": other[0][2] if other else None,
+                  "located_before_other_host": sum(e[0] < other[0][0] for e in located) if other else None,
+                  "prices_line": next((ln.split("kickserver.worker: ")[-1] for ln in d.log.read_text().splitlines()
+                                       if "an encoding as" in ln), None)}
+        c = _sock()
+        t1 = time.monotonic()
+        c.sendto(build_message("/kick/model", ["costly-fit"]), ("127.0.0.1", d.port))
+        got = [m for _, _, ms in _drain_until_one([c], 120.0) for m in ms]
+        result["costly_fit_model"] = {"reply": got[0] if got else None, "after_s": round(time.monotonic() - t1, 2)}
+        if got and got[0][0] == "/kick/model":  # swapped in: one locate timed
+            t1 = time.monotonic()
+            c.sendto(build_message("/kick/locate", [str(files[0])]), ("127.0.0.1", d.port))
+            got = [m for _, _, ms in _drain_until_one([c], 900.0) for m in ms]
+            result["costly_fit_locate"] = {"reply": got[0] if got else None, "s": round(time.monotonic() - t1, 1)}
+        return result
+    finally:
+        d.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=REPO, help="the source tree whose daemon runs (default this one)")
-    ap.add_argument("--only", default="flood,budget,amplify")
+    ap.add_argument("--only", default="flood,budget,amplify,locates")
     ap.add_argument("--threads", type=int, default=None, help="the flood's daemon --threads (default: its own)")
     ap.add_argument("--out", type=Path, default=user_results() / "attacks-cpu.json")
     ns = ap.parse_args()
@@ -272,6 +362,8 @@ def main() -> int:
                 result[name] = budget(ns.tree, work, tiny)
             elif name == "amplify":
                 result[name] = amplify(ns.tree, work, tiny)
+            elif name == "locates":
+                result[name] = locates(ns.tree, work, ns.threads)
             else:
                 raise SystemExit(f"unknown measurement {name!r}")
             print(name, f"({time.monotonic() - t0:.0f} s):", json.dumps(result[name], indent=1), flush=True)

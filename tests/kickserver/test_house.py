@@ -62,8 +62,10 @@ def settings_calls(root: Path) -> list[str]:
 
 def test_one_resolver_of_steps_in_the_serving_path():
     """A request's steps and sampler are resolved in one place, KickJob.resolve; the only other callers are the
-    warm-up's throw-away kick and `kickserver render` (offline, no request). A second resolver fails here."""
-    assert settings_calls(REPO / "kickserver") == ["cli.cmd_render", "jobs.resolve", "jobs.warm_up"]
+    warm-up's throw-away kick, the throw-away kick a model's prices are timed with (jobs.measure_prices) and
+    `kickserver render` (offline, no request). A second resolver fails here."""
+    assert settings_calls(REPO / "kickserver") == ["cli.cmd_render", "jobs.measure_prices", "jobs.resolve",
+                                                   "jobs.warm_up"]
 
 
 class CountingGen(GeneratorBase):
@@ -195,3 +197,114 @@ def test_drain_empties_the_queue_and_the_jobs_are_listed_once():
     assert list(q.jobs()) == [a, b]
     assert len(q.drain()) == 4 and len(q) == 0 and list(q.jobs()) == [] and q.take(1) == []
     assert q.add(fresh(3, 4, ("A", 1))) is None  # the host's count was reset with it
+
+
+# ------------------------------------------------------------------ work priced in kicks (issue 32 item 6)
+
+
+def locate(id, client, price):
+    """A /kick/locate priced as the worker prices it (kickserver.pricing: a kick-synth fit is tens of kicks)."""
+    job = jobs.Locate(id=id, seeds=[-1], answer=lambda o: None, client=client)
+    job.price, job.price_note = price, "a fit of the synth"
+    return job
+
+
+def test_a_job_counts_its_price_against_the_limits():
+    """32 locates priced 10 kicks each from one host: before, each was one kick (32 queued, the limit); now 3 fit
+    its share of 32 and the others are busy, saying what the request costs and why."""
+    q = FairQueue(queue_limit=64, client_limit=32)
+    refused = [q.add(locate(i, ("A", 1), 10)) for i in range(32)]
+    assert refused[:3] == [None] * 3 and all(r is not None for r in refused[3:])
+    assert refused[3] == ("busy: 30 kicks' worth of work (3 requested kicks) from your address queued (limit 32 per "
+                          "address; this request costs 10 kicks' worth: a fit of the synth; it is taken once nothing "
+                          "of your address is queued)")
+    assert len(q) == 3 and q.units == 30
+    assert q.add(fresh(40, 16, ("B", 1))) is None  # other hosts: their own shares, within the queue's room
+    assert q.add(fresh(41, 16, ("C", 1))) is None
+    assert q.add(fresh(42, 3, ("D", 1))) == "busy: 62 kicks' worth of work (35 requested kicks) queued (limit 64)"
+
+
+def test_a_job_priced_past_a_limit_is_taken_alone_and_plain_kicks_are_refused_as_before():
+    """A fit worth more than a host's share (or the whole queue) goes when nothing is queued there: a locate is
+    never refused for good, and a host holds one such job at a time. Kicks alone past a limit are refused as ever."""
+    q = FairQueue(queue_limit=64, client_limit=32)
+    assert q.add(locate(1, ("A", 1), 100)) is None  # past both limits: the queue was empty
+    assert q.add(fresh(2, 1, ("B", 1))).startswith("busy: 100 kicks' worth of work (1 requested kick) queued")
+    assert q.add(locate(3, ("A", 2), 40)).endswith("it is taken once nothing is queued)")
+    assert [k.job.id for k in q.take(8)] == [1] and q.units == 0
+    assert q.add(locate(4, ("A", 1), 40)) is None  # its host had nothing queued: over its share, alone
+    assert q.add(locate(5, ("A", 1), 1)).startswith("busy: 40 kicks' worth of work (1 requested kick) from your")
+    assert q.add(fresh(6, 16, ("B", 1))) is None
+    assert q.add(fresh(7, 33, ("C", 1))) == "busy: 56 kicks' worth of work (17 requested kicks) queued (limit 64)"
+    empty = FairQueue(queue_limit=64, client_limit=32)
+    assert empty.add(fresh(8, 33, ("C", 1))) == "busy: 0 kicks from your address queued (limit 32 per address)"
+
+
+def test_a_host_that_took_an_expensive_job_waits_until_the_others_had_as_much():
+    """Host A queues two locates priced 10 kicks, host B twelve single kicks (one a batch). Before: A's second locate
+    went after one of B's kicks (turns by batch, whatever they cost). Now: after B has had ten kicks."""
+    q = FairQueue(queue_limit=64, client_limit=32)
+    assert q.add(locate(1, ("A", 1), 10)) is None and q.add(locate(2, ("A", 1), 10)) is None
+    for i in range(12):
+        assert q.add(fresh(10 + i, 1, ("B", 1))) is None
+    order = []
+    while len(q):
+        order += [k.job.id for k in q.take(1)]
+    assert order == [1] + list(range(10, 20)) + [2, 20, 21], order
+
+
+def test_a_host_joins_at_the_current_turn_and_an_idle_one_saves_nothing_up():
+    """A host that starts queueing joins at the start of the batch taken last: B, idle while A's two locates (10
+    kicks' worth each) were taken, gets 10 kicks ahead of A's next job (the second locate's, which began when B
+    came), not 20; and A, with nothing queued, is remembered as ahead while it is."""
+    q = FairQueue(queue_limit=64, client_limit=32)
+    q.add(locate(1, ("A", 1), 10))
+    q.add(locate(2, ("A", 1), 10))
+    assert [k.job.id for k in q.take(1)] == [1] and [k.job.id for k in q.take(1)] == [2]
+    for i in range(15):
+        q.add(fresh(10 + i, 1, ("B", 1)))
+    q.add(fresh(3, 1, ("A", 1)))
+    order = []
+    while len(q):
+        order += [k.job.id for k in q.take(1)]
+    assert order == list(range(10, 20)) + [3] + list(range(20, 25)), order
+    q.add(locate(5, ("A", 1), 10))
+    assert [k.job.id for k in q.take(1)] == [5] and len(q) == 0
+    q.add(fresh(6, 1, ("B", 1)))
+    q.add(locate(7, ("A", 1), 10))  # A has nothing queued, but spent 10 more since B's turn: B goes first
+    assert [k.job.id for k in q.take(1)] == [6]
+
+
+def test_a_jobs_kicks_carry_its_price_split_as_evenly_as_whole_kicks_allow():
+    job = jobs.Variation(id=1, seeds=list(range(16)), answer=lambda o: None, client=("A", 1), strength=0.5)
+    assert job.work(8) == (16, 2) and job.work(16) == (16, 1)
+    job.price = 16 + 2 * 10
+    assert sorted(k.price for k in job.priced_kicks()) == [2] * 12 + [3] * 4
+    assert jobs.Variation(id=2, seeds=[1], answer=None, strength=0.0).work(8) == (1, 0)  # the file given back
+    morph = jobs.Morph(id=3, seeds=[1, -1, -1, 2], answer=None, ts=[0, 1 / 3, 2 / 3, 1],
+                       ends=(jobs.End(seed=1), jobs.End(file=object())))
+    assert morph.work(2) == (4 + 2, 2)  # its file end encoded and inverted once per batch
+    assert jobs.Locate(id=4, seeds=[-1], answer=None).work(8) == (0, 1)
+    kit = jobs.Kit(id=5, seeds=[7] * 8, answer=None, layers=4, robins=2, source=object(), strength=0.3)
+    assert kit.work(4) == (8, 1)
+
+
+def test_a_jobs_price_is_its_kicks_and_its_encodings_at_the_models_prices():
+    """kickserver.pricing at the dev box's figures for the shipped kick-synth (a kick 0.05 s, a fit 2.6 s): a kick
+    counts at least 0.25 s, so a fit is 10 kicks' worth; the bundled model's encoder pass (0.08 s against 0.3 s
+    kicks) nothing; a model not timed yet counts an encoding as UNTIMED kicks, one without an encoder nothing."""
+    from kickserver.pricing import FLOOR_S, UNTIMED, Prices, price, untimed
+
+    synth = Prices(kick_s=0.05, encode_s=2.6, encoder="a fit of the synth")
+    assert synth.unit_s == FLOOR_S and synth.encode == 10
+    assert price(locate(1, ("A", 1), None), synth, 8) == (10, "a fit of the synth (about 2.6 s here, 10 kicks' worth)")
+    vary = jobs.Variation(id=2, seeds=list(range(16)), answer=None, strength=0.5)
+    assert price(vary, synth, 8) == (36, "2 x a fit of the synth (about 2.6 s here, 10 kicks' worth each) beside "
+                                         "its 16 kicks")
+    assert price(jobs.Variation(id=3, seeds=[1], answer=None, strength=0.0), synth, 8) == (1, "")
+    assert price(fresh(4, 4, ("A", 1)), synth, 8) == (4, "")
+    bundled = Prices(kick_s=0.3, encode_s=0.08)
+    assert bundled.encode == 0 and price(locate(5, ("A", 1), None), bundled, 8)[0] == 1
+    assert Prices(kick_s=1.3, encode_s=2.6).encode == 2  # a slow kick is the unit itself
+    assert Prices(timed=False).encode == UNTIMED
+    assert untimed(CountingGen()).timed and untimed(CountingGen()).encode == 0  # no encoder: nothing to time
