@@ -322,11 +322,29 @@ def test_every_address_sent_exists_in_the_daemon(patch):
     assert sent - received <= allowed, sorted(sent - received - allowed)
     assert PAD_REQUESTS <= sent
     assert {"/kick/generate", "/kick/variation", "/kick/ping", "/kick/status"} <= sent
-    # every message box that sends /kick/... is wired to [udpsend]
+    # every message box that sends /kick/... is wired to [udpsend], directly or through what appends the pitch part
+    # ([zl join]) and chooses whether there is one ([gate]): nothing else touches the message on its way
     (send,) = patch.find("udpsend")
     for b in patch.boxes.values():
         if any(m and m[0].startswith("/kick/") for m in osc_messages(b)):
-            assert (send["id"], 0) in patch.targets(b["id"], 0), b["text"]
+            assert ends_of(patch, b["id"], {"zl join", "gate 2 1"}) == {send["id"]}, b["text"]
+
+
+def ends_of(patch, start: str, through: set[str]) -> set[str]:
+    """The boxes start's outlet 0 reaches when the walk passes only boxes whose text is in `through` (their left
+    inlet for a [zl join], their right inlet, the data, for a [gate])."""
+    ends, todo, seen = set(), [start], set()
+    while todo:
+        bid = todo.pop()
+        for dst, inlet in patch.targets(bid, 0 if bid == start else None):
+            text = patch.boxes[dst].get("text", "")
+            if text in through and (dst, inlet) not in seen:
+                assert inlet == (1 if text.startswith("gate") else 0), (bid, dst, inlet)
+                seen.add((dst, inlet))
+                todo.append(dst)
+            elif text not in through:
+                ends.add(dst)
+    return ends
 
 
 def _pack_values(pack: dict) -> list:
@@ -399,9 +417,10 @@ def device_message(patch, address, steps: int | None = None) -> tuple[dict, list
         (node,) = [patch.boxes[d] for d, _ in patch.targets(node["id"], outlet)]
     (tokens,) = osc_messages(node)
     assert tokens[0] == address, (address, node["text"])
+    tokens = tokens + appended_pitch(patch, node)
     args = []
     for t in tokens[1:]:
-        m = re.fullmatch(r"\$(\d+)", t)
+        m = re.fullmatch(r"\$(\d+)", t) if isinstance(t, str) else None
         if m:
             k = int(m.group(1))
             assert 2 <= k <= len(values), f"{t} in {node['text']!r} is not a value of {pack['text']!r}"
@@ -410,6 +429,27 @@ def device_message(patch, address, steps: int | None = None) -> tuple[dict, list
         else:
             args.append(t)
     return node, args
+
+
+def pitch_gate(patch) -> dict:
+    """The [gate 2 1] that chooses the pitch part at each press: its outlets fill `pitch <KS Pitch>` (KS Note 0) or
+    `note <KS Note>` message boxes."""
+    (gate,) = [b for b in patch.find("gate") if {osc_messages(patch.boxes[d])[0][0] for d, _ in patch.targets(b["id"])
+                                                 if patch.boxes[d]["maxclass"] == "message"} == {"pitch", "note"}]
+    return gate
+
+
+def appended_pitch(patch, message: dict) -> list:
+    """What the device appends to `message` at a press with KS Note at its initial 0 (each press fills the pitch
+    part first): the `pitch <dial>` part when the message goes into a [zl join] (Generate, Near, Morph), nothing when it
+    goes through Vary's [gate] (whose outlet 1, for a note, is the join), or when it goes straight on."""
+    ((dst, inlet),) = patch.targets(message["id"], 0)
+    if patch.boxes[dst].get("text") != "zl join":
+        return []
+    assert inlet == 0
+    (part,) = [patch.boxes[d] for d, _ in patch.targets(pitch_gate(patch)["id"], 0)]
+    assert (part["id"], 0) in patch.sources(dst, 1), "the join's right inlet gets the pitch part"
+    return [atom(w) for w in part["text"].split()]
 
 
 @pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
@@ -478,9 +518,12 @@ def test_each_value_comes_from_its_control(patch, address):
 
     bang_path = {b["id"] for b in patch.upstream(pack["id"], lambda b: True, inlet=0)} | {pack["id"]}
     (to_pack,) = {so for s, so, d, _ in patch.lines if s == trig["id"] and d in bang_path}
-    (to_gate,) = {so for s, so, d, _ in patch.lines if s == trig["id"] and patch.kind(patch.boxes[d]) == "gate"}
-    # a [trigger] fires right to left: the random seed is drawn (gate) before the pack is banged
-    assert to_gate > to_pack
+    gates = {d: so for s, so, d, _ in patch.lines if s == trig["id"] and patch.kind(patch.boxes[d]) == "gate"}
+    (to_gate,) = [so for d, so in gates.items() if patch.reaches(d, 0, lambda b: patch.kind(b) == "random")]
+    (to_pitch,) = [so for d, so in gates.items() if d == pitch_gate(patch)["id"]]
+    # a [trigger] fires right to left: the random seed is drawn (gate) and the pitch part chosen before the pack is
+    # banged
+    assert to_gate > to_pack and to_pitch > to_pack
 
 
 def test_buttons_trigger_requests(patch):
@@ -671,7 +714,7 @@ class MaxSim:
                         assert int(m.group(1)) <= len(msg), (b["text"], msg)
                         words.append(msg[int(m.group(1)) - 1])
                     else:
-                        words.append(int(w) if re.fullmatch(r"-?\d+", w) else w)
+                        words.append(atom(w))
                 if words:
                     self.out(bid, 0, words)
             return
@@ -823,6 +866,15 @@ class MaxSim:
         if k == "print":
             return
         raise AssertionError(f"{k} ({bid}) is not modelled")
+
+
+def atom(word: str):
+    """A word of a message box as Max types it: an int, a float, else a symbol."""
+    if re.fullmatch(r"-?\d+", word):
+        return int(word)
+    if re.fullmatch(r"-?\d+\.\d*|-?\.\d+", word):
+        return float(word)
+    return word
 
 
 LIMITS = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
@@ -1143,6 +1195,13 @@ def test_a_map_refused_for_its_return_path_is_proved_and_asked_again(patch):
     sim = MaxSim(patch)
     sim.receive(osc_api.MAP_PROOF, 4711)
     assert sim.sent == [[osc_api.PROOF, 4711], [MAP]]
+    # once per map asked: a daemon that keeps refusing (its proof never holds) gets no endless echo
+    sim.receive(osc_api.MAP_PROOF, 4711)
+    assert sim.sent == [[osc_api.PROOF, 4711], [MAP]]
+    assert "map: proving this address to the daemon" in sim.shown.values()
+    sim.receive(osc_api.CONTROLS, "decay", "pitch", "click", "map")  # the device asks again (a Check, a new model)
+    sim.receive(osc_api.MAP_PROOF, 4712)
+    assert sim.sent[2:] == [[MAP], [osc_api.PROOF, 4712], [MAP]]
 
 
 # ---------------------------------------------------------------- the kit
@@ -1199,3 +1258,58 @@ def test_kit_against_the_daemon(patch, kick_daemon):
     assert reply[2:4] == [2, 2] and len(list(folder.glob("*.wav"))) == 4, reply
     sim.receive(address, *reply)
     assert f"kit {folder} - 2 layers x 2 robins" in sim.shown.values()
+
+
+# ---------------------------------------------------------------- the note on every request
+
+UNITS = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)),
+                       units=(osc_api.UnitControl("pitch_hz", "pitch", 30.0, 250.0),))  # a kick-synth model's
+
+
+def pitch_keys(msg: list) -> dict:
+    """The pitch keys of a request (`pitch`, `note`, `pitch_hz`) and their values."""
+    return {k: v for k, v in zip(msg[1:], msg[2:]) if k in ("pitch", "note", "pitch_hz")}
+
+
+def test_the_note_goes_with_every_request(patch):
+    """KS Note above 0 goes with Generate, Vary, Morph, the pad's Near and Kit as `note N`, in place of the Pitch dial
+    (the daemon refuses the two together); at 0 Generate, Morph and Near send the dial and Vary no pitch at all.
+    Every request parses in the daemon's parser for a model that takes units, the note as A1's 55 Hz."""
+    sim = MaxSim(patch)
+    sim.receive(osc_api.DONE, -2, "/out/kick_20260101-000000_5.wav", 5)
+    sim.set_value("KS Note", 33)
+    sim.press("KS Generate")
+    sim.press("KS Vary")
+    sim.press("KS Set A")
+    sim.press("KS Morph")
+    sim.click(60, 32)
+    sim.press("KS Kit")
+    assert [m[0] for m in sim.sent] == [osc_api.GENERATE, osc_api.VARIATION, osc_api.INTERPOLATE, NEAR, KIT]
+    assert [pitch_keys(m) for m in sim.sent] == [{"note": 33}] * 5, sim.sent
+    for msg in sim.sent:
+        req = osc_api.parse(msg[0], msg[1:], UNITS)
+        assert (req.pitch_hz if msg[0] == KIT else req.controls["pitch_hz"]) == pytest.approx(55.0), msg
+    sim.sent.clear()
+    sim.set_value("KS Note", 0)
+    sim.set_value("KS Pitch", 0.8)
+    sim.press("KS Generate")
+    sim.press("KS Vary")
+    sim.press("KS Morph")
+    sim.advance(1000)
+    sim.press("KS Near")
+    sim.press("KS Kit")
+    assert [pitch_keys(m) for m in sim.sent] == [{"pitch": 0.8}, {}, {"pitch": 0.8}, {"pitch": 0.8}, {}], sim.sent
+    for msg in sim.sent:
+        osc_api.parse(msg[0], msg[1:], UNITS)
+
+
+def test_a_note_the_model_refuses_shows_the_daemons_reason(patch, kick_daemon):
+    """Against a daemon whose model takes no units (the tiny test model): Generate with Note 33 is refused, and the
+    device's error line shows the daemon's reason."""
+    sim = MaxSim(patch)
+    sim.set_value("KS Note", 33)
+    sim.press("KS Generate")
+    ((address, args),) = kick_daemon.send(*sim.sent[-1], expect=1, timeout=30)
+    assert address == osc_api.ERROR and args[1].startswith("note: the serving model takes no pitch in Hz"), args
+    sim.receive(address, *args)
+    assert f"error: {args[1]}" in sim.shown.values()
