@@ -3144,7 +3144,7 @@
 					"numinlets": 2,
 					"numoutlets": 2,
 					"outlettype": [ "", "" ],
-					"patching_rect": [ 20.0, 440.0, 50.0, 22.0 ],
+					"patching_rect": [ 20.0, 490.0, 50.0, 22.0 ],
 					"text": "zl join"
 				}
 			},
@@ -3155,7 +3155,7 @@
 					"numinlets": 2,
 					"numoutlets": 2,
 					"outlettype": [ "", "" ],
-					"patching_rect": [ 520.0, 440.0, 60.0, 22.0 ],
+					"patching_rect": [ 460.0, 440.0, 60.0, 22.0 ],
 					"text": "gate 2 1"
 				}
 			},
@@ -3166,7 +3166,7 @@
 					"numinlets": 2,
 					"numoutlets": 2,
 					"outlettype": [ "", "" ],
-					"patching_rect": [ 590.0, 470.0, 50.0, 22.0 ],
+					"patching_rect": [ 590.0, 530.0, 50.0, 22.0 ],
 					"text": "zl join"
 				}
 			},
@@ -3210,7 +3210,7 @@
 					"numinlets": 2,
 					"numoutlets": 1,
 					"outlettype": [ "" ],
-					"patching_rect": [ 1650.0, 570.0, 30.0, 22.0 ],
+					"patching_rect": [ 1650.0, 540.0, 30.0, 22.0 ],
 					"text": "0"
 				}
 			},
@@ -3222,6 +3222,26 @@
 					"numoutlets": 0,
 					"patching_rect": [ 1810.0, 510.0, 560.0, 20.0 ],
 					"text": "a map proof is answered once per map asked: the gate closes after the echo and opens when the device asks /kick/map itself (a daemon that keeps refusing gets no endless echo)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-444",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1010.0, 650.0, 140.0, 22.0 ],
+					"text": "s kickserver-last-kick"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-445",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1160.0, 680.0, 560.0, 20.0 ],
+					"text": "each kick's path, for kickserver-audition.amxd (an audio effect on any track: a MIDI effect has no audio out); no '---' in the name, so Live shares it between devices"
 				}
 			}
 		],
@@ -5252,6 +5272,12 @@
 				"patchline": {
 					"destination": [ "obj-441", 0 ],
 					"source": [ "obj-170", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-444", 0 ],
+					"source": [ "obj-54", 1 ]
 				}
 			}
 		],
