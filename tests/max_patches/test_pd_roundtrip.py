@@ -795,25 +795,27 @@ def test_pd_note_goes_with_every_request(tmp_path):
     """The user patch, in real Pd, against a stand-in daemon: the note box (A1) goes with Generate, Vary and Morph as
     `note A1` in place of the pitch dial; with no note ('-') and 43.65 Hz, Near and Vary send `pitch_hz 43.65`; with
     neither, Generate sends the pitch dial and Vary no pitch at all; a number sent to ks-note (33) is sent as that
-    note, and 0 clears it. Each request parses in the daemon's parser for a model that takes units."""
+    note, and 0 clears it, as does a 0 typed into the box (its symbol 0). Each request parses in the daemon's parser
+    for a model that takes units."""
     fake = EveryKickDaemon("no such request")
     console, saved = run_against_stand_in(tmp_path, "pd_ui_note.pd.in", fake,
                                           r"error|couldn't create|bad arguments|unknown|no method")
     kicks = [(a, args) for a, args in fake.requests if a != osc_api.CONTROLS]
     assert [a for a, _ in kicks] == [osc_api.GENERATE, osc_api.VARIATION, osc_api.INTERPOLATE, NEAR,
                                      osc_api.VARIATION, osc_api.GENERATE, osc_api.VARIATION, osc_api.GENERATE,
-                                     osc_api.GENERATE], fake.requests
+                                     osc_api.GENERATE, osc_api.GENERATE], fake.requests
     first_pair = {osc_api.GENERATE: 1, osc_api.VARIATION: 1, osc_api.INTERPOLATE: 0, NEAR: 2}
     pitches = [pitch_of(args, first_pair[a]) for a, args in kicks]
     assert pitches == [{"note": "A1"}, {"note": "A1"}, {"note": "A1"}, {"pitch_hz": pytest.approx(43.65)},
-                       {"pitch_hz": pytest.approx(43.65)}, {"pitch": 0.5}, {}, {"note": "33"}, {"pitch": 0.5}], kicks
+                       {"pitch_hz": pytest.approx(43.65)}, {"pitch": 0.5}, {}, {"note": "33"}, {"pitch": 0.5},
+                       {"pitch": 0.5}], kicks
     for address, args in kicks:
         req = osc_api.parse(address, args, UNITS)  # raises on anything the daemon would refuse
         if address != osc_api.VARIATION:
             assert {"decay", "click"} <= set(req.controls), args
     assert osc_api.parse(osc_api.GENERATE, kicks[0][1], UNITS).controls["pitch_hz"] == pytest.approx(55.0)  # A1
     assert osc_api.parse(osc_api.GENERATE, kicks[7][1], UNITS).controls["pitch_hz"] == pytest.approx(55.0)  # 33
-    assert len(done_lines(console)) == 9
+    assert len(done_lines(console)) == 10
 
 
 def run_note_against(tmp_path: Path, daemon) -> tuple[str, Path]:
