@@ -31,8 +31,8 @@ from . import __version__
 from .config import CAPTURE_MODES, ServerConfig, ServerConfigError, default_config_path, load_config
 
 SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
-                 "read_roots", "max_files", "max_mb", "queue_limit", "client_queue_limit", "max_batch", "max_steps",
-                 "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb", "return_proof",
+                 "read_roots", "max_files", "max_mb", "name_pattern", "queue_limit", "client_queue_limit", "max_batch",
+                 "max_steps", "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb", "return_proof",
                  "render_capture")
 
 # `kickserver send`'s default wait: SEND_BASE_S + SEND_PER_KICK_STEP_S x count x steps (steps: the request's, else
@@ -81,6 +81,10 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-mb", dest="max_mb", type=float, metavar="MB",
                    help="keep generated kicks in --out under MB megabytes, oldest removed first (default 1024; "
                         "0: no budget)")
+    p.add_argument("--name-pattern", dest="name_pattern", metavar="PATTERN",
+                   help="how kick files are named: fields {note} {word} {label} {cents} {time}, {label} required "
+                        "(default kick_{note}_{word}_{label}: kick_A1_short_5513.wav; kick_{time}_{label}: the old "
+                        "kick_<YYYYmmdd-HHMMSS>_<seed>.wav)")
     p.add_argument("--queue-limit", dest="queue_limit", type=int, metavar="N",
                    help="kicks that may wait; past that requests get 'busy' (default 64)")
     p.add_argument("--client-queue-limit", dest="client_queue_limit", type=int, metavar="N",
@@ -383,7 +387,8 @@ def cmd_render(ns: argparse.Namespace) -> int:
     out = ns.out if ns.out is not None else cfg.out
     import os
 
-    writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
+    writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb,
+                        name_pattern=cfg.name_pattern)
     base = ns.seed if ns.seed is not None else random.randrange(0, SEED_LIMIT - ns.n)
     # render's --steps goes up to the generator's own limit (an offline run asks for what it wants), so no cap
     try:  # resolved and checked once: steps out of range or an unknown sampler end here
