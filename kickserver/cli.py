@@ -398,7 +398,7 @@ def cmd_render(ns: argparse.Namespace) -> int:
         return 2
     t0 = time.perf_counter()
     if ns.kit is not None or ns.note is not None or ns.key is not None:
-        return _render_kit(ns, gen, chosen, controls, base, writer.out_dir, cfg.sample_rate, name)
+        return _render_kit(ns, gen, chosen, controls, base, writer, cfg.sample_rate, name)
     kicks = render_kicks(gen, first_seed=base, n=ns.n, controls=controls, settings=chosen, write=writer.write,
                          sample_rate=cfg.sample_rate, batch=ns.batch, software=f"kickserver {__version__}")
     try:
@@ -416,10 +416,11 @@ def cmd_render(ns: argparse.Namespace) -> int:
 
 
 def _render_kit(ns: argparse.Namespace, gen: Any, settings: Any, controls: dict[str, float], seed: int,
-                out_dir: Any, sample_rate: int, name: str) -> int:
+                writer: Any, sample_rate: int, name: str) -> int:
     """`render --kit LxR [--note N | --key K]`: the daemon's /kick/kit job (jobs.Kit: the kick rendered once, its
-    hits by kickmodel.kitrules, one folder by kickserver.kitfiles) run here, batch by batch, without the queue; prints
-    the folder."""
+    hits by kickmodel.kitrules, one folder by kickserver.kitfiles written with writer, a KickWriter, in its ledger)
+    run here, batch by batch, without the queue; prints the folder, then applies the folder's retention as the daemon
+    does."""
     import re
 
     from kickmodel.descriptors import UNIT_CONTROLS
@@ -453,11 +454,12 @@ def _render_kit(ns: argparse.Namespace, gen: Any, settings: Any, controls: dict[
             log.error("%s", job.refusal(e))
             return 1
         for k, a in zip(batch, audio, strict=True):
-            job.deliver(k, a, out_dir, sample_rate, name)
+            job.deliver(k, a, writer, sample_rate, name)
     if not said or not isinstance(said[-1], jobs.KitDone):
         log.error("%s", said[-1].reason if said else "no kit written")
         return 1
     print(said[-1].folder, flush=True)
+    writer.prune()
     return 0
 
 

@@ -432,9 +432,10 @@ class Kit(KickJob):
     def files(self) -> list[Opened]:
         return [self.source] if self.source is not None else []
 
-    def deliver(self, kick: Kick, audio: np.ndarray, out_dir: Any, sample_rate: int, model_name: str) -> None:
+    def deliver(self, kick: Kick, audio: np.ndarray, writer: Any, sample_rate: int, model_name: str) -> None:
         """The writer thread's hook (kickserver.writer.WriterThread): hold the hit; with the last one, write the kit's
-        folder into out_dir and answer KitDone, or Refused with why (nothing left behind)."""
+        folder with writer (a kickserver.writer.KickWriter: into its folder, in its ledger) and answer KitDone, or
+        Refused with why (nothing left behind)."""
         kick.answered = True
         if self._sent:
             return
@@ -443,7 +444,7 @@ class Kit(KickJob):
             return
         hits, self._hits, self._made = self._hits, {}, None
         try:
-            folder = self.write(hits, out_dir, sample_rate, model_name)
+            folder = self.write(hits, writer, sample_rate, model_name)
         except (OSError, ValueError) as e:
             log.error("request %d: %s", self.id, e)
             self.answer(Refused(self.id, getattr(e, "strerror", None) or str(e)))
@@ -452,9 +453,9 @@ class Kit(KickJob):
             self.close()
         self.answer(KitDone(self.id, str(folder), self.layers, self.robins, self.reply_seed(self.seeds[0])))
 
-    def write(self, hits: dict[int, np.ndarray], out_dir: Any, sample_rate: int, model_name: str) -> Any:
-        """The folder written (kickserver.kitfiles.write_kit), named after its top kick as measured
-        (kickmodel.naming.KIT_PATTERN: kit_A1_punchy_5513; -2, -3... when taken)."""
+    def write(self, hits: dict[int, np.ndarray], writer: Any, sample_rate: int, model_name: str) -> Any:
+        """The folder written (KickWriter.write_kit: kickserver.kitfiles.write_kit, and the ledger), named after its
+        top kick as measured (kickmodel.naming.KIT_PATTERN: kit_A1_punchy_5513; -2, -3... when taken)."""
         import os
 
         import torch
@@ -471,17 +472,13 @@ class Kit(KickJob):
         want = self.pitch_hz if self.pitch_hz is not None else measured
         note = nearest_note(want)[0] if want is not None else 36  # General MIDI's kick
         label = str(self.seeds[0]) if self.source is None else f"v{self.seeds[0]}"
-        base = kick_name(label, decay, want, click, pattern=KIT_PATTERN, suffix="")
-        name, n = base, 1
-        while os.path.lexists(os.path.join(out_dir, name)) and n < 100:
-            n += 1
-            name = f"{base}-{n}"
+        name = kick_name(label, decay, want, click, pattern=KIT_PATTERN, suffix="")
         info = f"model={model_name} seed={self.seeds[0]}" + (
             f" source={os.path.basename(str(self.source))} strength={self.strength:g}" if self.source else "")
         kit = kitfiles.Kit(name=name, note=note, sample_rate=int(sample_rate), pitch_hz=want, key=self.key,
                            info=info[:kitfiles.MAX_INFO].replace("\\", "-"),
                            hits=[kitfiles.KitHit(a, *self.hit(i)) for i, a in sorted(hits.items())])
-        return os.path.abspath(kitfiles.write_kit(kit, out_dir).folder)
+        return writer.write_kit(kit)
 
 
 @dataclass

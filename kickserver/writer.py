@@ -10,12 +10,16 @@ the old `kick_<YYYYmmdd-HHMMSS>_<seed>.wav`; `-2`, `-3`... on collision) with a 
 refuses to replace an existing name (renameat2 RENAME_NOREPLACE), so a second writer on the same
 folder (another daemon, `kickserver render`) can never be overwritten: the loser of a race takes
 the next name. A folder watcher sees one move to the final name and never a partial `.wav`. A
-failed write removes its temp file.
+failed write removes its temp file. A kit (kickserver.kitfiles) is written as one folder the same way
+(`write_kit`: `kit_A1_punchy_5513`, `-2`... on collision).
 
 With retention on (`max_files` and/or `max_mb`), the server keeps a hidden ledger
-(`.kickserver-ledger.json`, written atomically after each batch) of the files it wrote, and removes the oldest of
-those only, never anything else: an entry is removed only while its name is one the writer's patterns make (its
-name_pattern's, the default's, the time-based one's).
+(`.kickserver-ledger.json`, written atomically after each batch) of the files and kit folders it wrote, and
+removes the oldest of those only, never anything else: an entry is removed only while its name is one the writer's
+patterns make (its name_pattern's, the default's, the time-based one's; KIT_PATTERN's for a kit folder). A kit folder
+counts as one entry of its whole size and goes as a whole: renamed to a hidden `.NAME.<random>.kitpart` in one step
+(a watcher sees the folder leave at once, never half a kit), then removed; what a killed run left of it is swept with
+the other temp folders at start (`clean_stray_temps`).
 
 The folder is opened once and every file operation is relative to that descriptor (a folder swapped for a link
 while the daemon ran redirected its writes into the link's target). Before each kick the folder at
@@ -32,11 +36,13 @@ import logging
 import os
 import queue as queue_mod
 import re
+import secrets
+import shutil
 import stat as stat_mod
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +50,10 @@ import numpy as np
 import soundfile as sf
 
 from kickmodel import safejson
-from kickmodel.naming import DEFAULT_PATTERN, TIME_PATTERN, check_pattern, kick_name, name_regex
+from kickmodel.naming import DEFAULT_PATTERN, KIT_PATTERN, TIME_PATTERN, check_pattern, kick_name, name_regex
 from kickmodel.wavfile import KickInfo, encode_wav, with_measures
 
-from . import sources
+from . import kitfiles, sources
 from .jobs import Done, Kick, Outcome, Refused
 from .publish import lexists as _lexists
 from .publish import publish
@@ -63,6 +69,7 @@ MAX_PRUNE = 1000  # old kicks one prune removes at most (after each batch): the 
 # a kick's temp file: `.` + its final name + `.<pid>.part` (the name one the writer's patterns make); the ledger's
 KICK_TEMP_RE = re.compile(r"\A\.(?P<name>[^/]+\.wav)\.[A-Za-z0-9]+\.part\Z")
 LEDGER_TEMP_RE = re.compile(r"\A\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part\Z")
+KIT_NAME_RE = name_regex(KIT_PATTERN, suffix="")
 
 
 class WriteError(OSError):
@@ -140,9 +147,9 @@ class KickWriter:
     """Writes kicks into one folder and keeps its ledger; used by one thread only (the worker's writer thread), which
     also makes its successor (Worker.set_output).
 
-    clean_temps: remove the temp files a killed run left in the folder (clean_stray_temps); pass False for a folder
-    this process may be writing into right now (a new writer on the same folder), whose .part files are not stray.
-    name_pattern: how kicks are named (kickmodel.naming; ValueError for a bad one)."""
+    clean_temps: remove the temp files and kit temp folders a killed run left in the folder (clean_stray_temps);
+    pass False for a folder this process may be writing into right now (a new writer on the same folder), whose
+    .part files are not stray. name_pattern: how kicks are named (kickmodel.naming; ValueError for a bad one)."""
 
     def __init__(self, out_dir: Path, sample_rate: int, *, max_files: int | None = None,
                  max_mb: float | None = None, clean_temps: bool = True, name_pattern: str = DEFAULT_PATTERN) -> None:
@@ -213,16 +220,18 @@ class KickWriter:
                          f"writing through it: SIGHUP or a restart opens it again")
 
     # ------------------------------------------------------------ start-up
-    def ours(self, name: str) -> bool:
-        """name is one this writer's patterns make."""
-        return any(r.match(name) for r in self._kick_names)
+    def ours(self, name: str, kit: bool = False) -> bool:
+        """name is one this writer's patterns make: a kick's (kit False) or a kit folder's."""
+        return bool(KIT_NAME_RE.match(name)) if kit else any(r.match(name) for r in self._kick_names)
 
     def _is_temp(self, name: str) -> bool:
         m = KICK_TEMP_RE.match(name)
         return bool(LEDGER_TEMP_RE.match(name) or (m and self.ours(m["name"])))
 
     def clean_stray_temps(self) -> int:
-        """Remove hidden temp files a killed run left behind (only names this writer makes)."""
+        """Remove hidden temp files a killed run left behind (only names this writer makes), and the temp folders of
+        kits a killed run was writing or pruning (kickserver.kitfiles.clean_stale_kit_temps); each kind said in a
+        line. The number of files and folders removed."""
         n = 0
         try:
             entries = list(os.scandir(self._fd))
@@ -237,19 +246,25 @@ class KickWriter:
                     pass
         if n:
             log.info("removed %d stray temp file(s) in %s", n, self.out_dir)
-        return n
+        kits = kitfiles.clean_stale_kit_temps(self.real_dir)
+        if kits:
+            log.info("removed %d stale kit temp folder(s) in %s (%s): a kit writer or a retention prune was stopped "
+                     "mid-way", len(kits), self.out_dir, ", ".join(p.name for p in kits[:3]) + (
+                         ", ..." if len(kits) > 3 else ""))
+        return n + len(kits)
 
     def _read_ledger(self) -> list[dict]:
-        """The saved ledger's entries that name what this writer makes and are there (a regular file)."""
+        """The saved ledger's entries that name what this writer makes and are there (a file, a kit's folder)."""
         entries = _read_ledger(self.real_dir / LEDGER)  # the folder opened, as its real path was then
-        return [f for f in entries if self.ours(str(f.get("name", ""))) and self._is_there(f)]
+        return [f for f in entries if self.ours(str(f.get("name", "")), kit=f.get("kit") is True) and self._is_there(f)]
 
     def _is_there(self, entry: dict) -> bool:
-        """The ledger entry's file is a regular file, not a link, in the opened folder."""
+        """The ledger entry's file is a regular file (a kit's folder a folder), not a link, in the opened folder."""
         try:
-            return stat_mod.S_ISREG(os.stat(entry["name"], dir_fd=self._fd, follow_symlinks=False).st_mode)
+            mode = os.stat(entry["name"], dir_fd=self._fd, follow_symlinks=False).st_mode
         except OSError:
             return False
+        return stat_mod.S_ISDIR(mode) if entry.get("kit") is True else stat_mod.S_ISREG(mode)
 
     # ------------------------------------------------------------ naming
     def final_name(self, info: KickInfo, pitch_hz: float | None, when: float | None = None) -> str:
@@ -315,6 +330,37 @@ class KickWriter:
             self._ledger_dirty = True
         return final.absolute()
 
+    def write_kit(self, kit: kitfiles.Kit) -> Path:
+        """Write a kit (kickserver.kitfiles.write_kit: one folder, as a whole or not at all) into the folder under
+        kit.name, or `-2`, `-3`, ... when taken (also when another writer takes the name meanwhile); with retention on,
+        one ledger entry of the folder's whole size. Its absolute path; KitWriteError (an OSError) when it cannot be
+        written, nothing left."""
+        dir_fd = self._folder()
+        base, n = kit.name, 1
+        for _ in range(MAX_NAME_TRIES):
+            name = base if n == 1 else f"{base}-{n}"
+            n += 1
+            if _lexists(Path(name), dir_fd):
+                continue
+            try:
+                made = kitfiles.write_kit(replace(kit, name=name), self.out_dir)
+                break
+            except kitfiles.KitWriteError as e:
+                if e.errno != errno.EEXIST:
+                    raise
+        else:
+            raise kitfiles.KitWriteError(errno.EEXIST, f"kit {base!r}: no free name after {MAX_NAME_TRIES} tries")
+        if self.retention:
+            size = 0
+            for f in made.files:
+                try:
+                    size += os.stat(os.path.join(name, f), dir_fd=dir_fd, follow_symlinks=False).st_size
+                except OSError:
+                    pass
+            self._ledger.append({"name": name, "size": size, "time": time.time(), "kit": True})
+            self._ledger_dirty = True
+        return (self.out_dir / name).absolute()
+
     # ------------------------------------------------------------ retention
     @property
     def retention(self) -> bool:
@@ -345,22 +391,40 @@ class KickWriter:
             old = ledger[k]
             k += 1
             total -= old.get("size", 0)
-            if self.ours(old["name"]) and self._is_there(old):
-                try:
-                    os.unlink(old["name"], dir_fd=self._fd)
-                    removed.append(old["name"])
-                except OSError as e:
-                    log.warning("cannot remove old kick %s (%s)", self.out_dir / old["name"], e.strerror or e)
+            kit = old.get("kit") is True
+            if self.ours(old["name"], kit=kit) and self._is_there(old):
+                if self._remove(old["name"], kit):
+                    removed.append(old["name"] + ("/" if kit else ""))
         if k:
             del ledger[:k]
             self._ledger_dirty = True
         if removed:
-            keep = [f"at most {self.max_files} kicks (max_files)"] if self.max_files is not None else []
+            kits = sum(n.endswith("/") for n in removed)
+            what = " and ".join(w for w in (f"{len(removed) - kits} old kick(s)" if len(removed) > kits else "",
+                                            f"{kits} old kit folder(s)" if kits else "") if w)
+            keep = ([f"at most {self.max_files} kicks (max_files; a kit folder counts as one)"]
+                    if self.max_files is not None else [])
             keep += [f"under {self.max_mb:g} MB (max_mb; 0 keeps every kick)"] if self.max_mb is not None else []
-            log.info("retention removed %d old kick(s) from %s, oldest first (%s): it keeps %s", len(removed),
+            log.info("retention removed %s from %s, oldest first (%s): it keeps %s", what,
                      self.out_dir, ", ".join(removed[:3]) + (", ..." if len(removed) > 3 else ""), " and ".join(keep))
         self.save_ledger()
         return removed
+
+    def _remove(self, name: str, kit: bool) -> bool:
+        """Remove a kick's file, or a kit's folder as a whole: renamed to a hidden temp folder in one step (what
+        clean_stray_temps sweeps, should this run be killed before it is gone), then removed."""
+        try:
+            if not kit:
+                os.unlink(name, dir_fd=self._fd)
+                return True
+            hidden = f".{name}.{secrets.token_hex(4)}{kitfiles.TEMP_SUFFIX}"
+            os.rename(name, hidden, src_dir_fd=self._fd, dst_dir_fd=self._fd)
+        except OSError as e:
+            log.warning("cannot remove old %s %s (%s)", "kit" if kit else "kick", self.out_dir / name,
+                        e.strerror or e)
+            return False
+        shutil.rmtree(hidden, dir_fd=self._fd, ignore_errors=True)
+        return True
 
     def save_ledger(self) -> None:
         if not self._ledger_dirty:
@@ -488,7 +552,7 @@ class WriterThread:
                 continue
             deliver = getattr(job, "deliver", None)
             if deliver is not None:  # a kit's hit: its job holds it and writes one folder with the last (jobs.Kit)
-                deliver(k, audio[i], writer.out_dir, out.sample_rate, model_name)
+                deliver(k, audio[i], writer, out.sample_rate, model_name)
                 continue
             try:
                 info = KickInfo(model=model_name, seed=k.seed, software=self.software, **job.tags(k))

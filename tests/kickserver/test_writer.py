@@ -1,5 +1,5 @@
 """The WAV drop: format, tags, naming (by the sound, or by the time-based pattern), atomic rename, failed writes,
-retention, stray temp files."""
+retention (kicks and kit folders), stray temp files and kit temp folders."""
 
 from __future__ import annotations
 
@@ -249,6 +249,48 @@ def test_kicks_are_named_by_their_sound_the_note_asked_first(tmp_path):
     w2.write(kick(), info(seed=8))
     w2.prune()
     assert user.exists()
+
+
+def _kit(name: str = "kit_A1_punchy_5", hits: int = 2):
+    from kickserver.kitfiles import Kit, KitHit
+
+    return Kit(name=name, note=33, sample_rate=SR, hits=[KitHit(kick(seed=i) * 0.5 ** i, i, 0) for i in range(hits)])
+
+
+def test_a_kit_folder_is_one_ledger_entry_of_its_whole_size_and_goes_as_a_whole(tmp_path, caplog):
+    """write_kit: one folder (-2 when the name is taken), one ledger entry of every file's size; pruned oldest first
+    with the kicks, by renaming it out of sight first (no visible name loses a file while others stay), logged in the
+    kick pruning's line; a kit's name in the ledger that is a file, not a folder, is not followed."""
+    w = KickWriter(tmp_path, SR, max_files=2)
+    first = w.write_kit(_kit())
+    again = w.write_kit(_kit())
+    assert (first.name, again.name) == ("kit_A1_punchy_5", "kit_A1_punchy_5-2")
+    entry = w._ledger[0]
+    assert entry["kit"] is True and entry["size"] == sum(f.stat().st_size for f in first.iterdir())
+    k = w.write(kick(), info())
+    caplog.set_level("INFO", logger="kickserver.writer")
+    assert w.prune() == ["kit_A1_punchy_5/"]
+    assert not first.exists() and again.is_dir() and k.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([LEDGER, again.name, k.name])
+    line = next(r.getMessage() for r in caplog.records if "retention removed" in r.getMessage())
+    assert "retention removed 1 old kit folder(s) from" in line and "(kit_A1_punchy_5/)" in line, line
+    assert "a kit folder counts as one" in line
+    w.max_files = None
+    w.max_mb = 0.000001  # under anything: every entry but the newest goes
+    assert w.prune() == ["kit_A1_punchy_5-2/"]
+
+
+def test_stale_kit_temp_folders_are_removed_at_start(tmp_path, caplog):
+    stale = tmp_path / ".kit_A1_punchy_5.x1y2z3.kitpart"
+    stale.mkdir()
+    (stale / "kit_A1_punchy_5_v1_rr1.wav").write_bytes(b"RIFF")
+    keep = tmp_path / ".not-a-kit"
+    keep.mkdir()
+    caplog.set_level("INFO", logger="kickserver.writer")
+    KickWriter(tmp_path, SR)
+    assert not stale.exists() and keep.is_dir()
+    assert any("removed 1 stale kit temp folder(s)" in r.getMessage() and stale.name in r.getMessage()
+               for r in caplog.records), caplog.text
 
 
 def test_retention_by_size(tmp_path):
