@@ -417,10 +417,9 @@ def cmd_render(ns: argparse.Namespace) -> int:
 
 def _render_kit(ns: argparse.Namespace, gen: Any, settings: Any, controls: dict[str, float], seed: int,
                 writer: Any, sample_rate: int, name: str) -> int:
-    """`render --kit LxR [--note N | --key K]`: the daemon's /kick/kit job (jobs.Kit: the kick rendered once, its
-    hits by kickmodel.kitrules, one folder by kickserver.kitfiles written with writer, a KickWriter, in its ledger)
-    run here, batch by batch, without the queue; prints the folder, then applies the folder's retention as the daemon
-    does."""
+    """`render --kit LxR [--note N | --key K]`: the daemon's /kick/kit job (jobs.Kit: the generator's kit mode, gen.kit,
+    one folder by kickserver.kitfiles written with writer, a KickWriter, in its ledger) run here, batch by batch,
+    without the queue; prints the folder, then applies the folder's retention as the daemon does."""
     import re
 
     from kickmodel.descriptors import UNIT_CONTROLS

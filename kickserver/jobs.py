@@ -368,7 +368,9 @@ class KitKick(Kick):
 @dataclass
 class Kit(KickJob):
     """/kick/kit: one kick (a seed's, or a source file varied at `strength`: 0 gives the file as the model finishes
-    it) made into `layers` x `robins` hits by kickmodel.kitrules' audio rules, which every model's kick takes.
+    it) made into `layers` x `robins` hits by the generator's kit mode (gen.kit: the family's own number rules where
+    it has them, kick-synth's; else kickmodel.kitrules' audio rules, which every model's kick takes; `rules` says
+    which).
 
     Its `seeds` hold one entry per hit, so the queue prices it as layers x robins kicks (fair_queue: queue_limit,
     client_limit) and takes its hits in batches of at most max_batch under its own batch key: another client's kick
@@ -384,6 +386,7 @@ class Kit(KickJob):
     robins: int = 2
     pitch_hz: float | None = None  # the pitch asked (note, key or pitch_hz), else the top kick's measured pitch
     key: str | None = None
+    rules: str = ""  # which rules made its hits (gen.kit_rules: "numbers" or "audio"), once rendered
     _made: tuple | None = field(default=None, repr=False)  # (sample_rate, the hits [layer][robin])
     _hits: dict = field(default_factory=dict, repr=False)  # index -> audio, held by the writer thread
     _sent: bool = field(default=False, repr=False)
@@ -415,17 +418,10 @@ class Kit(KickJob):
 
     def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
         if self._made is None or self._made[0] != sample_rate:
-            if self.source is not None:
-                top = gen.vary(self.source.clip(gen), self.strength, items, self.settings, sample_rate=sample_rate,
-                               hook=hook)[0]
-            else:
-                top = gen.generate(items, self.settings, sample_rate=sample_rate, hook=hook)[0]
-            from kickmodel.kitrules import audio_kit
-
-            top = np.asarray(top, dtype=np.float32)
-            if not np.isfinite(top).all():
-                raise ValueError("the model's output for the kit's kick is not finite (NaN or inf): no kit made")
-            self._made = (sample_rate, audio_kit(top, sample_rate, self.layers, self.robins, self.seeds[0]))
+            source = self.source.clip(gen) if self.source is not None else None
+            self.rules = gen.kit_rules(source is not None, self.strength)
+            self._made = (sample_rate, gen.kit(items, self.layers, self.robins, self.settings, source=source,
+                                               strength=self.strength, sample_rate=sample_rate, hook=hook))
         grid = self._made[1]
         return np.stack([grid[lay][r] for lay, r in (self.hit(k.index) for k in kicks)])
 
@@ -474,7 +470,8 @@ class Kit(KickJob):
         label = str(self.seeds[0]) if self.source is None else f"v{self.seeds[0]}"
         name = kick_name(label, decay, want, click, pattern=KIT_PATTERN, suffix="")
         info = f"model={model_name} seed={self.seeds[0]}" + (
-            f" source={os.path.basename(str(self.source))} strength={self.strength:g}" if self.source else "")
+            f" source={os.path.basename(str(self.source))} strength={self.strength:g}" if self.source else "") + (
+            f" rules={self.rules}" if self.rules else "")
         kit = kitfiles.Kit(name=name, note=note, sample_rate=int(sample_rate), pitch_hz=want, key=self.key,
                            info=info[:kitfiles.MAX_INFO].replace("\\", "-"),
                            hits=[kitfiles.KitHit(a, *self.hit(i)) for i, a in sorted(hits.items())])
