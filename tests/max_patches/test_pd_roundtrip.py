@@ -356,7 +356,7 @@ def test_pd_user_patch_generates_and_varies(kick_daemon, tmp_path):
 
     _id, kick, seed = third
     assert 0 <= seed < 10**6 and kick.is_file()
-    assert re.fullmatch(rf"kick_\d{{8}}-\d{{6}}_{seed}(-\d+)?\.wav", kick.name), kick.name
+    assert re.fullmatch(rf"kick_(?:[A-G]b?-?\d+_)?[a-z]+_{seed}(-\d+)?\.wav", kick.name), kick.name
     assert f"seed={seed}" in wav_comment(kick).split()
 
 
