@@ -40,6 +40,7 @@ SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device
 # up to 1.2 s while another process loads the cores; kicks land one by one, so each /kick/done also
 # moves the deadline to at least SEND_BASE_S + SEND_PER_KICK_STEP_S x steps from then.
 SEND_BASE_S = 10.0
+SEND_CLOCK = time.monotonic  # the clock send's waits and deadlines read (its tests run it on a scripted one)
 SEND_PER_KICK_STEP_S = 0.25
 SEND_DEFAULT_STEPS = 25
 MAX_MAP_PARTS = 4096  # /kick/map's parts a send waits for at most (a map holds at most 4096 kicks)
@@ -277,7 +278,7 @@ _IS_IT_RUNNING = ("is kickserver running (systemctl --user status kickserver)? i
 def cmd_send(ns: argparse.Namespace) -> int:
     """Send one message; print each reply as it comes. Exit 0 when every expected reply arrived, 1 at the first
     /kick/error for this request (or when the wait runs out), 2 for a bad argument."""
-    from .client import NOT_OSC, Client, build_message, parse_replies
+    from .client import NOT_OSC, build_message, parse_replies
 
     try:
         args = [_typed(a) for a in ns.args]
@@ -296,13 +297,13 @@ def cmd_send(ns: argparse.Namespace) -> int:
     host = ns.host if ns.host is not None else "127.0.0.1"
     port = ns.port if ns.port is not None else 9000
     got = 0
-    started = time.monotonic()
-    with Client(host, port).open() as conv:
+    started = SEND_CLOCK()
+    with open_conversation(host, port) as conv:
         conv.send(build_message(ns.address, args))
         deadline = started + timeout
         while got < expect:
             try:
-                data = conv.datagram(deadline - time.monotonic(), refused_raises=True)
+                data = conv.datagram(deadline - SEND_CLOCK(), refused_raises=True)
             except ConnectionRefusedError:
                 print(f"kickserver send: nothing listens on {host}:{port}: {_IS_IT_RUNNING}", file=sys.stderr)
                 return 1
@@ -326,16 +327,23 @@ def cmd_send(ns: argparse.Namespace) -> int:
                 if address == "/kick/done" and rid is not None:
                     ours.add(rid)
                     if per_kick is not None:
-                        deadline = max(deadline, time.monotonic() + per_kick)
+                        deadline = max(deadline, SEND_CLOCK() + per_kick)
     if got == 0:
-        print(f"kickserver send: no reply from {host}:{port} within {time.monotonic() - started:.0f} s: "
+        print(f"kickserver send: no reply from {host}:{port} within {SEND_CLOCK() - started:.0f} s: "
               f"{_IS_IT_RUNNING} (or --timeout to wait longer)", file=sys.stderr)
         return 1
     if got < expect:
-        print(f"kickserver send: {got} of {expect} replies within {time.monotonic() - started:.0f} s "
+        print(f"kickserver send: {got} of {expect} replies within {SEND_CLOCK() - started:.0f} s "
               f"(--timeout to wait longer)", file=sys.stderr)
         return 1
     return 0
+
+
+def open_conversation(host: str, port: int):
+    """The exchange `send` talks through (kickserver.client.Conversation; its tests put a scripted daemon here)."""
+    from .client import Client
+
+    return Client(host, port).open()
 
 
 # ------------------------------------------------------------------ render
