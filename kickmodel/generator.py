@@ -11,6 +11,8 @@
     gen.from_map(0.3, 0.7, 0.2, items)         # kicks from the kit map's point: one latent per item,
                                                # kit_map.near(x, y, spread, item.seed), decoded
     gen.locate(gen.prepare_source(audio, sr))  # (x, y): where a file's kick lies on the map
+    gen.kit([Item(seed=5)], 8, 4, s)           # a kit of one kick: [layer][robin] finished kicks, by the family's
+                                               # own number rules (KIT_NUMBERS) or kickmodel.kitrules' audio rules
     ENCODE in gen.capabilities                 # what it can do, declared by its class (never probed for):
                                                # then gen.encode(clips) -> latents (kicktrain map)
     gen.kit_map                                # its kit's map (kickmodel.kitmap.KitMap) or None, and then
@@ -132,7 +134,12 @@ ENCODE = "encode"
 # items' controls may also be given in units (descriptors.UNIT_CONTROLS: decay_s, pitch_hz, click_db), and each
 # kick then measures as asked (gen.unit_controls lists those the model takes)
 UNITS = "units"
-CAPABILITIES = frozenset({CONTROLS, SAMPLERS, GUIDANCE, VARIATION, INTERPOLATION, INVERT, ENCODE, UNITS})
+# gen.kit makes a kit's layers and robins from the family's own numbers (the family's `_kit_numbers`: kick-synth's
+# click, drive and sweep fall with a softer hit, its robins are seeded moves of its numbers), not from the audio
+# rules every finished kick takes (kickmodel.kitrules); gen.kit_rules says which a kit gets
+KIT_NUMBERS = "kit_numbers"
+CAPABILITIES = frozenset({CONTROLS, SAMPLERS, GUIDANCE, VARIATION, INTERPOLATION, INVERT, ENCODE, UNITS,
+                          KIT_NUMBERS})
 
 
 class KickGenerator(Protocol):
@@ -175,6 +182,12 @@ class KickGenerator(Protocol):
                  hook: Hook | None = None) -> np.ndarray: ...
 
     def locate(self, clip: np.ndarray) -> tuple[float, float]: ...
+
+    def kit(self, items: Sequence[Item], layers: int, robins: int, settings: Settings, *,
+            source: np.ndarray | None = None, strength: float = 0.0, sample_rate: int | None = None,
+            hook: Hook | None = None) -> list[list[np.ndarray]]: ...
+
+    def kit_rules(self, source: bool = False, strength: float = 0.0) -> str: ...
 
     def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray: ...
 
@@ -345,6 +358,13 @@ class GeneratorBase:
                hook: Hook) -> np.ndarray:
         raise NotImplementedError
 
+    def _kit_numbers(self, items: Sequence[Item], layers: int, robins: int, settings: Settings,
+                     source: np.ndarray | None, strength: float, sample_rate: int,
+                     hook: Hook) -> list[list[np.ndarray]]:
+        """KIT_NUMBERS: items[0]'s kick (a fresh one, or source's variation at 0 < strength) made into a kit by the
+        family's own rules over its numbers: [layer][robin] finished kicks at sample_rate (see kit)."""
+        raise NotImplementedError
+
     def _source_tensor(self, source: np.ndarray, n: int) -> torch.Tensor:
         src = torch.as_tensor(np.asarray(source, dtype=np.float32)).reshape(1, -1)
         if src.shape[-1] != self.length:
@@ -449,6 +469,45 @@ class GeneratorBase:
         z = np.stack([self.kit_map.near(x, y, spread, it.seed) for it in items])
         raw = self.decode_latents(z, items, hook or _no_hook)  # type: ignore[attr-defined]  # ENCODE: a map needs it
         return self._finish(raw, sample_rate)
+
+    def kit_rules(self, source: bool = False, strength: float = 0.0) -> str:
+        """Which rules a kit of this model gets (kit): "numbers", the family's own (KIT_NUMBERS), for a fresh kick or
+        a variation of a source; "audio", kickmodel.kitrules' rules on the finished kick, for a model without them and
+        for a source kept as it is (strength 0: the file has no numbers of this model)."""
+        return "numbers" if KIT_NUMBERS in self.capabilities and not (source and strength == 0.0) else "audio"
+
+    def kit(self, items: Sequence[Item], layers: int, robins: int, settings: Settings, *,
+            source: np.ndarray | None = None, strength: float = 0.0, sample_rate: int | None = None,
+            hook: Hook | None = None) -> list[list[np.ndarray]]:
+        """A kit of one kick: its hits [layer][robin] (softest layer first), finished kicks at sample_rate (default:
+        the model's), each softer layer quieter and duller, each robin a little different, no hit louder than the
+        kick asked for. The kick is items[0]'s: generate's for its seed and controls, or, with a prepared source,
+        vary's at strength (0: the file as it is); further items are rendered beside it and dropped (a batch padded
+        to a size the render was captured for). By the family's own number rules where it has them (kit_rules),
+        else by kickmodel.kitrules.audio_kit; both seeded by items[0].seed. ValueError for layers or robins out of
+        range (kickmodel.kitrules.check_counts) or a kit that is not finite."""
+        from .kitrules import audio_kit, check_counts
+
+        layers, robins = check_counts(layers, robins)
+        hook = hook or _no_hook
+        rate = int(sample_rate or self.sample_rate)
+        if self.kit_rules(source is not None, strength) == "numbers":
+            if source is not None:
+                self._needs(VARIATION, "make variations")
+                if not 0.0 < float(strength) <= 1.0:
+                    raise ValueError(f"strength must be within 0..1, got {float(strength):g}")
+            grid = self._kit_numbers(items, layers, robins, settings, source, float(strength), rate, hook)
+        else:
+            top = (self.vary(source, strength, items, settings, sample_rate=rate, hook=hook) if source is not None
+                   else self.generate(items, settings, sample_rate=rate, hook=hook))[0]
+            top = np.asarray(top, dtype=np.float32)
+            if not np.isfinite(top).all():
+                raise ValueError("the model's output for the kit's kick is not finite (NaN or inf): no kit made")
+            grid = audio_kit(top, rate, layers, robins, items[0].seed)
+        grid = [[np.asarray(h, dtype=np.float32) for h in row] for row in grid]
+        if not all(np.isfinite(h).all() for row in grid for h in row):
+            raise ValueError("the model's output for the kit's kick is not finite (NaN or inf): no kit made")
+        return grid
 
     def _needs(self, capability: str, what: str) -> None:
         if capability not in self.capabilities:

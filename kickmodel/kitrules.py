@@ -1,6 +1,7 @@
-"""Velocity layers and round robins as rules over a kick: what makes a kit's harder hit louder and brighter, and
-its repeated hits not quite the same. Pure functions; the kit writer (kickserver.kitfiles) and the
-families call them.
+"""Velocity layers and round robins as rules over a finished kick: what makes a kit's harder hit louder and
+brighter, and its repeated hits not quite the same, for any model. Pure functions; the generator's kit mode
+(kickmodel.generator: GeneratorBase.kit) calls them, and a family with numbers of its own has its own rules beside
+them (KIT_NUMBERS: kick-synth's, kickmodel/families/kick_synth/kits.py), which share the conventions below.
 
 Conventions
 - A kit has `layers` velocity layers; layer i (0 = softest) sits at position p = (i + 1) / layers in (0, 1]: the
@@ -9,39 +10,28 @@ Conventions
   evenly (kickserver.kitfiles.velocity_ranges).
 - Every layer is LEVEL_RANGE_DB * (1 - p) quieter than the top (layer_gain_db), applied to the finished kick after
   any peak normalisation (a family's finish step would undo a level set in its numbers).
-- Brightness falls with p by one of two rules:
-  - a model with numbers (the kick-synth family): its numbers fall with the hit, as a drum's head tension and
-    beater energy do: the click's level (click_db, SYNTH_CLICK_RANGE_DB lower at p = 0), the drive (divided by up
-    to SYNTH_DRIVE_RATIO) and the pitch sweep's start (sweep, f_start / f_end - 1, down to SYNTH_SWEEP_FRACTION of
-    it): synth_layer;
-  - any finished kick (a model without such numbers): a gentle high shelf cut that deepens as the hit softens
-    (TILT_RANGE_DB at p = 0, shelf at TILT_HZ): audio_layer. A kick with almost no click of its own (under
-    BEATER_TOP_DB, as the bundled model's often are: nothing to cut) also gets a beater click, a short burst of
-    band-passed noise drawn per hit, BEATER_TOP_DB at the top and BEATER_RANGE_DB less at p = 0 (beater): its top
-    layer is then the asked kick with that beater. Drive is not added: drive cannot be taken out of a finished kick
-    for the softer layers, and the beater is what a harder hit adds.
-- Round robin r of a layer (0 = the layer's kick itself) is a small seeded variation of it:
-  - with numbers: the click's level, centre and decay, the drive, the body's decay and the sweep's time move by
-    a few per cent (synth_robin); the body's end pitch does not move, so a tuned kit stays tuned;
-  - any finished kick: a seeded rotation of the body's phase against the attack (a causal 2nd-order all-pass, so
-    the spectrum's magnitude is unchanged and nothing comes before the onset), a shelf within +-ROBIN_TILT_DB, the
-    peak of the kick less 0..ROBIN_LEVEL_DB (audio_robin). distinct_robins checks robins by their correlation and
-    turns the phase of any robin that correlates at ROBIN_MAX_CORR or more with an earlier one further.
+- Brightness falls with p: a gentle high shelf cut that deepens as the hit softens (TILT_RANGE_DB at p = 0, shelf
+  at TILT_HZ): audio_layer. A kick with almost no click of its own (under BEATER_TOP_DB, as the bundled model's
+  often are: nothing to cut) also gets a beater click, a short burst of band-passed noise drawn per hit,
+  BEATER_TOP_DB at the top and BEATER_RANGE_DB less at p = 0 (beater): its top layer is then the asked kick with
+  that beater. Drive is not added: drive cannot be taken out of a finished kick for the softer layers, and the
+  beater is what a harder hit adds. (A family with numbers lowers its click, drive and sweep instead.)
+- Round robin r of a layer (0 = the layer's kick itself) is a small seeded variation of it: a seeded rotation of
+  the body's phase against the attack (a causal 2nd-order all-pass, so the spectrum's magnitude is unchanged and
+  nothing comes before the onset), a shelf within +-ROBIN_TILT_DB, the peak of the kick less 0..ROBIN_LEVEL_DB
+  (audio_robin). distinct_robins checks robins by their correlation and turns the phase of any robin that
+  correlates at ROBIN_MAX_CORR or more with an earlier one further (a family's robins too).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 
 LEVEL_RANGE_DB = 18.0
-
-SYNTH_CLICK_RANGE_DB = 15.0
-SYNTH_DRIVE_RATIO = 3.0
-SYNTH_SWEEP_FRACTION = 0.5
 
 TILT_RANGE_DB = 12.0
 TILT_HZ = 1500.0
@@ -60,9 +50,6 @@ ROBIN_PHASE_STEP = 0.12  # radians of body phase (at ROBIN_REF_HZ) between succe
 ROBIN_REF_HZ = 60.0
 ROBIN_MAX_CORR = 0.99
 ALLPASS_Q = 0.707
-# the kick-synth numbers a robin moves, and by how much (a relative spread, or dB for the *_db ones)
-SYNTH_ROBIN_SPREAD: dict[str, float] = {"click_db": 1.5, "click_hz": 0.12, "click_tau": 0.1, "drive": 0.08,
-                                        "decay": 0.04, "sweep_tau": 0.04}
 MAX_LAYERS, MAX_ROBINS = 8, 4
 
 
@@ -80,7 +67,7 @@ def layer_positions(layers: int) -> np.ndarray:
     return np.arange(1, layers + 1, dtype=np.float64) / layers
 
 
-def _check_position(p: float) -> float:
+def check_position(p: float) -> float:
     p = float(p)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"layer position {p!r}: outside 0..1 (1 is the top layer, the kick asked for)")
@@ -89,48 +76,7 @@ def _check_position(p: float) -> float:
 
 def layer_gain_db(position: float) -> float:
     """A layer's level against the top layer, in dB (0 at the top, -LEVEL_RANGE_DB at position 0)."""
-    return -LEVEL_RANGE_DB * (1.0 - _check_position(position))
-
-
-def _synth_ranges() -> dict[str, tuple[float, float]]:
-    from kickmodel.families.kick_synth.synth import PARAMS
-
-    return {p.name: (p.lo, p.hi) for p in PARAMS}
-
-
-def _clamped(values: dict[str, float]) -> dict[str, float]:
-    ranges = _synth_ranges()
-    return {k: (min(max(float(v), ranges[k][0]), ranges[k][1]) if k in ranges else float(v))
-            for k, v in values.items()}
-
-
-def synth_layer(params: Mapping[str, float], position: float) -> dict[str, float]:
-    """The kick-synth numbers (by name, in their units: kickmodel.families.kick_synth.synth.describe) of the layer
-    at position, from the asked kick's numbers (the top layer): click_db, drive and sweep fall with the hit; every
-    other number (the end pitch, the decay...) is kept. Values stay within the synth's ranges."""
-    s = 1.0 - _check_position(position)
-    out = dict(params)
-    if "click_db" in out:
-        out["click_db"] = float(out["click_db"]) - SYNTH_CLICK_RANGE_DB * s
-    if "drive" in out:
-        out["drive"] = float(out["drive"]) / SYNTH_DRIVE_RATIO ** s
-    if "sweep" in out:
-        out["sweep"] = float(out["sweep"]) * (1.0 - (1.0 - SYNTH_SWEEP_FRACTION) * s)
-    return _clamped(out)
-
-
-def synth_robin(params: Mapping[str, float], robin: int, seed: int) -> dict[str, float]:
-    """Round robin `robin` of a kick-synth kick: robin 0 is params as given; the others move the numbers in
-    SYNTH_ROBIN_SPREAD by a seeded draw (dB for *_db, else relative), each robin its own draw."""
-    if robin == 0:
-        return dict(params)
-    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(robin)])
-    out = dict(params)
-    for name, spread in SYNTH_ROBIN_SPREAD.items():
-        if name in out:
-            d = rng.uniform(-1.0, 1.0) * spread
-            out[name] = float(out[name]) + d if name.endswith("_db") else float(out[name]) * (1.0 + d)
-    return _clamped(out)
+    return -LEVEL_RANGE_DB * (1.0 - check_position(position))
 
 
 def _biquad(x: np.ndarray, fn) -> np.ndarray:
@@ -169,7 +115,7 @@ def audio_layer(x: np.ndarray, sample_rate: int, position: float, click: np.ndar
     """The layer at position made from a finished kick x (the top layer): x plus `click` (a beater, see beater; None:
     none), through a high shelf of -TILT_RANGE_DB * (1 - p) at TILT_HZ, at x's peak at most, then at the layer's gain
     (layer_gain_db). The top layer without a click comes back as x."""
-    p = _check_position(position)
+    p = check_position(position)
     x = np.asarray(x)
     y = x if click is None else _no_louder(x + click[: len(x)], x)
     y = high_shelf(y, sample_rate, -TILT_RANGE_DB * (1.0 - p))
@@ -198,7 +144,7 @@ def beater(x: np.ndarray, sample_rate: int, position: float, seed: int, layer: i
     BEATER_RISE_S and decaying with BEATER_TAU_S from the kick's onset, whose energy against the kick's first 100 ms
     is BEATER_TOP_DB at the top and BEATER_RANGE_DB * (1 - p) less under it: a hard hit's beater, which a kick
     without click lacks and a sampler's top layers need (so layers rise in click on every model)."""
-    p = _check_position(position)
+    p = check_position(position)
     x = np.asarray(x, dtype=np.float64)
     own = click_db(x, sample_rate) if own_click_db is None else float(own_click_db)
     if own >= BEATER_TOP_DB or not np.any(x):
@@ -289,21 +235,4 @@ def audio_kit(x: np.ndarray, sample_rate: int, layers: int, robins: int, seed: i
         hits = [audio_layer(audio_robin(x, sample_rate, r, seed), sample_rate, p,
                             beater(x, sample_rate, p, seed, i, r, own)) for r in range(robins)]
         out.append(distinct_robins(hits, sample_rate, seed))
-    return out
-
-
-def synth_kit(params: Mapping[str, float], render, sample_rate: int, layers: int, robins: int,
-              seed: int) -> list[list[np.ndarray]]:
-    """A kit's hits [layer][robin] from the kick-synth numbers of the asked kick (by name, in units) by the number
-    rules: each layer's numbers (synth_layer), its robins' (synth_robin), rendered by render(list of numbers) ->
-    finished kicks (a family's render and finish step, peak-normalised), made distinct, then at the layer's gain."""
-    layers, robins = check_counts(layers, robins)
-    out = []
-    for p in layer_positions(layers):
-        numbers = [synth_robin(synth_layer(params, p), r, seed) for r in range(robins)]
-        kicks = [np.asarray(k) for k in render(numbers)]
-        if len(kicks) != robins:
-            raise ValueError(f"synth_kit: render gave {len(kicks)} kicks for {robins} robins")
-        gain = _gain(layer_gain_db(p))
-        out.append([(k * gain).astype(k.dtype, copy=False) for k in distinct_robins(kicks, sample_rate, seed)])
     return out

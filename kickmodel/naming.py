@@ -15,6 +15,10 @@ kicks (decay median 0.36 s, 10..90 % 0.16..1.18 s; click median -38 dB, 75 % -28
 
 A note name spells accidentals as flats (`Db1`, not `C#1`): Pure Data's file format turns `#` into `$` when it
 loads what it saved, and a path is a symbol a patch may keep. An unmeasured pitch leaves the note out.
+
+A pattern (the daemon's `name_pattern`) is text with fields from NAME_FIELDS; TIME_PATTERN is the daemon's old
+naming (`kick_20261205-083442_5513.wav`). name_regex(pattern) matches every name kick_name makes from it (and the
+writer's collision suffix `-2`, `-3`...), so the writer's retention removes only names its patterns make.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ SOFT_DB = -45.0
 WORDS = ("boomy", "long", "clicky", "short", "soft", "punchy")
 
 DEFAULT_PATTERN = "kick_{note}_{word}_{label}"
+TIME_PATTERN = "kick_{time}_{label}"  # the daemon's names before they said the sound: kick_20261205-083442_5513.wav
 NAME_FIELDS = {"note": "the nearest note (Db1)", "word": "the character word", "label": "seed or label (5513, v12)",
                "cents": "cents off the note (+12)", "time": "the writer's time stamp"}
 MAX_PATTERN = 100
@@ -69,6 +74,8 @@ def check_pattern(pattern: str) -> str:
         raise ValueError(f"name pattern {pattern!r}: {e}; write fields as {{note}}, braces as {{{{ }}}}") from None
     if any(conv is not None for _, f, _, conv in string.Formatter().parse(pattern) if f is not None):
         raise ValueError(f"name pattern {pattern!r}: no conversions (!r, !s, !a) in a field; write {{label}}")
+    if any(spec for _, f, spec, _ in string.Formatter().parse(pattern) if f is not None):
+        raise ValueError(f"name pattern {pattern!r}: no format spec (:...) in a field; write {{label}}")
     unknown = [f for f in fields if f not in NAME_FIELDS]
     if unknown:
         raise ValueError(f"name pattern {pattern!r}: unknown field {unknown[0]!r}; the fields are "
@@ -80,6 +87,34 @@ def check_pattern(pattern: str) -> str:
 
 
 KIT_PATTERN = "kit_{note}_{word}_{label}"
+# what each field can come out as (kick_name): a note spelled with flats, a word of the table, a seed or a label
+# (KickInfo.label: v12, t250, m5), cents with their sign, the writer's time stamp
+_FIELD_RE = {"note": r"[A-G]b?-?\d+", "word": "(?:" + "|".join(WORDS) + ")", "label": r"(?:-?\d+|[vmt]\d+)",
+             "cents": r"[+-]?\d+", "time": r"\d{8}-\d{6}"}
+_OPTIONAL = ("note", "cents")  # empty for a kick whose pitch was not measured
+
+
+def name_regex(pattern: str, suffix: str = ".wav") -> re.Pattern[str]:
+    """A regex that matches every name kick_name(..., pattern, suffix=suffix) makes, with or without the writer's
+    collision suffix (`-2`, `-3`, ... before the suffix), and no name whose fields are not what kick_name puts there
+    (a user's `kick_best_ever.wav` is no name of DEFAULT_PATTERN's)."""
+    check_pattern(pattern)
+    parsed = list(string.Formatter().parse(pattern))
+    parts = []
+    for i, (literal, field, _, _) in enumerate(parsed):
+        literal = _SAFE.sub("-", literal)
+        if i == 0:
+            literal = literal.lstrip("-.")  # kick_name strips `-` and `.` off the ends of the name
+        if i == len(parsed) - 1 and field is None:
+            literal = literal.rstrip("-.")
+        sep = ""
+        if field in _OPTIONAL and literal and literal[-1] in "_-.":  # an empty field takes its separator with it
+            literal, sep = literal[:-1], literal[-1]
+        parts.append(re.escape(literal))
+        if field is not None:
+            value = re.escape(sep) + _FIELD_RE[field]
+            parts.append(f"(?:{value})?" if field in _OPTIONAL else value)
+    return re.compile(rf"\A{''.join(parts)}(?:-\d+)?{re.escape(suffix)}\Z", re.ASCII)
 
 
 def kick_name(label: str, decay_s: float, pitch_hz: float | None, click_db: float,

@@ -31,8 +31,8 @@ from . import __version__
 from .config import CAPTURE_MODES, ServerConfig, ServerConfigError, default_config_path, load_config
 
 SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device", "sample_rate", "allow",
-                 "read_roots", "max_files", "max_mb", "queue_limit", "client_queue_limit", "max_batch", "max_steps",
-                 "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb", "return_proof",
+                 "read_roots", "max_files", "max_mb", "name_pattern", "queue_limit", "client_queue_limit", "max_batch",
+                 "max_steps", "steps", "threads", "log_level", "reply_rate_kb", "reply_burst_kb", "return_proof",
                  "render_capture")
 
 # `kickserver send`'s default wait: SEND_BASE_S + SEND_PER_KICK_STEP_S x count x steps (steps: the request's, else
@@ -40,6 +40,7 @@ SERVE_OPTIONS = ("host", "port", "reply_port", "out", "models", "model", "device
 # up to 1.2 s while another process loads the cores; kicks land one by one, so each /kick/done also
 # moves the deadline to at least SEND_BASE_S + SEND_PER_KICK_STEP_S x steps from then.
 SEND_BASE_S = 10.0
+SEND_CLOCK = time.monotonic  # the clock send's waits and deadlines read (its tests run it on a scripted one)
 SEND_PER_KICK_STEP_S = 0.25
 SEND_DEFAULT_STEPS = 25
 MAX_MAP_PARTS = 4096  # /kick/map's parts a send waits for at most (a map holds at most 4096 kicks)
@@ -81,6 +82,10 @@ def _serve_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-mb", dest="max_mb", type=float, metavar="MB",
                    help="keep generated kicks in --out under MB megabytes, oldest removed first (default 1024; "
                         "0: no budget)")
+    p.add_argument("--name-pattern", dest="name_pattern", metavar="PATTERN",
+                   help="how kick files are named: fields {note} {word} {label} {cents} {time}, {label} required "
+                        "(default kick_{note}_{word}_{label}: kick_A1_short_5513.wav; kick_{time}_{label}: the old "
+                        "kick_<YYYYmmdd-HHMMSS>_<seed>.wav)")
     p.add_argument("--queue-limit", dest="queue_limit", type=int, metavar="N",
                    help="kicks that may wait; past that requests get 'busy' (default 64)")
     p.add_argument("--client-queue-limit", dest="client_queue_limit", type=int, metavar="N",
@@ -273,7 +278,7 @@ _IS_IT_RUNNING = ("is kickserver running (systemctl --user status kickserver)? i
 def cmd_send(ns: argparse.Namespace) -> int:
     """Send one message; print each reply as it comes. Exit 0 when every expected reply arrived, 1 at the first
     /kick/error for this request (or when the wait runs out), 2 for a bad argument."""
-    from .client import NOT_OSC, Client, build_message, parse_replies
+    from .client import NOT_OSC, build_message, parse_replies
 
     try:
         args = [_typed(a) for a in ns.args]
@@ -292,13 +297,13 @@ def cmd_send(ns: argparse.Namespace) -> int:
     host = ns.host if ns.host is not None else "127.0.0.1"
     port = ns.port if ns.port is not None else 9000
     got = 0
-    started = time.monotonic()
-    with Client(host, port).open() as conv:
+    started = SEND_CLOCK()
+    with open_conversation(host, port) as conv:
         conv.send(build_message(ns.address, args))
         deadline = started + timeout
         while got < expect:
             try:
-                data = conv.datagram(deadline - time.monotonic(), refused_raises=True)
+                data = conv.datagram(deadline - SEND_CLOCK(), refused_raises=True)
             except ConnectionRefusedError:
                 print(f"kickserver send: nothing listens on {host}:{port}: {_IS_IT_RUNNING}", file=sys.stderr)
                 return 1
@@ -322,16 +327,23 @@ def cmd_send(ns: argparse.Namespace) -> int:
                 if address == "/kick/done" and rid is not None:
                     ours.add(rid)
                     if per_kick is not None:
-                        deadline = max(deadline, time.monotonic() + per_kick)
+                        deadline = max(deadline, SEND_CLOCK() + per_kick)
     if got == 0:
-        print(f"kickserver send: no reply from {host}:{port} within {time.monotonic() - started:.0f} s: "
+        print(f"kickserver send: no reply from {host}:{port} within {SEND_CLOCK() - started:.0f} s: "
               f"{_IS_IT_RUNNING} (or --timeout to wait longer)", file=sys.stderr)
         return 1
     if got < expect:
-        print(f"kickserver send: {got} of {expect} replies within {time.monotonic() - started:.0f} s "
+        print(f"kickserver send: {got} of {expect} replies within {SEND_CLOCK() - started:.0f} s "
               f"(--timeout to wait longer)", file=sys.stderr)
         return 1
     return 0
+
+
+def open_conversation(host: str, port: int):
+    """The exchange `send` talks through (kickserver.client.Conversation; its tests put a scripted daemon here)."""
+    from .client import Client
+
+    return Client(host, port).open()
 
 
 # ------------------------------------------------------------------ render
@@ -383,7 +395,8 @@ def cmd_render(ns: argparse.Namespace) -> int:
     out = ns.out if ns.out is not None else cfg.out
     import os
 
-    writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
+    writer = KickWriter(os.path.expanduser(out), cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb,
+                        name_pattern=cfg.name_pattern)
     base = ns.seed if ns.seed is not None else random.randrange(0, SEED_LIMIT - ns.n)
     # render's --steps goes up to the generator's own limit (an offline run asks for what it wants), so no cap
     try:  # resolved and checked once: steps out of range or an unknown sampler end here
@@ -393,7 +406,7 @@ def cmd_render(ns: argparse.Namespace) -> int:
         return 2
     t0 = time.perf_counter()
     if ns.kit is not None or ns.note is not None or ns.key is not None:
-        return _render_kit(ns, gen, chosen, controls, base, writer.out_dir, cfg.sample_rate, name)
+        return _render_kit(ns, gen, chosen, controls, base, writer, cfg.sample_rate, name)
     kicks = render_kicks(gen, first_seed=base, n=ns.n, controls=controls, settings=chosen, write=writer.write,
                          sample_rate=cfg.sample_rate, batch=ns.batch, software=f"kickserver {__version__}")
     try:
@@ -411,10 +424,10 @@ def cmd_render(ns: argparse.Namespace) -> int:
 
 
 def _render_kit(ns: argparse.Namespace, gen: Any, settings: Any, controls: dict[str, float], seed: int,
-                out_dir: Any, sample_rate: int, name: str) -> int:
-    """`render --kit LxR [--note N | --key K]`: the daemon's /kick/kit job (jobs.Kit: the kick rendered once, its
-    hits by kickmodel.kitrules, one folder by kickserver.kitfiles) run here, batch by batch, without the queue; prints
-    the folder."""
+                writer: Any, sample_rate: int, name: str) -> int:
+    """`render --kit LxR [--note N | --key K]`: the daemon's /kick/kit job (jobs.Kit: the generator's kit mode, gen.kit,
+    one folder by kickserver.kitfiles written with writer, a KickWriter, in its ledger) run here, batch by batch,
+    without the queue; prints the folder, then applies the folder's retention as the daemon does."""
     import re
 
     from kickmodel.descriptors import UNIT_CONTROLS
@@ -448,11 +461,12 @@ def _render_kit(ns: argparse.Namespace, gen: Any, settings: Any, controls: dict[
             log.error("%s", job.refusal(e))
             return 1
         for k, a in zip(batch, audio, strict=True):
-            job.deliver(k, a, out_dir, sample_rate, name)
+            job.deliver(k, a, writer, sample_rate, name)
     if not said or not isinstance(said[-1], jobs.KitDone):
         log.error("%s", said[-1].reason if said else "no kit written")
         return 1
     print(said[-1].folder, flush=True)
+    writer.prune()
     return 0
 
 

@@ -14,6 +14,7 @@ if present) < command-line options. Unknown keys and wrong types in the TOML are
     read_roots = ["~/Samples"]  # /kick/variation may read absolute paths under these (and the out folder)
     max_files = 500             # keep at most this many generated kicks in `out` (oldest removed first)
     max_mb = 200.0
+    name_pattern = "kick_{note}_{word}_{label}"   # kick_A1_short_5513.wav; "kick_{time}_{label}": the old names
     render_capture = "auto"     # auto (CUDA graphs on CUDA, eager on the CPU), off, compile or graphs
 """
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kickmodel.config import MAX_STEPS, OUTPUT_SAMPLE_RATES
+from kickmodel.naming import DEFAULT_PATTERN, NAME_FIELDS, TIME_PATTERN, check_pattern
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,6 +81,8 @@ class ServerConfig:
     max_files: int | None = None
     # the output folder's disk budget (on by default: without one, one address wrote 24.9 MB in 45 s); 0: none
     max_mb: float | None = DEFAULT_MAX_MB
+    # how kick files are named (kickmodel.naming): the sound's note and character word, then the seed
+    name_pattern: str = DEFAULT_PATTERN
     queue_limit: int = 64  # kicks waiting at most; past that a request is refused with "busy"
     client_queue_limit: int = 32  # kicks one host (source address, all its ports together) may have waiting
     max_batch: int = 8  # kicks generated together on the device
@@ -132,6 +136,11 @@ class ServerConfig:
             raise bad(f"max_mb must be >= 0 (0: no disk budget, keep every kick), got {self.max_mb}")
         if self.max_mb == 0:
             self.max_mb = None  # no budget: no ledger, nothing pruned
+        try:
+            check_pattern(self.name_pattern)
+        except ValueError as e:
+            raise bad(f"name_pattern: {e}; its fields: " + ", ".join(f"{{{k}}}" for k in NAME_FIELDS)
+                      + f" (default {DEFAULT_PATTERN!r}; the old time-based names: {TIME_PATTERN!r})") from None
         if self.queue_limit < 1:
             raise bad(f"queue_limit must be >= 1, got {self.queue_limit}")
         if self.client_queue_limit < 1:

@@ -133,7 +133,8 @@ class Server:
         if self._stop.is_set():
             return self._closed(0)
         try:
-            writer = KickWriter(cfg.out_dir, cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb)
+            writer = KickWriter(cfg.out_dir, cfg.sample_rate, max_files=cfg.max_files, max_mb=cfg.max_mb,
+                                name_pattern=cfg.name_pattern)
         except OSError as e:
             log.error("cannot use the output folder %s: %s", cfg.out_dir, e.strerror or e)
             return self._closed(2)
@@ -282,10 +283,11 @@ class Server:
                 setattr(new, k, getattr(old, k))
         w = self.worker
         assert w is not None and self.loader is not None
-        if (new.out_dir, new.sample_rate, new.max_files, new.max_mb) != (
-                old.out_dir, old.sample_rate, old.max_files, old.max_mb):
+        if (new.out_dir, new.sample_rate, new.max_files, new.max_mb, new.name_pattern) != (
+                old.out_dir, old.sample_rate, old.max_files, old.max_mb, old.name_pattern):
             try:  # the worker swaps writer and rate together, between batches (kickserver.worker: set_output)
-                w.set_output(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb)
+                w.set_output(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb,
+                             name_pattern=new.name_pattern)
             except OSError as e:
                 log.error("SIGHUP: cannot use the output folder %s (%s); keeping %s", new.out_dir, e, old.out_dir)
                 new.out, new.sample_rate = old.out, old.sample_rate

@@ -400,7 +400,9 @@ class KitKick(Kick):
 @dataclass
 class Kit(KickJob):
     """/kick/kit: one kick (a seed's, or a source file varied at `strength`: 0 gives the file as the model finishes
-    it) made into `layers` x `robins` hits by kickmodel.kitrules' audio rules, which every model's kick takes.
+    it) made into `layers` x `robins` hits by the generator's kit mode (gen.kit: the family's own number rules where
+    it has them, kick-synth's; else kickmodel.kitrules' audio rules, which every model's kick takes; `rules` says
+    which).
 
     Its `seeds` hold one entry per hit, so the queue prices it as layers x robins kicks (fair_queue: queue_limit,
     client_limit) and takes its hits in batches of at most max_batch under its own batch key: another client's kick
@@ -416,6 +418,7 @@ class Kit(KickJob):
     robins: int = 2
     pitch_hz: float | None = None  # the pitch asked (note, key or pitch_hz), else the top kick's measured pitch
     key: str | None = None
+    rules: str = ""  # which rules made its hits (gen.kit_rules: "numbers" or "audio"), once rendered
     _made: tuple | None = field(default=None, repr=False)  # (sample_rate, the hits [layer][robin])
     _hits: dict = field(default_factory=dict, repr=False)  # index -> audio, held by the writer thread
     _sent: bool = field(default=False, repr=False)
@@ -452,26 +455,20 @@ class Kit(KickJob):
 
     def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
         if self._made is None or self._made[0] != sample_rate:
-            if self.source is not None:
-                top = gen.vary(self.source.clip(gen), self.strength, items, self.settings, sample_rate=sample_rate,
-                               hook=hook)[0]
-            else:
-                top = gen.generate(items, self.settings, sample_rate=sample_rate, hook=hook)[0]
-            from kickmodel.kitrules import audio_kit
-
-            top = np.asarray(top, dtype=np.float32)
-            if not np.isfinite(top).all():
-                raise ValueError("the model's output for the kit's kick is not finite (NaN or inf): no kit made")
-            self._made = (sample_rate, audio_kit(top, sample_rate, self.layers, self.robins, self.seeds[0]))
+            source = self.source.clip(gen) if self.source is not None else None
+            self.rules = gen.kit_rules(source is not None, self.strength)
+            self._made = (sample_rate, gen.kit(items, self.layers, self.robins, self.settings, source=source,
+                                               strength=self.strength, sample_rate=sample_rate, hook=hook))
         grid = self._made[1]
         return np.stack([grid[lay][r] for lay, r in (self.hit(k.index) for k in kicks)])
 
     def files(self) -> list[Opened]:
         return [self.source] if self.source is not None else []
 
-    def deliver(self, kick: Kick, audio: np.ndarray, out_dir: Any, sample_rate: int, model_name: str) -> None:
+    def deliver(self, kick: Kick, audio: np.ndarray, writer: Any, sample_rate: int, model_name: str) -> None:
         """The writer thread's hook (kickserver.writer.WriterThread): hold the hit; with the last one, write the kit's
-        folder into out_dir and answer KitDone, or Refused with why (nothing left behind)."""
+        folder with writer (a kickserver.writer.KickWriter: into its folder, in its ledger) and answer KitDone, or
+        Refused with why (nothing left behind)."""
         kick.answered = True
         if self._sent:
             return
@@ -480,7 +477,7 @@ class Kit(KickJob):
             return
         hits, self._hits, self._made = self._hits, {}, None
         try:
-            folder = self.write(hits, out_dir, sample_rate, model_name)
+            folder = self.write(hits, writer, sample_rate, model_name)
         except (OSError, ValueError) as e:
             log.error("request %d: %s", self.id, e)
             self.answer(Refused(self.id, getattr(e, "strerror", None) or str(e)))
@@ -489,9 +486,9 @@ class Kit(KickJob):
             self.close()
         self.answer(KitDone(self.id, str(folder), self.layers, self.robins, self.reply_seed(self.seeds[0])))
 
-    def write(self, hits: dict[int, np.ndarray], out_dir: Any, sample_rate: int, model_name: str) -> Any:
-        """The folder written (kickserver.kitfiles.write_kit), named after its top kick as measured
-        (kickmodel.naming.KIT_PATTERN: kit_A1_punchy_5513; -2, -3... when taken)."""
+    def write(self, hits: dict[int, np.ndarray], writer: Any, sample_rate: int, model_name: str) -> Any:
+        """The folder written (KickWriter.write_kit: kickserver.kitfiles.write_kit, and the ledger), named after its
+        top kick as measured (kickmodel.naming.KIT_PATTERN: kit_A1_punchy_5513; -2, -3... when taken)."""
         import os
 
         import torch
@@ -508,17 +505,14 @@ class Kit(KickJob):
         want = self.pitch_hz if self.pitch_hz is not None else measured
         note = nearest_note(want)[0] if want is not None else 36  # General MIDI's kick
         label = str(self.seeds[0]) if self.source is None else f"v{self.seeds[0]}"
-        base = kick_name(label, decay, want, click, pattern=KIT_PATTERN, suffix="")
-        name, n = base, 1
-        while os.path.lexists(os.path.join(out_dir, name)) and n < 100:
-            n += 1
-            name = f"{base}-{n}"
+        name = kick_name(label, decay, want, click, pattern=KIT_PATTERN, suffix="")
         info = f"model={model_name} seed={self.seeds[0]}" + (
-            f" source={os.path.basename(str(self.source))} strength={self.strength:g}" if self.source else "")
+            f" source={os.path.basename(str(self.source))} strength={self.strength:g}" if self.source else "") + (
+            f" rules={self.rules}" if self.rules else "")
         kit = kitfiles.Kit(name=name, note=note, sample_rate=int(sample_rate), pitch_hz=want, key=self.key,
                            info=info[:kitfiles.MAX_INFO].replace("\\", "-"),
                            hits=[kitfiles.KitHit(a, *self.hit(i)) for i, a in sorted(hits.items())])
-        return os.path.abspath(kitfiles.write_kit(kit, out_dir).folder)
+        return writer.write_kit(kit)
 
 
 @dataclass

@@ -32,7 +32,9 @@ Atomicity: everything is encoded in memory first, then written into a hidden tem
 publish (refusing one that exists: atomically where the filesystem has renameat2's RENAME_NOREPLACE, else a check
 then rename), then the parent fsynced. On any error
 the temp folder is removed and KitWriteError says what failed; the target never holds half a kit. A writer killed
-mid-way leaves only a `.*.kitpart` folder, which clean_stale_kit_temps removes.
+mid-way leaves only a `.*.kitpart` folder, which clean_stale_kit_temps removes (the daemon's writer calls it at
+start: kickserver.writer.KickWriter.clean_stray_temps; a kit its retention prunes goes the same way, renamed to such
+a folder first).
 
 No file names a path of the machine that wrote it: every reference inside the kit is a bare file name.
 """

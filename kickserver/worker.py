@@ -94,7 +94,8 @@ class Worker:
         self.threads = int(threads)
         self.model_name = name
         self.sample_rate = int(sample_rate)  # the rate kicks render at now; replaced by this thread (set_output)
-        self._out = Output(self.sample_rate, writer.out_dir, writer.max_files, writer.max_mb, writer)
+        self._out = Output(self.sample_rate, writer.out_dir, writer.max_files, writer.max_mb,
+                           name_pattern=writer.name_pattern, writer=writer)
         self._new_out: Output | None = None  # set_output's, not taken by the worker thread yet
         self.max_batch = int(max_batch)
         self.capture = capture  # kickmodel.capture's mode for every model this worker serves
@@ -180,13 +181,15 @@ class Worker:
             self._cond.notify()
 
     def set_output(self, out_dir: Any, sample_rate: int, *, max_files: int | None = None,
-                   max_mb: float | None = None) -> None:
-        """Write kicks rendered from now on at sample_rate into out_dir (with this retention); every batch rendered
+                   max_mb: float | None = None, name_pattern: str | None = None) -> None:
+        """Write kicks rendered from now on at sample_rate into out_dir (with this retention, and named by
+        name_pattern: None keeps the one kicks are named by now); every batch rendered
         before is written as it was rendered, into the folder it was rendered for (see the module doc). Raises
         OSError, now, when out_dir cannot be created; the KickWriter itself is made by the writer thread."""
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         with self._cond:
-            self._new_out = Output(int(sample_rate), Path(out_dir), max_files, max_mb)
+            pattern = name_pattern if name_pattern is not None else self._out.name_pattern
+            self._new_out = Output(int(sample_rate), Path(out_dir), max_files, max_mb, name_pattern=pattern)
             self._cond.notify()
 
     def stop(self) -> None:

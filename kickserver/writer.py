@@ -1,18 +1,25 @@
 """Drop finished kicks into the DAW's folder: complete files only, by rename, never overwriting.
 
 Each kick is written as 24-bit PCM WAV (RIFF INFO tags name the software, model, seed, steps,
-sampler and controls) to a hidden `.kick_....wav.part` in the same folder, flushed, fsynced and
-renamed to `kick_<YYYYmmdd-HHMMSS>_<seed>.wav` (a variation: `_v<seed>`, as its seed is not one that
-/kick/generate turns into it, and a kick from the kit map `_m<seed>` alike; an interpolated kick that no seed
-regenerates: `_t<t in thousandths>` in place of the seed; `-2`, `-3`... on collision) with a rename that
+sampler and controls) to a hidden `.NAME.wav.<pid>.part` in the same folder, flushed, fsynced and
+renamed to a name that says the sound (kickmodel.naming, by the writer's `name_pattern`, default
+`kick_{note}_{word}_{label}`: `kick_A1_short_5513.wav`, the note of the pitch asked, else of the pitch measured, the
+character word of what the kick measures, then its label: the seed, `v<seed>` for a variation, `m<seed>` for a kick
+from the kit map, `t<t in thousandths>` for an interpolated kick that no seed regenerates; `kick_{time}_{label}` is
+the old `kick_<YYYYmmdd-HHMMSS>_<seed>.wav`; `-2`, `-3`... on collision) with a rename that
 refuses to replace an existing name (renameat2 RENAME_NOREPLACE), so a second writer on the same
 folder (another daemon, `kickserver render`) can never be overwritten: the loser of a race takes
 the next name. A folder watcher sees one move to the final name and never a partial `.wav`. A
-failed write removes its temp file.
+failed write removes its temp file. A kit (kickserver.kitfiles) is written as one folder the same way
+(`write_kit`: `kit_A1_punchy_5513`, `-2`... on collision).
 
 With retention on (`max_files` and/or `max_mb`), the server keeps a hidden ledger
-(`.kickserver-ledger.json`, written atomically after each batch) of the files it wrote, and removes
-the oldest of those only, never anything else.
+(`.kickserver-ledger.json`, written atomically after each batch) of the files and kit folders it wrote, and
+removes the oldest of those only, never anything else: an entry is removed only while its name is one the writer's
+patterns make (its name_pattern's, the default's, the time-based one's; KIT_PATTERN's for a kit folder). A kit folder
+counts as one entry of its whole size and goes as a whole: renamed to a hidden `.NAME.<random>.kitpart` in one step
+(a watcher sees the folder leave at once, never half a kit), then removed; what a killed run left of it is swept with
+the other temp folders at start (`clean_stray_temps`).
 
 The folder is opened once and every file operation is relative to that descriptor (a folder swapped for a link
 while the daemon ran redirected its writes into the link's target). Before each kick the folder at
@@ -29,11 +36,13 @@ import logging
 import os
 import queue as queue_mod
 import re
+import secrets
+import shutil
 import stat as stat_mod
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +50,10 @@ import numpy as np
 import soundfile as sf
 
 from kickmodel import safejson
+from kickmodel.naming import DEFAULT_PATTERN, KIT_PATTERN, TIME_PATTERN, check_pattern, kick_name, name_regex
 from kickmodel.wavfile import KickInfo, encode_wav, with_measures
 
-from . import sources
+from . import kitfiles, sources
 from .jobs import Done, Kick, Outcome, Refused
 from .publish import lexists as _lexists
 from .publish import publish
@@ -56,11 +66,10 @@ LEDGER = ".kickserver-ledger.json"
 MAX_LEDGER_BYTES = 64 << 20  # about 600,000 kicks (an entry is about 100 bytes)
 MAX_NAME_TRIES = 100
 MAX_PRUNE = 1000  # old kicks one prune removes at most (after each batch): the rest go with the next batches
-# kick_<stamp>_<seed>.wav, kick_<stamp>_v<seed>.wav for a variation, kick_<stamp>_m<seed>.wav for a kick from the kit
-# map, or kick_<stamp>_t<t in thousandths: 000..1000>.wav for an interpolated kick that no seed regenerates
-NAME_RE = re.compile(r"^kick_\d{8}-\d{6}_(\d+|[vm]\d+|t\d{3,4})(-\d+)?\.wav$")
-TEMP_RE = re.compile(r"^\.kick_\d{8}-\d{6}_(\d+|[vm]\d+|t\d{3,4})(-\d+)?\.wav\.[A-Za-z0-9]+\.part$"
-                     r"|^\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part$")
+# a kick's temp file: `.` + its final name + `.<pid>.part` (the name one the writer's patterns make); the ledger's
+KICK_TEMP_RE = re.compile(r"\A\.(?P<name>[^/]+\.wav)\.[A-Za-z0-9]+\.part\Z")
+LEDGER_TEMP_RE = re.compile(r"\A\.kickserver-ledger\.json\.[A-Za-z0-9_]+\.part\Z")
+KIT_NAME_RE = name_regex(KIT_PATTERN, suffix="")
 
 
 class WriteError(OSError):
@@ -88,6 +97,41 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 
+def _save_ledger(dir_fd: int, entries: list[dict]) -> None:
+    """The ledger written atomically into the folder dir_fd is open on (kickmodel.fsutil's way, relative to the
+    descriptor: a temp file LEDGER_TEMP_RE knows, so a killed run's is cleaned, fsynced, renamed, the folder fsynced);
+    OSError when it cannot be, its temp file removed."""
+    data = json.dumps({"version": 1, "files": entries}, indent=0).encode()
+    tmp = f"{LEDGER}.{os.getpid()}_{threading.get_ident()}.part"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, LEDGER, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    _fsync_fd(dir_fd)
+
+
+def _read_ledger(path: Path) -> list[dict]:
+    """The ledger's entries as saved (dicts), or [] when there is none or it cannot be read (said in a line)."""
+    try:
+        data = safejson.read(path, max_bytes=MAX_LEDGER_BYTES)  # no FIFO, no link, bounded: never blocks
+        return [f for f in data.get("files", []) if isinstance(f, dict)]
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError, AttributeError, TypeError) as e:
+        log.warning("ignoring unreadable ledger %s (%s); no old kicks will be pruned", path, e)
+        return []
+
+
 def _open_dir(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
@@ -103,15 +147,19 @@ class KickWriter:
     """Writes kicks into one folder and keeps its ledger; used by one thread only (the worker's writer thread), which
     also makes its successor (Worker.set_output).
 
-    clean_temps: remove the temp files a killed run left in the folder (clean_stray_temps); pass False for a folder
-    this process may be writing into right now (a new writer on the same folder), whose .part files are not stray."""
+    clean_temps: remove the temp files and kit temp folders a killed run left in the folder (clean_stray_temps);
+    pass False for a folder this process may be writing into right now (a new writer on the same folder), whose
+    .part files are not stray. name_pattern: how kicks are named (kickmodel.naming; ValueError for a bad one)."""
 
     def __init__(self, out_dir: Path, sample_rate: int, *, max_files: int | None = None,
-                 max_mb: float | None = None, clean_temps: bool = True) -> None:
+                 max_mb: float | None = None, clean_temps: bool = True, name_pattern: str = DEFAULT_PATTERN) -> None:
         self.out_dir = Path(out_dir)
         self.sample_rate = int(sample_rate)
         self.max_files = max_files
         self.max_mb = max_mb
+        self.name_pattern = check_pattern(name_pattern)
+        # the kick names retention may remove: this pattern's, the default's and the time-based one's
+        self._kick_names = tuple(name_regex(p) for p in dict.fromkeys((name_pattern, DEFAULT_PATTERN, TIME_PATTERN)))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._fd = -1
         self._open()
@@ -172,15 +220,25 @@ class KickWriter:
                          f"writing through it: SIGHUP or a restart opens it again")
 
     # ------------------------------------------------------------ start-up
+    def ours(self, name: str, kit: bool = False) -> bool:
+        """name is one this writer's patterns make: a kick's (kit False) or a kit folder's."""
+        return bool(KIT_NAME_RE.match(name)) if kit else any(r.match(name) for r in self._kick_names)
+
+    def _is_temp(self, name: str) -> bool:
+        m = KICK_TEMP_RE.match(name)
+        return bool(LEDGER_TEMP_RE.match(name) or (m and self.ours(m["name"])))
+
     def clean_stray_temps(self) -> int:
-        """Remove hidden temp files a killed run left behind (only names this writer makes)."""
+        """Remove hidden temp files a killed run left behind (only names this writer makes), and the temp folders of
+        kits a killed run was writing or pruning (kickserver.kitfiles.clean_stale_kit_temps); each kind said in a
+        line. The number of files and folders removed."""
         n = 0
         try:
             entries = list(os.scandir(self._fd))
         except OSError:
             return 0
         for e in entries:
-            if TEMP_RE.match(e.name) and e.is_file(follow_symlinks=False):
+            if self._is_temp(e.name) and e.is_file(follow_symlinks=False):
                 try:
                     os.unlink(e.name, dir_fd=self._fd)
                     n += 1
@@ -188,32 +246,36 @@ class KickWriter:
                     pass
         if n:
             log.info("removed %d stray temp file(s) in %s", n, self.out_dir)
-        return n
+        kits = kitfiles.clean_stale_kit_temps(self.real_dir)
+        if kits:
+            log.info("removed %d stale kit temp folder(s) in %s (%s): a kit writer or a retention prune was stopped "
+                     "mid-way", len(kits), self.out_dir, ", ".join(p.name for p in kits[:3]) + (
+                         ", ..." if len(kits) > 3 else ""))
+        return n + len(kits)
 
     def _read_ledger(self) -> list[dict]:
-        path = self.real_dir / LEDGER  # the folder opened, as its real path was then
-        try:
-            data = safejson.read(path, max_bytes=MAX_LEDGER_BYTES)  # no FIFO, no link, bounded: never blocks
-            files = [f for f in data.get("files", []) if isinstance(f, dict) and NAME_RE.match(str(f.get("name", "")))]
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError, AttributeError) as e:
-            log.warning("ignoring unreadable ledger %s (%s); no old kicks will be pruned", path, e)
-            return []
-        return [f for f in files if self._is_file(f["name"])]
+        """The saved ledger's entries that name what this writer makes and are there (a file, a kit's folder)."""
+        entries = _read_ledger(self.real_dir / LEDGER)  # the folder opened, as its real path was then
+        return [f for f in entries if self.ours(str(f.get("name", "")), kit=f.get("kit") is True) and self._is_there(f)]
 
-    def _is_file(self, name: str) -> bool:
-        """name is a regular file (not a link) in the opened folder."""
+    def _is_there(self, entry: dict) -> bool:
+        """The ledger entry's file is a regular file (a kit's folder a folder), not a link, in the opened folder."""
         try:
-            return stat_mod.S_ISREG(os.stat(name, dir_fd=self._fd, follow_symlinks=False).st_mode)
+            mode = os.stat(entry["name"], dir_fd=self._fd, follow_symlinks=False).st_mode
         except OSError:
             return False
+        return stat_mod.S_ISDIR(mode) if entry.get("kit") is True else stat_mod.S_ISREG(mode)
 
     # ------------------------------------------------------------ naming
-    def final_name(self, label: int | str, when: float | None = None) -> str:
-        """A free name kick_<stamp>_<label>.wav (label: a seed, or KickInfo.label)."""
+    def final_name(self, info: KickInfo, pitch_hz: float | None, when: float | None = None) -> str:
+        """A free name for the kick info describes (its label, and what it measures: KickInfo.measured, with_measures)
+        by name_pattern (kickmodel.naming.kick_name), pitch_hz the pitch its note names (the pitch asked, else the one
+        measured); `-2`, `-3`, ... when taken."""
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
-        base = f"kick_{stamp}_{label}"
+        m = info.measured
+        decay = m.decay_s if m is not None and m.decay_s is not None else 0.0
+        click = m.click_db if m is not None and m.click_db is not None else -60.0
+        base = kick_name(info.label, decay, pitch_hz, click, pattern=self.name_pattern, time=stamp, suffix="")
         name = f"{base}.wav"
         n = 1
         while _lexists(Path(name), self._fd):
@@ -230,10 +292,10 @@ class KickWriter:
             raise WriteError("the model's output for this kick is not finite (NaN or inf): nothing written")
         x = np.clip(x, -1.0, 1.0)
         dir_fd = self._folder()  # the folder opened (made again if it was removed); WriteError if it was replaced
-        name = self.final_name(info.label)
-        tmp = f".{name}.{os.getpid()}.part"
         rate = int(sample_rate or self.sample_rate)
-        info, pitch = with_measures(x, rate, info)
+        info, pitch = with_measures(x, rate, info)  # named by what it measures
+        name = self.final_name(info, pitch)
+        tmp = f".{name}.{os.getpid()}.part"
         data = encode_wav(x, rate, info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")), pitch_hz=pitch)
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666,
@@ -246,7 +308,7 @@ class KickWriter:
             for _ in range(MAX_NAME_TRIES):
                 if publish(Path(tmp), Path(name), dir_fd):
                     break
-                name = self.final_name(info.label)  # another writer took it meanwhile: the next free name
+                name = self.final_name(info, pitch)  # another writer took it meanwhile: the next free name
             else:
                 raise OSError(errno.EEXIST, f"no free name after {MAX_NAME_TRIES} tries")
         except BaseException as e:
@@ -267,6 +329,37 @@ class KickWriter:
             self._ledger.append({"name": name, "size": size, "time": time.time()})
             self._ledger_dirty = True
         return final.absolute()
+
+    def write_kit(self, kit: kitfiles.Kit) -> Path:
+        """Write a kit (kickserver.kitfiles.write_kit: one folder, as a whole or not at all) into the folder under
+        kit.name, or `-2`, `-3`, ... when taken (also when another writer takes the name meanwhile); with retention on,
+        one ledger entry of the folder's whole size. Its absolute path; KitWriteError (an OSError) when it cannot be
+        written, nothing left."""
+        dir_fd = self._folder()
+        base, n = kit.name, 1
+        for _ in range(MAX_NAME_TRIES):
+            name = base if n == 1 else f"{base}-{n}"
+            n += 1
+            if _lexists(Path(name), dir_fd):
+                continue
+            try:
+                made = kitfiles.write_kit(replace(kit, name=name), self.out_dir)
+                break
+            except kitfiles.KitWriteError as e:
+                if e.errno != errno.EEXIST:
+                    raise
+        else:
+            raise kitfiles.KitWriteError(errno.EEXIST, f"kit {base!r}: no free name after {MAX_NAME_TRIES} tries")
+        if self.retention:
+            size = 0
+            for f in made.files:
+                try:
+                    size += os.stat(os.path.join(name, f), dir_fd=dir_fd, follow_symlinks=False).st_size
+                except OSError:
+                    pass
+            self._ledger.append({"name": name, "size": size, "time": time.time(), "kit": True})
+            self._ledger_dirty = True
+        return (self.out_dir / name).absolute()
 
     # ------------------------------------------------------------ retention
     @property
@@ -298,45 +391,48 @@ class KickWriter:
             old = ledger[k]
             k += 1
             total -= old.get("size", 0)
-            path = self.out_dir / old["name"]
-            if NAME_RE.match(old["name"]) and self._is_file(old["name"]):
-                try:
-                    os.unlink(old["name"], dir_fd=self._fd)
-                    removed.append(old["name"])
-                except OSError as e:
-                    log.warning("cannot remove old kick %s (%s)", path, e.strerror or e)
+            kit = old.get("kit") is True
+            if self.ours(old["name"], kit=kit) and self._is_there(old):
+                if self._remove(old["name"], kit):
+                    removed.append(old["name"] + ("/" if kit else ""))
         if k:
             del ledger[:k]
             self._ledger_dirty = True
         if removed:
-            keep = [f"at most {self.max_files} kicks (max_files)"] if self.max_files is not None else []
+            kits = sum(n.endswith("/") for n in removed)
+            what = " and ".join(w for w in (f"{len(removed) - kits} old kick(s)" if len(removed) > kits else "",
+                                            f"{kits} old kit folder(s)" if kits else "") if w)
+            keep = ([f"at most {self.max_files} kicks (max_files; a kit folder counts as one)"]
+                    if self.max_files is not None else [])
             keep += [f"under {self.max_mb:g} MB (max_mb; 0 keeps every kick)"] if self.max_mb is not None else []
-            log.info("retention removed %d old kick(s) from %s, oldest first (%s): it keeps %s", len(removed),
+            log.info("retention removed %s from %s, oldest first (%s): it keeps %s", what,
                      self.out_dir, ", ".join(removed[:3]) + (", ..." if len(removed) > 3 else ""), " and ".join(keep))
         self.save_ledger()
         return removed
 
+    def _remove(self, name: str, kit: bool) -> bool:
+        """Remove a kick's file, or a kit's folder as a whole: renamed to a hidden temp folder in one step (what
+        clean_stray_temps sweeps, should this run be killed before it is gone), then removed."""
+        try:
+            if not kit:
+                os.unlink(name, dir_fd=self._fd)
+                return True
+            hidden = f".{name}.{secrets.token_hex(4)}{kitfiles.TEMP_SUFFIX}"
+            os.rename(name, hidden, src_dir_fd=self._fd, dst_dir_fd=self._fd)
+        except OSError as e:
+            log.warning("cannot remove old %s %s (%s)", "kit" if kit else "kick", self.out_dir / name,
+                        e.strerror or e)
+            return False
+        shutil.rmtree(hidden, dir_fd=self._fd, ignore_errors=True)
+        return True
+
     def save_ledger(self) -> None:
         if not self._ledger_dirty:
             return
-        data = json.dumps({"version": 1, "files": self._ledger}, indent=0).encode()
-        tmp = f"{LEDGER}.{os.getpid()}_{threading.get_ident()}.part"  # TEMP_RE's: a killed run's is cleaned
-        try:  # atomically, in the opened folder (kickmodel.fsutil's way, relative to its descriptor)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644,
-                         dir_fd=self._fd)
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, LEDGER, src_dir_fd=self._fd, dst_dir_fd=self._fd)
-            _fsync_fd(self._fd)
+        try:
+            _save_ledger(self._fd, self._ledger)
             self._ledger_dirty = False
         except OSError as e:
-            try:
-                os.unlink(tmp, dir_fd=self._fd)
-            except OSError:
-                pass
             log.warning("cannot save the ledger in %s (%s)", self.out_dir, e.strerror or e)
 
     @property
@@ -360,6 +456,7 @@ class Output:
     out_dir: Any
     max_files: int | None = None
     max_mb: float | None = None
+    name_pattern: str = DEFAULT_PATTERN
     writer: KickWriter | None = None
 
 
@@ -455,7 +552,7 @@ class WriterThread:
                 continue
             deliver = getattr(job, "deliver", None)
             if deliver is not None:  # a kit's hit: its job holds it and writes one folder with the last (jobs.Kit)
-                deliver(k, audio[i], writer.out_dir, out.sample_rate, model_name)
+                deliver(k, audio[i], writer, out.sample_rate, model_name)
                 continue
             try:
                 info = KickInfo(model=model_name, seed=k.seed, software=self.software, **job.tags(k))
@@ -486,7 +583,7 @@ class WriterThread:
             same = os.path.realpath(prev.out_dir) == os.path.realpath(new.out_dir)
             try:
                 w = KickWriter(new.out_dir, new.sample_rate, max_files=new.max_files, max_mb=new.max_mb,
-                               clean_temps=not same)
+                               clean_temps=not same, name_pattern=new.name_pattern)
             except OSError as e:
                 log.error("cannot use the output folder %s (%s); kicks still go to %s", new.out_dir, e, prev.out_dir)
                 new.writer = prev

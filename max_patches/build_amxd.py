@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Build the Max for Live device (kickserver.amxd) from the patcher (kickserver.maxpat).
+"""Build the Max for Live devices (kickserver.amxd, kickserver-audition.amxd) from their patchers (.maxpat).
 
 The .maxpat is the source: edit it in Max (or by hand), then run
 
-    python max_patches/build_amxd.py            # rewrite max_patches/kickserver.amxd
-    python max_patches/build_amxd.py --check    # exit 1 if the .amxd is missing or out of date (CI)
+    python max_patches/build_amxd.py            # rewrite every .amxd in DEVICES
+    python max_patches/build_amxd.py --check    # exit 1 if any .amxd is missing or out of date (CI)
+    python max_patches/build_amxd.py --maxpat X.maxpat [--amxd X.amxd]   # one patcher (default: X.amxd beside it)
 
 An .amxd is a sequence of chunks, each a 4-byte ASCII tag, a little-endian uint32 size and that many
 bytes (the layout Ableton's maxdevtools `maxdiff/amxd_textconv.py` reads):
@@ -13,8 +14,9 @@ bytes (the layout Ableton's maxdevtools `maxdiff/amxd_textconv.py` reads):
     meta  4 bytes   zeros (what public writers put there)
     ptch  n bytes   the patcher JSON, UTF-8, NUL-terminated
 
-The device only speaks OSC, so it is a MIDI effect (MIDI passes through it untouched). The patcher
-bytes are embedded exactly as they are in the .maxpat, so the two files cannot drift apart unnoticed.
+kickserver.amxd only speaks OSC, so it is a MIDI effect (MIDI passes through it untouched); a MIDI effect has
+no audio output, so the last kick is played by kickserver-audition.amxd, an audio effect. The patcher bytes are
+embedded exactly as they are in the .maxpat, so the two files cannot drift apart unnoticed.
 
 Max writes a `project` object into a device's patcher whose `amxdtype` is the same 4 bytes as the ampf
 chunk, read as a big-endian integer (1835887981 = "mmmm", 1633771873 = "aaaa", 1768515945 = "iiii"; see
@@ -37,6 +39,9 @@ from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
 
 DEFAULT_MAXPAT = HERE / "kickserver.maxpat"
 DEFAULT_AMXD = HERE / "kickserver.amxd"
+# every device built here: (patcher, device); the device type of each comes from its patcher's project.amxdtype
+DEVICES = ((DEFAULT_MAXPAT, DEFAULT_AMXD),
+           (HERE / "kickserver-audition.maxpat", HERE / "kickserver-audition.amxd"))
 
 DEVICE_TYPES = {"midi": b"mmmm", "audio": b"aaaa", "instrument": b"iiii"}
 META = b"\0\0\0\0"
@@ -135,36 +140,45 @@ def write_atomic(path: Path, data: bytes) -> None:
     atomic_write_bytes(path, data, mode)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--maxpat", type=Path, default=DEFAULT_MAXPAT, help="the patcher to embed (default: %(default)s)")
-    p.add_argument("--amxd", type=Path, default=DEFAULT_AMXD, help="the device to write (default: %(default)s)")
-    p.add_argument("--type", choices=sorted(DEVICE_TYPES),
-                   help="Live device type (default: the patcher's project.amxdtype, else midi)")
-    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if the .amxd is missing or differs")
-    args = p.parse_args(argv)
-
+def build_one(maxpat: Path, amxd: Path, device_type: str | None, check: bool) -> int:
+    """Build (or, with check, compare) one device: 0 done, 1 missing or out of date, 2 the patcher is refused."""
     try:
-        want = build_amxd(args.maxpat.read_bytes(), args.type)
+        want = build_amxd(maxpat.read_bytes(), device_type)
     except (OSError, ValueError) as e:
-        print(f"build_amxd: {args.maxpat}: {e}", file=sys.stderr)
+        print(f"build_amxd: {maxpat}: {e}", file=sys.stderr)
         return 2
-    if args.check:
+    if check:
         try:
-            have = args.amxd.read_bytes()
+            have = amxd.read_bytes()
         except FileNotFoundError:
-            print(f"build_amxd: {args.amxd} is missing; run: python max_patches/{Path(__file__).name}", file=sys.stderr)
+            print(f"build_amxd: {amxd} is missing; run: python max_patches/{Path(__file__).name}", file=sys.stderr)
             return 1
         if have != want:
-            print(f"build_amxd: {args.amxd} is out of date with {args.maxpat.name}; "
+            print(f"build_amxd: {amxd} is out of date with {maxpat.name}; "
                   f"run: python max_patches/{Path(__file__).name}", file=sys.stderr)
             return 1
-        print(f"build_amxd: {args.amxd.name} matches {args.maxpat.name}")
+        print(f"build_amxd: {amxd.name} matches {maxpat.name}")
         return 0
-    write_atomic(args.amxd, want)
+    write_atomic(amxd, want)
     kind = next(n for n, k in DEVICE_TYPES.items() if want[8:12] == k)
-    print(f"build_amxd: wrote {args.amxd} ({len(want)} bytes, {kind} device)")
+    print(f"build_amxd: wrote {amxd} ({len(want)} bytes, {kind} device)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--maxpat", type=Path,
+                   help="one patcher to embed (default: every device here: " +
+                        ", ".join(m.name for m, _ in DEVICES) + ")")
+    p.add_argument("--amxd", type=Path, help="the device to write for --maxpat (default: its name with .amxd)")
+    p.add_argument("--type", choices=sorted(DEVICE_TYPES),
+                   help="Live device type (default: the patcher's project.amxdtype, else midi)")
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if an .amxd is missing or differs")
+    args = p.parse_args(argv)
+    if args.amxd is not None and args.maxpat is None:
+        p.error("--amxd goes with --maxpat")
+    pairs = [(args.maxpat, args.amxd or args.maxpat.with_suffix(".amxd"))] if args.maxpat else list(DEVICES)
+    return max(build_one(maxpat, amxd, args.type, args.check) for maxpat, amxd in pairs)
 
 
 if __name__ == "__main__":

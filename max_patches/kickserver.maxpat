@@ -588,10 +588,10 @@
 					"id": "obj-30",
 					"maxclass": "newobj",
 					"numinlets": 1,
-					"numoutlets": 3,
-					"outlettype": [ "bang", "bang", "bang" ],
-					"patching_rect": [ 20.0, 250.0, 61.0, 22.0 ],
-					"text": "t b b b"
+					"numoutlets": 4,
+					"outlettype": [ "bang", "bang", "bang", "bang" ],
+					"patching_rect": [ 20.0, 250.0, 94.0, 22.0 ],
+					"text": "t b b b b"
 				}
 			},
 			{
@@ -620,11 +620,11 @@
 				"box": {
 					"id": "obj-33",
 					"maxclass": "newobj",
-					"numinlets": 7,
+					"numinlets": 6,
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 20.0, 330.0, 187.0, 22.0 ],
-					"text": "pack 0 1 0 16 0.5 0.5 0.5"
+					"text": "pack 0 1 0 16 0.5 0.5"
 				}
 			},
 			{
@@ -688,7 +688,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 20.0, 440.0, 370.0, 22.0 ],
-					"text": "/kick/generate $2 seed $3 steps $4 decay $5 pitch $6 click $7"
+					"text": "/kick/generate $2 seed $3 steps $4 decay $5 click $6"
 				}
 			},
 			{
@@ -696,10 +696,10 @@
 					"id": "obj-40",
 					"maxclass": "newobj",
 					"numinlets": 1,
-					"numoutlets": 3,
-					"outlettype": [ "bang", "bang", "bang" ],
-					"patching_rect": [ 180.0, 250.0, 61.0, 22.0 ],
-					"text": "t b b b"
+					"numoutlets": 4,
+					"outlettype": [ "bang", "bang", "bang", "bang" ],
+					"patching_rect": [ 180.0, 250.0, 94.0, 22.0 ],
+					"text": "t b b b b"
 				}
 			},
 			{
@@ -1025,7 +1025,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 20.0, 410.0, 330.0, 22.0 ],
-					"text": "/kick/generate $2 seed $3 decay $5 pitch $6 click $7"
+					"text": "/kick/generate $2 seed $3 decay $5 click $6"
 				}
 			},
 			{
@@ -1396,21 +1396,21 @@
 					"id": "obj-101",
 					"maxclass": "newobj",
 					"numinlets": 1,
-					"numoutlets": 3,
-					"outlettype": [ "bang", "bang", "bang" ],
-					"patching_rect": [ 300.0, 860.0, 61.0, 22.0 ],
-					"text": "t b b b"
+					"numoutlets": 4,
+					"outlettype": [ "bang", "bang", "bang", "bang" ],
+					"patching_rect": [ 300.0, 860.0, 94.0, 22.0 ],
+					"text": "t b b b b"
 				}
 			},
 			{
 				"box": {
 					"id": "obj-102",
 					"maxclass": "newobj",
-					"numinlets": 6,
+					"numinlets": 5,
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 520.0, 890.0, 166.0, 22.0 ],
-					"text": "pack 0 1 0 0.5 0.5 0.5"
+					"text": "pack 0 1 0 0.5 0.5"
 				}
 			},
 			{
@@ -1432,7 +1432,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 520.0, 950.0, 230.0, 22.0 ],
-					"text": "count $2 decay $4 pitch $5 click $6"
+					"text": "count $2 decay $4 click $5"
 				}
 			},
 			{
@@ -1443,7 +1443,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 520.0, 980.0, 280.0, 22.0 ],
-					"text": "count $2 steps $3 decay $4 pitch $5 click $6"
+					"text": "count $2 steps $3 decay $4 click $5"
 				}
 			},
 			{
@@ -1923,10 +1923,10 @@
 					"id": "obj-141",
 					"maxclass": "newobj",
 					"numinlets": 1,
-					"numoutlets": 5,
-					"outlettype": [ "", "bang", "bang", "bang", "" ],
-					"patching_rect": [ 20.0, 1620.0, 89.0, 22.0 ],
-					"text": "t l b b b l"
+					"numoutlets": 6,
+					"outlettype": [ "", "bang", "bang", "bang", "bang", "" ],
+					"patching_rect": [ 20.0, 1620.0, 130.0, 22.0 ],
+					"text": "t l b b b b l"
 				}
 			},
 			{
@@ -1976,11 +1976,11 @@
 				"box": {
 					"id": "obj-146",
 					"maxclass": "newobj",
-					"numinlets": 9,
+					"numinlets": 8,
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 80.0, 1710.0, 222.0, 22.0 ],
-					"text": "pack 0 1 0.2 0 0 0.5 0.5 0.5 0"
+					"text": "pack 0 1 0.2 0 0 0.5 0.5 0"
 				}
 			},
 			{
@@ -1990,7 +1990,7 @@
 					"numinlets": 1,
 					"numoutlets": 0,
 					"patching_rect": [ 320.0, 1710.0, 360.0, 20.0 ],
-					"text": "dummy, count, spread, seed, id, decay, pitch, click, steps"
+					"text": "dummy, count, spread, seed, id, decay, click, steps (the pitch: the pitch part)"
 				}
 			},
 			{
@@ -2012,7 +2012,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 80.0, 1770.0, 425.0, 22.0 ],
-					"text": "count $2 spread $3 seed $4 id $5 decay $6 pitch $7 click $8"
+					"text": "count $2 spread $3 seed $4 id $5 decay $6 click $7"
 				}
 			},
 			{
@@ -2023,7 +2023,7 @@
 					"numoutlets": 1,
 					"outlettype": [ "" ],
 					"patching_rect": [ 80.0, 1800.0, 488.0, 22.0 ],
-					"text": "count $2 spread $3 seed $4 id $5 steps $9 decay $6 pitch $7 click $8"
+					"text": "count $2 spread $3 seed $4 id $5 steps $8 decay $6 click $7"
 				}
 			},
 			{
@@ -2721,10 +2721,10 @@
 					"id": "obj-300",
 					"maxclass": "newobj",
 					"numinlets": 1,
-					"numoutlets": 2,
-					"outlettype": [ "bang", "int" ],
-					"patching_rect": [ 1700.0, 540.0, 40.0, 22.0 ],
-					"text": "t b i"
+					"numoutlets": 3,
+					"outlettype": [ "bang", "bang", "int" ],
+					"patching_rect": [ 1700.0, 540.0, 76.0, 22.0 ],
+					"text": "t b b i"
 				}
 			},
 			{
@@ -2893,7 +2893,7 @@
 					"presentation_rect": [ 764.0, 108.0, 40.0, 15.0 ],
 					"saved_attribute_attributes": {
 						"valueof": {
-							"parameter_info": "The kit's pitch as a MIDI note number (33 is A1, 55 Hz); 0: none, the model's own. For a model that takes units (the kick-synth); others refuse a note.",
+							"parameter_info": "The pitch as a MIDI note number (33 is A1, 55 Hz) for Generate, Vary, Near, Morph and Kit, in place of the Pitch dial; 0: none (the dial). For a model that takes units (the kick-synth); others refuse a note.",
 							"parameter_initial": [ 0 ],
 							"parameter_initial_enable": 1,
 							"parameter_longname": "KS Note",
@@ -3071,6 +3071,178 @@
 					"patching_rect": [ 1500.0, 400.0, 140.0, 22.0 ],
 					"text": "set kit $2 - $3 layers x $4 robins"
 				}
+			},
+			{
+				"box": {
+					"id": "obj-430",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 1800.0, 220.0, 60.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-431",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1900.0, 160.0, 110.0, 22.0 ],
+					"text": "prepend set pitch"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-432",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1660.0, 160.0, 104.0, 22.0 ],
+					"text": "prepend set note"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-433",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1900.0, 260.0, 80.0, 22.0 ],
+					"text": "pitch 0.5"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-434",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1800.0, 260.0, 60.0, 22.0 ],
+					"text": "note 0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-435",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1800.0, 300.0, 560.0, 20.0 ],
+					"text": "the pitch part of Generate, Vary, Near and Morph: note N when KS Note is above 0, else pitch <the dial> (Vary: none); each press bangs the gate first, so the [zl join]s' right inlets hold it"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-436",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 20.0, 490.0, 50.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-437",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 460.0, 440.0, 60.0, 22.0 ],
+					"text": "gate 2 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-438",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 590.0, 530.0, 50.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-439",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 578.0, 1800.0, 50.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-440",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 2,
+					"outlettype": [ "", "" ],
+					"patching_rect": [ 810.0, 980.0, 50.0, 22.0 ],
+					"text": "zl join"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-441",
+					"maxclass": "newobj",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1700.0, 510.0, 50.0, 22.0 ],
+					"text": "gate 1 1"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-442",
+					"maxclass": "message",
+					"numinlets": 2,
+					"numoutlets": 1,
+					"outlettype": [ "" ],
+					"patching_rect": [ 1650.0, 540.0, 30.0, 22.0 ],
+					"text": "0"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-443",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1810.0, 510.0, 560.0, 20.0 ],
+					"text": "a map proof is answered once per map asked: the gate closes after the echo and opens when the device asks /kick/map itself (a daemon that keeps refusing gets no endless echo)"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-444",
+					"maxclass": "newobj",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1010.0, 650.0, 140.0, 22.0 ],
+					"text": "s kickserver-last-kick"
+				}
+			},
+			{
+				"box": {
+					"id": "obj-445",
+					"maxclass": "comment",
+					"numinlets": 1,
+					"numoutlets": 0,
+					"patching_rect": [ 1160.0, 680.0, 560.0, 20.0 ],
+					"text": "each kick's path, for kickserver-audition.amxd (an audio effect on any track: a MIDI effect has no audio out); no '---' in the name, so Live shares it between devices"
+				}
 			}
 		],
 		"lines": [
@@ -3088,20 +3260,14 @@
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-300", 0 ],
-					"source": [ "obj-53", 9 ]
-				}
-			},
-			{
-				"patchline": {
 					"destination": [ "obj-301", 0 ],
-					"source": [ "obj-300", 1 ]
+					"source": [ "obj-300", 2 ]
 				}
 			},
 			{
 				"patchline": {
 					"destination": [ "obj-302", 0 ],
-					"source": [ "obj-300", 0 ]
+					"source": [ "obj-300", 1 ]
 				}
 			},
 			{
@@ -3161,19 +3327,19 @@
 			{
 				"patchline": {
 					"destination": [ "obj-31", 0 ],
-					"source": [ "obj-30", 2 ]
+					"source": [ "obj-30", 3 ]
 				}
 			},
 			{
 				"patchline": {
 					"destination": [ "obj-32", 0 ],
-					"source": [ "obj-30", 2 ]
+					"source": [ "obj-30", 3 ]
 				}
 			},
 			{
 				"patchline": {
 					"destination": [ "obj-35", 1 ],
-					"source": [ "obj-30", 1 ]
+					"source": [ "obj-30", 2 ]
 				}
 			},
 			{
@@ -3203,12 +3369,6 @@
 			{
 				"patchline": {
 					"destination": [ "obj-33", 5 ],
-					"source": [ "obj-15", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-33", 6 ],
 					"source": [ "obj-16", 0 ]
 				}
 			},
@@ -3250,12 +3410,6 @@
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-51", 0 ],
-					"source": [ "obj-39", 0 ]
-				}
-			},
-			{
-				"patchline": {
 					"destination": [ "obj-40", 0 ],
 					"source": [ "obj-4", 0 ]
 				}
@@ -3263,19 +3417,19 @@
 			{
 				"patchline": {
 					"destination": [ "obj-31", 0 ],
-					"source": [ "obj-40", 2 ]
+					"source": [ "obj-40", 3 ]
 				}
 			},
 			{
 				"patchline": {
 					"destination": [ "obj-32", 0 ],
-					"source": [ "obj-40", 2 ]
+					"source": [ "obj-40", 3 ]
 				}
 			},
 			{
 				"patchline": {
 					"destination": [ "obj-35", 1 ],
-					"source": [ "obj-40", 1 ]
+					"source": [ "obj-40", 2 ]
 				}
 			},
 			{
@@ -3342,12 +3496,6 @@
 				"patchline": {
 					"destination": [ "obj-45", 5 ],
 					"source": [ "obj-9", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-51", 0 ],
-					"source": [ "obj-46", 0 ]
 				}
 			},
 			{
@@ -3508,12 +3656,6 @@
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-51", 0 ],
-					"source": [ "obj-70", 0 ]
-				}
-			},
-			{
-				"patchline": {
 					"destination": [ "obj-69", 1 ],
 					"source": [ "obj-45", 0 ]
 				}
@@ -3528,12 +3670,6 @@
 				"patchline": {
 					"destination": [ "obj-46", 0 ],
 					"source": [ "obj-69", 1 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-51", 0 ],
-					"source": [ "obj-71", 0 ]
 				}
 			},
 			{
@@ -3821,12 +3957,6 @@
 			{
 				"patchline": {
 					"destination": [ "obj-102", 4 ],
-					"source": [ "obj-15", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-102", 5 ],
 					"source": [ "obj-16", 0 ]
 				}
 			},
@@ -3852,18 +3982,6 @@
 				"patchline": {
 					"destination": [ "obj-105", 0 ],
 					"source": [ "obj-103", 1 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-106", 1 ],
-					"source": [ "obj-104", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-106", 1 ],
-					"source": [ "obj-105", 0 ]
 				}
 			},
 			{
@@ -4073,19 +4191,19 @@
 			{
 				"patchline": {
 					"destination": [ "obj-142", 0 ],
-					"source": [ "obj-141", 4 ]
+					"source": [ "obj-141", 5 ]
 				}
 			},
 			{
 				"patchline": {
 					"destination": [ "obj-31", 0 ],
-					"source": [ "obj-141", 3 ]
+					"source": [ "obj-141", 4 ]
 				}
 			},
 			{
 				"patchline": {
 					"destination": [ "obj-32", 0 ],
-					"source": [ "obj-141", 3 ]
+					"source": [ "obj-141", 4 ]
 				}
 			},
 			{
@@ -4097,7 +4215,7 @@
 			{
 				"patchline": {
 					"destination": [ "obj-144", 1 ],
-					"source": [ "obj-141", 2 ]
+					"source": [ "obj-141", 3 ]
 				}
 			},
 			{
@@ -4151,18 +4269,12 @@
 			{
 				"patchline": {
 					"destination": [ "obj-146", 6 ],
-					"source": [ "obj-15", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-146", 7 ],
 					"source": [ "obj-16", 0 ]
 				}
 			},
 			{
 				"patchline": {
-					"destination": [ "obj-146", 8 ],
+					"destination": [ "obj-146", 7 ],
 					"source": [ "obj-9", 0 ]
 				}
 			},
@@ -4188,18 +4300,6 @@
 				"patchline": {
 					"destination": [ "obj-150", 0 ],
 					"source": [ "obj-148", 1 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-151", 1 ],
-					"source": [ "obj-149", 0 ]
-				}
-			},
-			{
-				"patchline": {
-					"destination": [ "obj-151", 1 ],
-					"source": [ "obj-150", 0 ]
 				}
 			},
 			{
@@ -4944,6 +5044,240 @@
 				"patchline": {
 					"destination": [ "obj-23", 0 ],
 					"source": [ "obj-424", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-431", 0 ],
+					"source": [ "obj-15", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-433", 0 ],
+					"source": [ "obj-431", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-432", 0 ],
+					"source": [ "obj-406", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-434", 0 ],
+					"source": [ "obj-432", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-430", 0 ],
+					"source": [ "obj-413", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-433", 0 ],
+					"source": [ "obj-430", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-434", 0 ],
+					"source": [ "obj-430", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-430", 1 ],
+					"source": [ "obj-30", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-436", 0 ],
+					"source": [ "obj-70", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-436", 0 ],
+					"source": [ "obj-39", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-436", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-430", 1 ],
+					"source": [ "obj-40", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-437", 1 ],
+					"source": [ "obj-71", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-437", 1 ],
+					"source": [ "obj-46", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-437", 0 ],
+					"source": [ "obj-413", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-437", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-438", 0 ],
+					"source": [ "obj-437", 1 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-51", 0 ],
+					"source": [ "obj-438", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-438", 1 ],
+					"source": [ "obj-434", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-430", 1 ],
+					"source": [ "obj-141", 2 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-439", 0 ],
+					"source": [ "obj-149", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-439", 0 ],
+					"source": [ "obj-150", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-151", 1 ],
+					"source": [ "obj-439", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-430", 1 ],
+					"source": [ "obj-101", 3 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-440", 0 ],
+					"source": [ "obj-104", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-440", 0 ],
+					"source": [ "obj-105", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-106", 1 ],
+					"source": [ "obj-440", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-436", 1 ],
+					"source": [ "obj-433", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-436", 1 ],
+					"source": [ "obj-434", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-439", 1 ],
+					"source": [ "obj-433", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-439", 1 ],
+					"source": [ "obj-434", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-440", 1 ],
+					"source": [ "obj-433", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-440", 1 ],
+					"source": [ "obj-434", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-441", 1 ],
+					"source": [ "obj-53", 9 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-300", 0 ],
+					"source": [ "obj-441", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-442", 0 ],
+					"source": [ "obj-300", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-441", 0 ],
+					"source": [ "obj-442", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-441", 0 ],
+					"source": [ "obj-170", 0 ]
+				}
+			},
+			{
+				"patchline": {
+					"destination": [ "obj-444", 0 ],
+					"source": [ "obj-54", 1 ]
 				}
 			}
 		],

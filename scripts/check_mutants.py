@@ -88,6 +88,16 @@ MUTANTS = {
         "        shutil.rmtree(tmp, ignore_errors=True)\n        if isinstance(e, FileExistsError):",
         "        if isinstance(e, FileExistsError):",
         ["tests/kickserver/test_kitfiles.py", "-k", "failed_write or full_disk"]),
+    "kit-pruned-in-sight": (
+        "kickserver/writer.py",
+        "            os.rename(name, hidden, src_dir_fd=self._fd, dst_dir_fd=self._fd)\n",
+        "            hidden = name\n",
+        ["tests/kickserver/test_kit_retention.py", "-k", "as_a_whole"]),
+    "kick-synth-kit-by-audio-rules": (
+        "kickmodel/generator.py",
+        'return "numbers" if KIT_NUMBERS in self.capabilities and not (source and strength == 0.0) else "audio"',
+        'return "audio"',
+        ["tests/kickserver/test_kit_daemon.py", "-k", "number_rules"]),
 }
 
 

@@ -1,21 +1,24 @@
-"""A picture of kits: a kit from each shipped model, rendered by DrumGizmo from a MIDI file, its hits at rising
-velocity drawn (docs/img/kits-drumgizmo.png).
+"""A picture of kits: a kit from each shipped model, written as the daemon writes it, rendered by DrumGizmo from a
+MIDI file, its hits at rising velocity drawn (docs/img/kits-drumgizmo.png).
 
     python scripts/kit_picture.py [--out docs/img/kits-drumgizmo.png] [--seed 5] [--layers 8] [--robins 4]
 
-Each model's kick (seed --seed) becomes a kit by kickmodel.kitrules.audio_kit (the rules every family can honour
-today: a deepening high shelf and 18 dB of level over the layers, robins turned in phase), written by
-kickserver.kitfiles.write_kit into a temporary folder, and played by `drumgizmo` (Debian package drumgizmo) from a
-hand-written MIDI file: one hit per layer at velocities spread evenly over 1..127, 1 s apart, then 2 x robins hits
-at velocity 127, 0.55 s apart. Left: the first 60 ms of each rising hit; right: each hit's peak and the spectral
-centroid of its first 20 ms, by velocity, and the repeated hits. Prints the figures it draws and which robin each
-repeat played (hits correlating over 0.999 are one file).
+Each model's kit (seed --seed) is written by `kickserver render --kit LAYERSxROBINS --seed S` (the daemon's /kick/kit
+job, jobs.Kit, run offline: the generator's kit mode, the kick-synth model's layers and robins by its family's number
+rules, the bundled model's by kickmodel.kitrules' audio rules; one folder by kickserver.kitfiles) into a temporary
+folder, and played by `drumgizmo` (Debian package drumgizmo) from a hand-written MIDI file on the kit's own note (its
+SFZ's pitch_keycenter): one hit per layer at velocities spread evenly over 1..127, 1 s apart, then 2 x robins hits at
+velocity 127, 0.55 s apart. Left: the first 60 ms of each rising hit; middle: each hit's peak and the spectral
+centroid of its first 20 ms, by velocity, and the repeated hits; right: how fast the body sweeps down (sweep_ms).
+Prints the figures it draws and which robin each repeat played (hits correlating over 0.999 are one file).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,12 +33,9 @@ sys.path.insert(0, str(REPO))
 
 from kickmodel import kitrules  # noqa: E402
 from kickmodel.fsutil import atomic_write_bytes  # noqa: E402
-from kickmodel.generator import Item  # noqa: E402
-from kickmodel.loading import load_generator  # noqa: E402
-from kickserver.kitfiles import Kit, KitHit, midi_hits, write_kit  # noqa: E402
+from kickserver.kitfiles import midi_hits  # noqa: E402
 
 SR = 44100
-NOTE = 36  # C2: the General MIDI kick's note
 REPEAT_S = 0.55  # between the repeated hits as written (1.1 s as DrumGizmo 0.9.20 plays them: a 1 s kick ends first)
 
 
@@ -59,6 +59,21 @@ def onsets(x: np.ndarray, sr: int) -> list[int]:
     return starts
 
 
+def sweep_ms(x: np.ndarray, sr: int, crossings: int = 4) -> float:
+    """How fast a hit's body sweeps down: ms from its onset (5 % of the body's peak, the body being x through two
+    300 Hz low-pass biquads) to the body's 4th zero crossing. A sweep that starts higher crosses sooner; a shelf or an
+    all-pass (the audio rules) leaves it where the asked kick has it (as tests/kickserver/test_kit_daemon.py
+    measures it)."""
+    import torch
+    import torchaudio.functional as AF
+
+    y = torch.from_numpy(np.asarray(x, dtype=np.float64) * 0.05)
+    y = AF.lowpass_biquad(AF.lowpass_biquad(y, sr, 300.0), sr, 300.0).numpy()
+    onset = int(np.argmax(np.abs(y) >= 0.05 * np.abs(y).max()))
+    zc = np.flatnonzero(np.diff(np.signbit(y[onset:onset + sr // 5])))
+    return 1000.0 * zc[crossings - 1] / sr if len(zc) >= crossings else float("nan")
+
+
 def centroid(x: np.ndarray, sr: int) -> float:
     """The spectral centroid of x (Hann window, 8192-point FFT), in Hz: where its brightness sits."""
     spec = np.abs(np.fft.rfft(x * np.hanning(len(x)), 8192))
@@ -66,30 +81,43 @@ def centroid(x: np.ndarray, sr: int) -> float:
     return float(np.sum(f * spec) / np.sum(spec))
 
 
-def render(model: Path, seed: int, layers: int, robins: int, tmp: Path) -> tuple[list[int], list[np.ndarray]]:
-    """(velocities, hits as DrumGizmo played them) of a kit of model's kick."""
-    gen = load_generator(model, "cpu")
-    x = gen.generate([Item(seed=seed)], gen.settings(), sample_rate=SR)[0]
-    grid = kitrules.audio_kit(x, SR, layers, robins, seed)
-    made = write_kit(Kit(f"{model.stem}_kit", NOTE, SR, [KitHit(k, i, r) for i, row in enumerate(grid)
-                                                          for r, k in enumerate(row)],
-                         info=f"model={model.stem} seed={seed}"), tmp)
+def write_kit(model: Path, seed: int, layers: int, robins: int, tmp: Path) -> tuple[Path, int, str]:
+    """(the kit's folder, its MIDI note, the rules that made it) as `kickserver render --kit` writes it."""
+    cfg = tmp / "empty.toml"
+    cfg.write_text("")
+    run = subprocess.run([sys.executable, "-m", "kickserver", "render", "--config", str(cfg), "--device", "cpu",
+                          "--threads", "1", "--models", str(model.parent), "--model", model.stem,
+                          "--out", str(tmp / model.stem), "--kit", f"{layers}x{robins}", "--seed", str(seed)],
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                         timeout=900)
+    if run.returncode != 0:
+        raise SystemExit(f"{model.stem}: kickserver render --kit failed:\n{run.stderr}")
+    folder = Path(run.stdout.strip().splitlines()[-1])
+    sfz = (folder / f"{folder.name}.sfz").read_text()
+    return folder, int(re.search(r"pitch_keycenter=(\d+)", sfz)[1]), re.search(r"rules=(\w+)", sfz)[1]
+
+
+def render(model: Path, seed: int, layers: int, robins: int, tmp: Path) -> tuple[list[int], list[np.ndarray], str]:
+    """(velocities, hits as DrumGizmo played them, what made the kit: its folder's name and rules) of model's kit."""
+    folder, note, rules = write_kit(model, seed, layers, robins, tmp)
     # velocities spread evenly over 1..127: where DrumGizmo places its layers (it maps velocity linearly onto the
     # span of the powers, the softest layer at 1, the hardest at 127), then full hits
     rising = [round(1 + 126 * i / max(layers - 1, 1)) for i in range(layers)]
     velocities = rising + [127] * (2 * robins)
     times = [0.5 + 1.0 * i for i in range(layers)] + [0.5 + layers + REPEAT_S * i for i in range(2 * robins)]
     mid = tmp / f"{model.stem}.mid"
-    mid.write_bytes(midi_hits(NOTE, list(zip(times, velocities))))
+    mid.write_bytes(midi_hits(note, list(zip(times, velocities))))
     prefix = tmp / f"{model.stem}_render"
-    subprocess.run(["drumgizmo", "-i", "midifile", "-I", f"file={mid},midimap={made.folder / made.drumgizmo_midimap}",
+    name = folder.name
+    midimap = folder / f"{name}_drumgizmo_midimap.xml"
+    subprocess.run(["drumgizmo", "-i", "midifile", "-I", f"file={mid},midimap={midimap}",
                     "-o", "wavfile", "-O", f"file={prefix}", "-e", str(int(SR * 2 * (times[-1] + 1))),
-                    str(made.folder / made.drumgizmo_kit)], check=True, capture_output=True, timeout=600)
+                    str(folder / f"{name}_drumgizmo.xml")], check=True, capture_output=True, timeout=600)
     y, sr = sf.read(f"{prefix}Kick-0.wav", dtype="float64")
     starts = onsets(y, sr)
     if len(starts) != len(velocities):
         raise SystemExit(f"{model.stem}: found {len(starts)} hits in DrumGizmo's render, wrote {len(velocities)}")
-    return velocities, [y[s:s + int(0.5 * sr)] for s in starts]
+    return velocities, [y[s:s + int(0.5 * sr)] for s in starts], f"{name} (rules={rules})"
 
 
 def main(argv: list[str]) -> int:
@@ -108,19 +136,21 @@ def main(argv: list[str]) -> int:
     import matplotlib.pyplot as plt
 
     models = [REPO / "kickserver" / "models" / f"{m}.safetensors" for m in ("default", "kick-synth")]
-    fig, axes = plt.subplots(len(models), 2, figsize=(12, 3.6 * len(models)), constrained_layout=True)
+    fig, axes = plt.subplots(len(models), 3, figsize=(16, 3.8 * len(models)), constrained_layout=True,
+                             gridspec_kw={"width_ratios": [1.3, 1.0, 0.8]})
     with tempfile.TemporaryDirectory(prefix="kit-picture-") as t:
         for row, model in zip(axes, models):
-            velocities, hits = render(model, args.seed, args.layers, args.robins, Path(t))
+            velocities, hits, made = render(model, args.seed, args.layers, args.robins, Path(t))
             n = args.layers
             peaks = [20 * np.log10(np.abs(h).max()) for h in hits]
             bright = [centroid(h[: SR // 50], SR) for h in hits]
+            sweep = [sweep_ms(h, SR) for h in hits]
             cmap = plt.get_cmap("viridis")
             ms = np.arange(int(0.06 * SR)) / SR * 1000
             for i in range(n):
                 row[0].plot(ms, hits[i][: len(ms)], color=cmap(i / max(n - 1, 1)), lw=0.8,
                             label=f"velocity {velocities[i]}")
-            row[0].set(title=f"{model.stem} (seed {args.seed}): DrumGizmo's hits, rising velocity",
+            row[0].set(title=f"{model.stem}: {made}, as DrumGizmo plays it",
                        xlabel="ms after the onset", ylabel="amplitude")
             row[0].legend(fontsize=7, ncol=2, loc="upper right")
             ax2 = row[1]
@@ -136,6 +166,14 @@ def main(argv: list[str]) -> int:
             lines = ax2.get_legend_handles_labels()
             more = ax3.get_legend_handles_labels()
             ax2.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="lower right")
+            row[2].plot(velocities[:n], sweep[:n], "D-", color="C2", label="rising velocity")
+            row[2].plot([top] * (len(hits) - n), sweep[n:], "x", color="C2", ms=9, label="repeats (robins)")
+            row[2].set(xlabel="MIDI velocity", ylabel="ms to the body's 4th zero crossing",
+                       title="the sweep: sooner is a higher start")
+            row[2].legend(fontsize=7, loc="upper right")
+            lo, hi = np.nanmin(sweep), np.nanmax(sweep)
+            pad = max(1.0, (8.0 - (hi - lo)) / 2)  # a flat line looks flat: at least 8 ms of axis
+            row[2].set_ylim(lo - pad, hi + pad)
             firsts: list[np.ndarray] = []
             played = []
             for h in hits[n:]:
@@ -143,8 +181,10 @@ def main(argv: list[str]) -> int:
                 if not same:
                     firsts.append(h)
                 played.append(same[0] if same else len(firsts) - 1)
-            print(f"{model.stem}: velocity {velocities[:n]} peak dBFS {[round(float(p), 1) for p in peaks[:n]]} "
-                  f"centroid Hz {[round(b) for b in bright[:n]]}; repeats at {top}: peak "
+            print(f"{model.stem} ({made}): velocity {velocities[:n]} peak dBFS "
+                  f"{[round(float(p), 1) for p in peaks[:n]]} "
+                  f"centroid Hz {[round(b) for b in bright[:n]]} sweep ms {[round(float(m), 1) for m in sweep[:n]]}; "
+                  f"repeats at {top}: peak "
                   f"{[round(float(p), 2) for p in peaks[n:]]} dBFS, files played {played}")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)

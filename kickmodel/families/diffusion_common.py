@@ -141,19 +141,27 @@ class DiffusionGenerator(GeneratorBase):
     @torch.inference_mode()
     def _sample(self, items: Sequence[Item], settings: Settings, hook: Hook) -> np.ndarray:
         """New kicks, one per item, [n, length] float32 at self.sample_rate (raw: see finish_kick)."""
+        return self.from_latent(self._sample_latent(items, settings, hook), items, hook)
+
+    def _sample_latent(self, items: Sequence[Item], settings: Settings, hook: Hook) -> torch.Tensor:
+        """The clean signals the sampler draws for new kicks, one per item (what from_latent plays)."""
         steps, sampler = settings.steps, settings.sampler
         cond, mask = self.conditioning(items)
         x, gens = self.noise(items)
         ts = self.timegrid(steps, 1.0)
         x = x * float(self.schedule.alpha_sigma(ts[0])[1])
-        out = run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, ts, self.schedule, generator=gens)
-        return self.from_latent(out, items, hook)
+        return run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, ts, self.schedule, generator=gens)
 
     @torch.inference_mode()
     def _vary(self, source: np.ndarray, strength: float, items: Sequence[Item], settings: Settings,
               hook: Hook) -> np.ndarray:
         """Variations of source ([length] at self.sample_rate) by SDEdit (Meng et al. 2022): noise its
         clean signal to t = strength (0 < strength <= 1), then denoise; 1 is a fresh kick."""
+        return self.from_latent(self._vary_latent(source, strength, items, settings, hook), items, hook)
+
+    def _vary_latent(self, source: np.ndarray, strength: float, items: Sequence[Item], settings: Settings,
+                     hook: Hook) -> torch.Tensor:
+        """The clean signals of source's variations, one per item (what from_latent plays)."""
         steps, sampler = settings.steps, settings.sampler
         src = self._source_tensor(source, len(items))
         cond, mask = self.conditioning(items)
@@ -162,9 +170,7 @@ class DiffusionGenerator(GeneratorBase):
         ts = self.timegrid(n_steps, strength)
         a, s = self.schedule.alpha_sigma(ts[0])
         x = float(a) * self.to_latent(src, hook) + float(s) * noise
-        out = run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, ts, self.schedule, generator=gens)
-        return self.from_latent(out, items, hook)
-
+        return run_sampler(sampler, self._denoise_fn(cond, mask, hook), x, ts, self.schedule, generator=gens)
 
     interpolation_samplers = ("dpmpp_2m", "ddim")  # deterministic: a morph's points lie on one smooth path
 

@@ -16,6 +16,7 @@ from kickmodel.generator import (
     GUIDANCE,
     INTERPOLATION,
     INVERT,
+    KIT_NUMBERS,
     SAMPLERS,
     VARIATION,
     Encodes,
@@ -50,7 +51,7 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
     caps = gen.capabilities
     assert isinstance(caps, frozenset) and caps <= CAPABILITIES, caps
     members = [m for m in vars(KickGenerator) if not m.startswith("_")] + list(KickGenerator.__annotations__)
-    modes = {"generate", "vary", "morph", "from_map", "locate"}  # one method per mode, nothing else renders
+    modes = {"generate", "vary", "morph", "from_map", "locate", "kit"}  # one method per mode, nothing else renders
     assert {"capabilities", "artifact", "config", "interpolation_samplers", "settings"} | modes <= set(members)
     assert "render" not in members
     missing = [m for m in members if not hasattr(gen, m)]  # the Protocol says what every generator exposes
@@ -62,6 +63,7 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
     assert (GUIDANCE in caps) == isinstance(gen, Guided)
     assert (VARIATION in caps) == _overrides(gen, "_vary")
     assert (INTERPOLATION in caps) == _overrides(gen, "_morph")
+    assert (KIT_NUMBERS in caps) == _overrides(gen, "_kit_numbers") == (gen.kit_rules() == "numbers")
     assert gen.describe()["capabilities"] == sorted(caps)
     steps = 2 if SAMPLERS in caps else None
     sampler = gen.interpolation_samplers[0] if gen.interpolation_samplers else None
@@ -79,6 +81,9 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
         assert z.shape == (2, gen.latent_dim) and np.isfinite(z).all()
     if INVERT in caps:
         assert np.isfinite(gen.invert(src, 2).cpu().numpy()).all()
+    kit = gen.kit([Item(seed=3)], 2, 2, gen.settings(steps))  # every model makes a kit, by its rules or the audio ones
+    assert [len(row) for row in kit] == [2, 2] and all(np.isfinite(h).all() for row in kit for h in row)
+    assert np.abs(kit[0][0]).max() < np.abs(kit[1][0]).max()
     if GUIDANCE in caps:
         own = gen.guidance
         gen.guidance = 2.0

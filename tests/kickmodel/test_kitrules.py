@@ -1,4 +1,5 @@
-"""Velocity layers and round robins (kickmodel.kitrules), measured the project's way (kickmodel.descriptors: click is
+"""Velocity layers and round robins (kickmodel.kitrules' audio rules, and the kick-synth family's number rules in
+kickmodel/families/kick_synth/kits.py), measured the project's way (kickmodel.descriptors: click is
 the energy above 2 kHz in the first 15 ms against the first 100 ms): over the layers, peak and click rise (Spearman
 >= 0.9); robins correlate under 0.99 with each other, yet stay near the kick they vary."""
 
@@ -11,30 +12,16 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from kit_util import spearman
 
 from kickmodel import kitrules
 from kickmodel.descriptors import measure
+from kickmodel.families.kick_synth import kits
 from kickmodel.families.kick_synth.synth import N_PARAMS, PARAMS, KickSynth, from_params, to_params
 
 SR = 44100
 KIT = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
 REAL = ["BJA_Pacific_BD_02.flac", "BJA_Pacific_BD_05.flac", "Audiophob_86335_zgump_tom_0105.flac"]
-
-
-def _ranks(v) -> np.ndarray:
-    """Ranks with ties sharing their mean rank (so a constant series has no order: its correlation is nan)."""
-    v = np.asarray(v, dtype=np.float64)
-    order = np.argsort(v, kind="stable")
-    r = np.empty(len(v))
-    r[order] = np.arange(len(v))
-    for x in np.unique(v):
-        r[v == x] = r[v == x].mean()
-    return r
-
-
-def spearman(a, b) -> float:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
 
 
 def _real(name: str) -> np.ndarray:
@@ -79,7 +66,7 @@ def test_audio_layers_rise_in_peak_and_click(name):
 
 def test_synth_layers_rise_in_peak_and_click():
     top = _synth_params()
-    params = [kitrules.synth_layer(top, p) for p in kitrules.layer_positions(8)]
+    params = [kits.synth_layer(top, p) for p in kitrules.layer_positions(8)]
     assert params[-1] == pytest.approx(top)
     assert [p["f_end"] for p in params] == [52.0] * 8  # the pitch the kit is tuned to does not move
     assert all(a["click_db"] < b["click_db"] and a["drive"] < b["drive"] and a["sweep"] < b["sweep"]
@@ -94,7 +81,7 @@ def test_synth_layers_rise_in_peak_and_click():
 
 def test_synth_layers_stay_in_range():
     lo = {q.name: q.lo for q in PARAMS}
-    soft = kitrules.synth_layer(_synth_params(click_db=-65.0, drive=0.06, sweep=0.03), 0.0)
+    soft = kits.synth_layer(_synth_params(click_db=-65.0, drive=0.06, sweep=0.03), 0.0)
     assert soft["click_db"] == lo["click_db"] and soft["drive"] == lo["drive"] and soft["sweep"] == lo["sweep"]
 
 
@@ -131,7 +118,7 @@ def test_audio_robins_are_distinct(name):
 
 def test_synth_robins_are_distinct():
     top = _synth_params()
-    params = [kitrules.synth_robin(top, r, seed=3) for r in range(4)]
+    params = [kits.synth_robin(top, r, seed=3) for r in range(4)]
     assert params[0] == top and all(p["f_end"] == top["f_end"] for p in params)
     assert all(p != top for p in params[1:])
     robins = kitrules.distinct_robins(_render(params), SR, seed=3)
@@ -171,12 +158,12 @@ def test_kit_builders():
     assert peaks[0] < peaks[1] < peaks[2]
 
     synth = _synth_params()
-    grid = kitrules.synth_kit(synth, _render, SR, 2, 3, seed=4)
+    grid = kits.synth_kit(synth, _render, SR, 2, 3, seed=4)
     assert [len(row) for row in grid] == [3, 3]
     assert np.allclose(grid[-1][0], _render([synth])[0], atol=1e-6)  # the asked kick (its numbers through float32)
     assert np.abs(grid[0][0]).max() < np.abs(grid[1][0]).max()
     with pytest.raises(ValueError, match="render gave 1 kicks for 3 robins"):
-        kitrules.synth_kit(synth, lambda numbers: _render(numbers[:1]), SR, 2, 3, seed=4)
+        kits.synth_kit(synth, lambda numbers: _render(numbers[:1]), SR, 2, 3, seed=4)
     with pytest.raises(ValueError, match="robins 5"):
         kitrules.audio_kit(x, SR, 2, 5, seed=4)
 

@@ -43,7 +43,7 @@ def test_names():
 @pytest.mark.parametrize("pattern, why", [
     ("", "empty"), ("x" * 101, "longer than 100"), ("a/{label}", "not a path"), ("..{label}", "not a path"),
     ("{label", "expected '}'"), ("{foo}_{label}", "unknown field 'foo'"), ("kick_{note}_{word}", "needs {label}"),
-    ("{label!r}", "no conversions"), (None, "not text"),
+    ("{label!r}", "no conversions"), ("{label:>8}", "no format spec"), (None, "not text"),
 ])
 def test_bad_patterns(pattern, why):
     with pytest.raises(ValueError, match="name pattern") as e:
@@ -51,6 +51,32 @@ def test_bad_patterns(pattern, why):
     assert why in str(e.value)
     with pytest.raises(ValueError):
         naming.kick_name("1", 0.3, 55.0, -30.0, pattern=pattern)
+
+
+@pytest.mark.parametrize("pattern", [naming.DEFAULT_PATTERN, naming.TIME_PATTERN, naming.KIT_PATTERN,
+                                     "{note}{cents}_{word}_{label}_{time}", "{word} {label}", " {label}-",
+                                     "-{cents}_{label}", "x.{note}.{label}", "{label}", "{note}_{label}",
+                                     "a b{cents} {note}{word}{label}."])
+def test_name_regex_matches_every_name_its_pattern_makes(pattern):
+    """Whatever a kick measures (a pitch or none, any word) and whatever its label, the name kick_name makes from a
+    pattern, and that name with the writer's collision suffix, match name_regex(pattern): retention knows them."""
+    rx = naming.name_regex(pattern)
+    for pitch in (None, 55.0, 61.7, 30.1, 200.0, float("nan")):
+        for label in ("5513", "v12", "t250", "m5", "0"):
+            for decay, click in ((0.1, -40.0), (0.9, -10.0), (0.4, -35.0), (0.3, -50.0), (0.9, -40.0)):
+                name = naming.kick_name(label, decay, pitch, click, pattern=pattern, time="20261205-083442")
+                assert rx.match(name) and rx.match(name.removesuffix(".wav") + "-12.wav"), (pattern, name, rx)
+
+
+def test_name_regex_matches_no_other_name():
+    rx = naming.name_regex(naming.DEFAULT_PATTERN)
+    assert rx.match("kick_A1_short_5513.wav") and rx.match("kick_short_5513-2.wav") and rx.match("kick_Db1_long_v7.wav")
+    for other in ("kick_best_ever.wav", "kick_20240101-000000_5.wav", "kick_A1_short_5.wav.part", "kick_A1_short_5",
+                  "../kick_A1_short_5.wav", "kick_A1_short_5.wav\n", "kick_A1_loud_5.wav", "my_kick_A1_short_5.wav"):
+        assert not rx.match(other), other
+    assert naming.name_regex(naming.TIME_PATTERN).match("kick_20240101-000000_5-3.wav")
+    assert naming.name_regex(naming.KIT_PATTERN, suffix="").match("kit_A1_punchy_5-2")
+    assert not naming.name_regex(naming.KIT_PATTERN, suffix="").match("kit_A1_punchy_5.wav")
 
 
 def _kick(pitch: float, decay: float, click: float) -> np.ndarray:

@@ -10,8 +10,9 @@ and refusals (junk, malformed OSC, bundles, bad and out-of-range arguments, unkn
 from one socket and followed by a /kick/ping on it: the replies up to that ping's pong are the step's (a step that
 queues kicks first waits for `expect` replies, which come from the worker after the pong could).
 
-What legitimately varies between runs is normalised in each reply (`normalise`): the temporary folder's path, the
-files' time stamps (and the -N a name gets when another kick took it in the same second) and the resident memory.
+What legitimately varies between runs is normalised in each reply (`normalise`): the temporary folder's path and the
+resident memory (and a time-stamped file name's stamp and -N, were the daemon run with name_pattern kick_{time}_{label};
+by default a kick's name says its sound, kick_Eb1_clicky_1.wav, the same in every run, and is recorded as it is).
 Everything else, type tags and padding included, must stay byte for byte (tests/kickserver/test_osc_exchange.py).
 """
 
@@ -245,8 +246,9 @@ def _tags(data: bytes) -> str:
 
 
 def normalise(data: bytes, roots: list[str]) -> bytes:
-    """The datagram with what varies between runs replaced: the temporary folder (any of `roots`) by $TMP, a file
-    name's stamp by STAMP (and its -N suffix dropped), a memory figure by N. Unchanged bytes when none occurs."""
+    """The datagram with what varies between runs replaced: the temporary folder (any of `roots`) by $TMP, a
+    time-stamped file name's stamp by STAMP (and its -N suffix dropped), a memory figure by N. Unchanged bytes when
+    none occurs."""
     replies = parse_replies(data)
     if len(replies) != 1 or replies[0][0] == "<not OSC>":
         return data

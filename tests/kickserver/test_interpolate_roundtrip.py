@@ -60,8 +60,9 @@ def samples(path) -> np.ndarray:
 
 
 def label(path) -> str:
-    """What a kick's file name carries after its time stamp (the seed, or t in thousandths), collision suffix off."""
-    m = re.fullmatch(r"kick_\d{8}-\d{6}_(\d+|t\d{3,4})(-\d+)?\.wav", Path(path).name)
+    """What a kick's file name carries after its note and character word (the seed, or t in thousandths), collision
+    suffix off."""
+    m = re.fullmatch(r"kick_(?:[A-G]b?-?\d+_)?[a-z]+_(\d+|t\d{3,4})(-\d+)?\.wav", Path(path).name)
     assert m, path
     return m.group(1)
 

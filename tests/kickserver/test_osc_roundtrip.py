@@ -306,14 +306,13 @@ def test_a_bundle_with_a_future_time_tag_is_answered_at_once(daemon):
     from pythonosc.osc_bundle_builder import OscBundleBuilder
     from pythonosc.osc_message_builder import OscMessageBuilder
 
-    b = OscBundleBuilder(time.time() + 60)  # a minute ahead
+    b = OscBundleBuilder(time.time() + 3600)  # an hour ahead
     for addr in ("/kick/ping", "/kick/status"):
         b.add_content(OscMessageBuilder(address=addr).build())
-    t0 = time.monotonic()
+    # both replies within send_raw's 10 s, against a tag an hour ahead: answered without waiting for it (no wall-clock
+    # bound of a few seconds, which a loaded box can break)
     replies = daemon.send_raw(b.build().dgram, expect=2, timeout=10)
-    took = time.monotonic() - t0
     assert sorted(a for a, _ in replies) == ["/kick/pong", "/kick/status"], replies
-    assert took < 3.0, took
     assert one(daemon, "/kick/ping")[0] == "/kick/pong"  # and the server was not held up either
 
 
@@ -321,21 +320,27 @@ def test_reply_types_sizes_and_reply_port(daemon):
     """Replies use only i/f/s, stay under 4 KB and go to both the source port and the reply port."""
     listener = daemon.reply_listener()
     client = daemon.socket()
+    other = daemon.socket()  # another program on this machine (Pd beside Max): its replies reach the reply port too
     try:
         listener.settimeout(10)
         client.settimeout(10)
+        other.sendto(build_message("/kick/status", ()), (daemon.host, daemon.port))
         requests = [("/kick/ping", ()), ("/kick/status", ()), ("/kick/models", ()), ("/kick/model", ("tiny",)),
                     ("/kick/generate", ("steps", STEPS, "id", 3)), ("/kick/generate", ("bad", 1))]
         for address, args in requests:
             client.sendto(build_message(address, args), (daemon.host, daemon.port))
             data, _ = client.recvfrom(65536)
-            copy, _ = listener.recvfrom(65536)
-            assert data == copy
+            # the reply port gets every reply to this address, a kick an earlier test of this module's daemon left
+            # rendering among them (its /kick/done once came first, and the test failed under load): the copy is the
+            # datagram equal to this reply, however many others arrive before it (recvfrom times out when none is)
+            while listener.recvfrom(65536)[0] != data:
+                pass
             assert len(data) < 4096
             assert set(type_tags(data)) <= set("ifs"), (address, type_tags(data))
     finally:
         listener.close()
         client.close()
+        other.close()
 
 
 def test_send_subcommand(daemon):

@@ -44,8 +44,8 @@ def test_one_prune_is_linear_in_the_ledger_and_stats_only_what_it_removes(tmp_pa
     entries, reads = counting(w._ledger)
     w._ledger = type(w._ledger)(entries)
     stats = []
-    real = KickWriter._is_file
-    monkeypatch.setattr(KickWriter, "_is_file", lambda self, name: stats.append(name) or real(self, name))
+    real = KickWriter._is_there
+    monkeypatch.setattr(KickWriter, "_is_there", lambda self, entry: stats.append(entry) or real(self, entry))
     removed = w.prune()
     assert len(removed) == 500
     assert reads[0] <= 2 * N, f"{reads[0]} sizes read to remove 500 of {N} (quadratic: about 10 M)"

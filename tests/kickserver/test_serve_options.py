@@ -64,6 +64,9 @@ COVERAGE: dict[str, tuple[str, ...]] = {
     "read_roots": (MAIN, "test_osc_roundtrip.py::test_variation_paths_refused"),
     "max_files": (MAIN, f"{HERE}::test_retention_the_other_way"),  # MAIN: command line; the other: config
     "max_mb": (MAIN, f"{HERE}::test_retention_the_other_way"),  # MAIN: config; the other: command line
+    "name_pattern": (MAIN, "test_kick_names.py::test_name_pattern_brings_back_the_time_based_names",
+                     "test_kick_names.py::test_a_bad_name_pattern_is_refused_at_start_naming_the_field_the_reason_and_"
+                     "the_fix"),  # the names of the kicks written
     "queue_limit": (MAIN,),
     "client_queue_limit": (MAIN,),
     "max_batch": (MAIN,),  # the worker's debug line per batch
@@ -278,6 +281,7 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
         "allow": ["198.51.100.0/24"], "read_roots": [str(root)],
         # retention: one limit each way here, the other in test_retention_the_other_way
         "max_files": 2 if way == "command line" else None, "max_mb": 0.03 if way == "config file" else None,
+        "name_pattern": "kick_{time}_{label}",
         "queue_limit": 5, "client_queue_limit": 3, "max_batch": 2, "max_steps": 3, "steps": 2, "threads": 2,
         "log_level": "debug", "reply_rate_kb": 0.01, "reply_burst_kb": 5.0, "render_capture": "graphs",
         "return_proof": "network",  # its effect: test_front_limits.py (COVERAGE)
@@ -322,6 +326,9 @@ def test_every_option_through_the_daemon(tmp_path, two_models, way):
         assert [(a, p[0], p[2]) for a, p in replies] == [("/kick/done", 4, seed) for seed in (10, 11, 12)], replies
         paths = [Path(p[1]) for _, p in replies]
         assert all(path.parent == out for path in paths), paths
+        # name_pattern: the time-based names
+        stamped = [re.fullmatch(rf"kick_\d{{8}}-\d{{6}}_{seed}\.wav", p.name) for p, seed in zip(paths, (10, 11, 12))]
+        assert all(stamped), paths
         # log_level debug: the worker's debug line per batch is there
         assert d.wait_for_log("batch of 1 ", timeout=10), d.stderr_text()
         assert batch_sizes(d) == [2, 1], d.stderr_text()

@@ -123,8 +123,9 @@ def test_a_folder_swapped_for_a_link_after_resolving_is_caught_on_the_descriptor
         open_source(str(root / "kit" / "k.wav"), out, [root])
 
 
-def _opens_quickly(fn, seconds=2.0):
-    """Run fn in a thread; fail (instead of hanging the run) if it does not return within `seconds`."""
+def _opens_quickly(fn, seconds=30.0):
+    """Run fn in a thread; fail (instead of hanging the run) if it does not return within `seconds`: an open that
+    blocks (a FIFO with no writer) never returns, so a generous bound tells it apart whatever the machine's load."""
     box: dict = {}
 
     def run():
@@ -144,9 +145,9 @@ def _opens_quickly(fn, seconds=2.0):
 def test_a_fifo_is_refused_without_blocking(tree):
     out, _, _ = tree
     os.mkfifo(out / "pipe.wav")
-    box, took = _opens_quickly(lambda: open_source("pipe.wav", out, []))
+    box, _ = _opens_quickly(lambda: open_source("pipe.wav", out, []))
     assert isinstance(box.get("error"), SourceRefused), box
-    assert "is a FIFO, not a regular file" in str(box["error"]) and took < 1.0
+    assert "is a FIFO, not a regular file" in str(box["error"])
 
 
 def test_a_fifo_swapped_in_after_the_check_is_never_read(tree):

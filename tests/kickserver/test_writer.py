@@ -1,4 +1,5 @@
-"""The WAV drop: format, tags, naming, atomic rename, failed writes, retention, stray temp files."""
+"""The WAV drop: format, tags, naming (by the sound, or by the time-based pattern), atomic rename, failed writes,
+retention (kicks and kit folders), stray temp files and kit temp folders."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ import soundfile as sf
 from inotify_util import InotifyWatch
 
 from kickmodel.dsp import finish_kick
-from kickserver.writer import LEDGER, NAME_RE, KickInfo, KickWriter, WriteError
+from kickmodel.naming import TIME_PATTERN, name_regex
+from kickserver.writer import LEDGER, KickInfo, KickWriter, WriteError
+
+NAME_RE = name_regex(TIME_PATTERN)  # the time-based names these tests ask for where they freeze the clock
 
 SR = 48000
 
@@ -38,7 +42,7 @@ def asked(comment: str) -> str:
 def test_format_tags_and_levels(tmp_path):
     w = KickWriter(tmp_path, SR)
     path = w.write(kick(), info())
-    assert path.is_absolute() and NAME_RE.match(path.name) and path.name.endswith("_7.wav")
+    assert path.is_absolute() and path.name == "kick_A1_short_7.wav"  # a 55 Hz sine, 0.1 s, no click
     i = sf.info(path)
     assert (i.samplerate, i.channels, i.subtype, i.format, i.frames) == (SR, 1, "PCM_24", "WAV", 4800)
     x, _ = sf.read(path, dtype="float64")
@@ -90,7 +94,7 @@ def frozen(monkeypatch):
 
 def test_never_overwrites_counter_on_collision(tmp_path, frozen):
     """Twelve kicks with one seed in one second: the name, then -2, -3, ... -12 in order, each file its own."""
-    w = KickWriter(tmp_path, SR)
+    w = KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN)
     clips = [kick(seed=i) for i in range(12)]
     paths = [w.write(c, info(seed=3)) for c in clips]
     assert [p.name for p in paths] == [f"{frozen}_3.wav"] + [f"{frozen}_3-{n}.wav" for n in range(2, 13)]
@@ -105,7 +109,7 @@ def test_counter_skips_names_taken_by_others(tmp_path, frozen):
     for name in (f"{frozen}_9.wav", f"{frozen}_9-2.wav", f"{frozen}_9-4.wav"):
         (tmp_path / name).write_bytes(b"theirs")
     (tmp_path / f"{frozen}_9-3.wav").symlink_to(tmp_path / "nowhere")  # a dangling link is taken too
-    w = KickWriter(tmp_path, SR)
+    w = KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN)
     assert w.write(kick(), info(seed=9)).name == f"{frozen}_9-5.wav"
     assert w.write(kick(), info(seed=9)).name == f"{frozen}_9-6.wav"
     assert all((tmp_path / n).read_bytes() == b"theirs" for n in (f"{frozen}_9.wav", f"{frozen}_9-2.wav"))
@@ -114,7 +118,7 @@ def test_counter_skips_names_taken_by_others(tmp_path, frozen):
 def test_riff_info_tags_as_documented(tmp_path, frozen):
     """docs/daemon.md: software (kickserver <version>), artist (kickserver), title (the file name without
     .wav), date, comment (model, seed, steps, sampler, controls; a variation adds source and strength)."""
-    w = KickWriter(tmp_path, SR)
+    w = KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN)
     p = w.write(kick(), KickInfo(model="tiny", seed=3, steps=5, sampler="ddim", controls={"pitch": 0.2, "decay": 1},
                                  software="kickserver 9.9"))
     meta = sf.SoundFile(p).copy_metadata()
@@ -133,7 +137,7 @@ def test_riff_info_tags_as_documented(tmp_path, frozen):
 def test_interpolated_kicks_are_named_and_tagged_by_their_place_and_ends(tmp_path, frozen):
     """An inner kick (no seed regenerates it) is named by t in thousandths; an end that is a seed by that seed.
     Tags record a, b (a seed, or a file's name) and t. Retention and the stray-temp cleanup know the names."""
-    w = KickWriter(tmp_path, SR, max_files=2)
+    w = KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN, max_files=2)
     mid = w.write(kick(), KickInfo(model="tiny", seed=-1, steps=5, sampler="ddim", controls={}, a=7,
                                    b=str(tmp_path / "src.wav"), t=0.25))
     assert mid.name == f"{frozen}_t250.wav" and NAME_RE.match(mid.name)
@@ -149,14 +153,14 @@ def test_interpolated_kicks_are_named_and_tagged_by_their_place_and_ends(tmp_pat
     w.prune()
     assert not mid.exists() and end.exists() and first.exists()  # the oldest of three went
     (tmp_path / f".{frozen}_t500.wav.123.part").write_bytes(b"RIFF")
-    KickWriter(tmp_path, SR)
+    KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN)
     assert not (tmp_path / f".{frozen}_t500.wav.123.part").exists()
 
 
 def test_a_variation_is_named_by_v_and_its_seed_and_retention_knows_the_name(tmp_path, frozen):
     """A variation's seed is its noise, not one /kick/generate turns into it: its name says `v<seed>`,
     its tags the seed, source and strength that make it again. Retention and the stray-temp cleanup know it."""
-    w = KickWriter(tmp_path, SR, max_files=1)
+    w = KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN, max_files=1)
     v = w.write(kick(), info(seed=41, source=str(tmp_path / "src.wav"), strength=0.4))
     assert v.name == f"{frozen}_v41.wav" and NAME_RE.match(v.name)
     assert asked(sf.SoundFile(v).copy_metadata()["comment"]) == (
@@ -166,7 +170,7 @@ def test_a_variation_is_named_by_v_and_its_seed_and_retention_knows_the_name(tmp
     w.prune()
     assert not v.exists() and later.exists()  # in the ledger like any kick: the oldest went
     (tmp_path / f".{frozen}_v42.wav.123.part").write_bytes(b"RIFF")
-    KickWriter(tmp_path, SR)
+    KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN)
     assert not (tmp_path / f".{frozen}_v42.wav.123.part").exists()
 
 
@@ -227,6 +231,68 @@ def test_retention_removes_oldest_of_ours_only(tmp_path):
     assert foreign.exists() and user.exists()
 
 
+def test_kicks_are_named_by_their_sound_the_note_asked_first(tmp_path):
+    """The default pattern: the note of the pitch asked (a pitch_hz control, which a note also becomes), else of the
+    pitch measured, the character word of what the kick measures, the label; the same sound and seed again: -2.
+    A ledger that names a file no pattern of the writer makes is not followed (the user's file stays)."""
+    w = KickWriter(tmp_path, SR, max_files=2)
+    asked = KickInfo(model="tiny", seed=7, steps=5, sampler="ddim", controls={"pitch_hz": 41.2034})
+    names = [w.write(kick(), info()).name, w.write(kick(), info()).name, w.write(kick(), asked).name]
+    assert names == ["kick_A1_short_7.wav", "kick_A1_short_7-2.wav", "kick_E1_short_7.wav"]
+    w.prune()
+    assert not (tmp_path / names[0]).exists() and w.written == names[1:]
+    user = tmp_path / "kick_my_best.wav"
+    user.write_bytes(b"x")
+    (tmp_path / LEDGER).write_text('{"version": 1, "files": [{"name": "kick_my_best.wav", "size": 1, "time": 0}]}')
+    w2 = KickWriter(tmp_path, SR, max_files=1)
+    assert w2.written == []
+    w2.write(kick(), info(seed=8))
+    w2.prune()
+    assert user.exists()
+
+
+def _kit(name: str = "kit_A1_punchy_5", hits: int = 2):
+    from kickserver.kitfiles import Kit, KitHit
+
+    return Kit(name=name, note=33, sample_rate=SR, hits=[KitHit(kick(seed=i) * 0.5 ** i, i, 0) for i in range(hits)])
+
+
+def test_a_kit_folder_is_one_ledger_entry_of_its_whole_size_and_goes_as_a_whole(tmp_path, caplog):
+    """write_kit: one folder (-2 when the name is taken), one ledger entry of every file's size; pruned oldest first
+    with the kicks, by renaming it out of sight first (no visible name loses a file while others stay), logged in the
+    kick pruning's line; a kit's name in the ledger that is a file, not a folder, is not followed."""
+    w = KickWriter(tmp_path, SR, max_files=2)
+    first = w.write_kit(_kit())
+    again = w.write_kit(_kit())
+    assert (first.name, again.name) == ("kit_A1_punchy_5", "kit_A1_punchy_5-2")
+    entry = w._ledger[0]
+    assert entry["kit"] is True and entry["size"] == sum(f.stat().st_size for f in first.iterdir())
+    k = w.write(kick(), info())
+    caplog.set_level("INFO", logger="kickserver.writer")
+    assert w.prune() == ["kit_A1_punchy_5/"]
+    assert not first.exists() and again.is_dir() and k.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([LEDGER, again.name, k.name])
+    line = next(r.getMessage() for r in caplog.records if "retention removed" in r.getMessage())
+    assert "retention removed 1 old kit folder(s) from" in line and "(kit_A1_punchy_5/)" in line, line
+    assert "a kit folder counts as one" in line
+    w.max_files = None
+    w.max_mb = 0.000001  # under anything: every entry but the newest goes
+    assert w.prune() == ["kit_A1_punchy_5-2/"]
+
+
+def test_stale_kit_temp_folders_are_removed_at_start(tmp_path, caplog):
+    stale = tmp_path / ".kit_A1_punchy_5.x1y2z3.kitpart"
+    stale.mkdir()
+    (stale / "kit_A1_punchy_5_v1_rr1.wav").write_bytes(b"RIFF")
+    keep = tmp_path / ".not-a-kit"
+    keep.mkdir()
+    caplog.set_level("INFO", logger="kickserver.writer")
+    KickWriter(tmp_path, SR)
+    assert not stale.exists() and keep.is_dir()
+    assert any("removed 1 stale kit temp folder(s)" in r.getMessage() and stale.name in r.getMessage()
+               for r in caplog.records), caplog.text
+
+
 def test_retention_by_size(tmp_path):
     w = KickWriter(tmp_path, SR, max_mb=0.03)  # each file is about 14.4 kB
     paths = []
@@ -275,7 +341,7 @@ def test_a_name_taken_in_the_last_moment_is_never_overwritten(tmp_path, monkeypa
     # the clock stands still: with a real one the retry could fall in the next second, whose stamp makes another
     # name than "-2" (no overwrite either, but not the case this test is about; it failed so once in six runs)
     monkeypatch.setattr(wmod, "time", FrozenClock(FROZEN))
-    w = KickWriter(tmp_path, SR)
+    w = KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN)
     p = w.write(kick(), info(seed=5))
     monkeypatch.undo()
     assert raced, "the race was not simulated"
@@ -351,7 +417,7 @@ def test_kicks_from_the_map_are_named_m_seed_and_tagged_with_their_point(tmp_pat
     as the very float asked (a float32 from OSC: map_x=0.3, not 0.30000001192092896)."""
     import numpy as np
 
-    w = KickWriter(tmp_path, SR, max_files=1)
+    w = KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN, max_files=1)
     p = w.write(kick(), KickInfo(model="tiny", seed=12, steps=None, sampler=None, controls={"pitch_hz": 43.65},
                                  map_x=float(np.float32(0.3)), map_y=1.0, spread=0.0))
     assert p.name == f"{frozen}_m12.wav" and NAME_RE.match(p.name)
@@ -364,7 +430,7 @@ def test_kicks_from_the_map_are_named_m_seed_and_tagged_with_their_point(tmp_pat
     w.prune()
     assert not p.exists() and q.exists()  # retention knows the name
     (tmp_path / f".{frozen}_m5.wav.123.part").write_bytes(b"RIFF")
-    KickWriter(tmp_path, SR)
+    KickWriter(tmp_path, SR, name_pattern=TIME_PATTERN)
     assert not (tmp_path / f".{frozen}_m5.wav.123.part").exists()
 
 

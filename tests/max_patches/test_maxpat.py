@@ -25,6 +25,10 @@ from kickserver import osc_api
 MAX_PATCHES = REPO / "max_patches"
 MAXPAT = MAX_PATCHES / "kickserver.maxpat"
 AMXD = MAX_PATCHES / "kickserver.amxd"
+# the companion audio effect that plays the last kick (a MIDI effect has no audio output)
+AUDITION_MAXPAT = MAX_PATCHES / "kickserver-audition.maxpat"
+AUDITION_AMXD = MAX_PATCHES / "kickserver-audition.amxd"
+LAST_KICK = "kickserver-last-kick"  # the global send/receive name between the two devices
 BUILD = MAX_PATCHES / "build_amxd.py"
 
 CONTROL_KEYS = {"decay", "pitch", "click"}  # what every preset's model.controls is (checked below)
@@ -121,6 +125,17 @@ def patch() -> Patch:
     return Patch(json.loads(MAXPAT.read_text(encoding="utf-8")))
 
 
+@pytest.fixture(scope="module")
+def audition() -> Patch:
+    return Patch(json.loads(AUDITION_MAXPAT.read_text(encoding="utf-8")))
+
+
+@pytest.fixture(scope="module", params=[MAXPAT, AUDITION_MAXPAT], ids=lambda p: p.name)
+def any_patch(request) -> Patch:
+    """Each device's patcher, for the checks every patcher must pass."""
+    return Patch(json.loads(request.param.read_text(encoding="utf-8")))
+
+
 # ---------------------------------------------------------------- well-formed
 
 
@@ -138,7 +153,8 @@ def test_maxpat_is_a_patcher_that_opens_in_presentation(patch):
         assert y + h <= 169, f"{b['id']} ({patch.kind(b)}) lies below Live's device height"
 
 
-def test_every_box_has_id_class_and_ports(patch):
+def test_every_box_has_id_class_and_ports(any_patch):
+    patch = any_patch
     ids = [b["box"]["id"] for b in patch.patcher["boxes"]]
     assert len(ids) == len(set(ids)), "duplicate box ids"
     for b in patch.boxes.values():
@@ -152,7 +168,8 @@ def test_every_box_has_id_class_and_ports(patch):
             assert "text" in b, b["id"]
 
 
-def test_patch_cords_join_existing_ports(patch):
+def test_patch_cords_join_existing_ports(any_patch):
+    patch = any_patch
     assert len(set(patch.lines)) == len(patch.lines), "a patch cord is listed twice"
     for src, so, dst, di in patch.lines:
         assert src in patch.boxes and dst in patch.boxes, (src, dst)
@@ -160,8 +177,9 @@ def test_patch_cords_join_existing_ports(patch):
         assert 0 <= di < patch.boxes[dst]["numinlets"], f"{dst} has no inlet {di}"
 
 
-def test_object_port_counts_match_their_arguments(patch):
+def test_object_port_counts_match_their_arguments(any_patch):
     """Max sizes some objects by their arguments; a cord to a port that Max would not create is lost."""
+    patch = any_patch
     for b in patch.boxes.values():
         if b["maxclass"] != "newobj":
             continue
@@ -184,6 +202,17 @@ def test_object_port_counts_match_their_arguments(patch):
             assert (b["numinlets"], b["numoutlets"]) == (highest, 1), b["text"]
         elif k == "zl":
             assert (b["numinlets"], b["numoutlets"]) == (2, 2), b["text"]
+        elif k in ("plugin~", "plugout~"):  # as Max saves them: two signal inlets and outlets (stereo)
+            assert (b["numinlets"], b["numoutlets"]) == (2, 2) and b["outlettype"] == ["signal"] * 2, b["text"]
+        elif k == "play~":  # N channels, then the bang when playback ends
+            n = int(args[1]) if len(args) > 1 else 1
+            assert (b["numinlets"], b["numoutlets"]) == (1, n + 1) and b["outlettype"] == ["signal"] * n + ["bang"]
+        elif k == "buffer~":
+            assert (b["numinlets"], b["numoutlets"]) == (1, 2) and b["outlettype"] == ["float", "bang"], b["text"]
+        elif k in ("s", "send"):
+            assert (b["numinlets"], b["numoutlets"]) == (1, 0), b["text"]
+        elif k in ("r", "receive"):
+            assert (b["numinlets"], b["numoutlets"]) == (0, 1), b["text"]
 
 
 # ---------------------------------------------------------------- network objects
@@ -322,11 +351,29 @@ def test_every_address_sent_exists_in_the_daemon(patch):
     assert sent - received <= allowed, sorted(sent - received - allowed)
     assert PAD_REQUESTS <= sent
     assert {"/kick/generate", "/kick/variation", "/kick/ping", "/kick/status"} <= sent
-    # every message box that sends /kick/... is wired to [udpsend]
+    # every message box that sends /kick/... is wired to [udpsend], directly or through what appends the pitch part
+    # ([zl join]) and chooses whether there is one ([gate]): nothing else touches the message on its way
     (send,) = patch.find("udpsend")
     for b in patch.boxes.values():
         if any(m and m[0].startswith("/kick/") for m in osc_messages(b)):
-            assert (send["id"], 0) in patch.targets(b["id"], 0), b["text"]
+            assert ends_of(patch, b["id"], {"zl join", "gate 2 1"}) == {send["id"]}, b["text"]
+
+
+def ends_of(patch, start: str, through: set[str]) -> set[str]:
+    """The boxes start's outlet 0 reaches when the walk passes only boxes whose text is in `through` (their left
+    inlet for a [zl join], their right inlet, the data, for a [gate])."""
+    ends, todo, seen = set(), [start], set()
+    while todo:
+        bid = todo.pop()
+        for dst, inlet in patch.targets(bid, 0 if bid == start else None):
+            text = patch.boxes[dst].get("text", "")
+            if text in through and (dst, inlet) not in seen:
+                assert inlet == (1 if text.startswith("gate") else 0), (bid, dst, inlet)
+                seen.add((dst, inlet))
+                todo.append(dst)
+            elif text not in through:
+                ends.add(dst)
+    return ends
 
 
 def _pack_values(pack: dict) -> list:
@@ -399,9 +446,10 @@ def device_message(patch, address, steps: int | None = None) -> tuple[dict, list
         (node,) = [patch.boxes[d] for d, _ in patch.targets(node["id"], outlet)]
     (tokens,) = osc_messages(node)
     assert tokens[0] == address, (address, node["text"])
+    tokens = tokens + appended_pitch(patch, node)
     args = []
     for t in tokens[1:]:
-        m = re.fullmatch(r"\$(\d+)", t)
+        m = re.fullmatch(r"\$(\d+)", t) if isinstance(t, str) else None
         if m:
             k = int(m.group(1))
             assert 2 <= k <= len(values), f"{t} in {node['text']!r} is not a value of {pack['text']!r}"
@@ -410,6 +458,27 @@ def device_message(patch, address, steps: int | None = None) -> tuple[dict, list
         else:
             args.append(t)
     return node, args
+
+
+def pitch_gate(patch) -> dict:
+    """The [gate 2 1] that chooses the pitch part at each press: its outlets fill `pitch <KS Pitch>` (KS Note 0) or
+    `note <KS Note>` message boxes."""
+    (gate,) = [b for b in patch.find("gate") if {osc_messages(patch.boxes[d])[0][0] for d, _ in patch.targets(b["id"])
+                                                 if patch.boxes[d]["maxclass"] == "message"} == {"pitch", "note"}]
+    return gate
+
+
+def appended_pitch(patch, message: dict) -> list:
+    """What the device appends to `message` at a press with KS Note at its initial 0 (each press fills the pitch
+    part first): the `pitch <dial>` part when the message goes into a [zl join] (Generate, Near, Morph), nothing when it
+    goes through Vary's [gate] (whose outlet 1, for a note, is the join), or when it goes straight on."""
+    ((dst, inlet),) = patch.targets(message["id"], 0)
+    if patch.boxes[dst].get("text") != "zl join":
+        return []
+    assert inlet == 0
+    (part,) = [patch.boxes[d] for d, _ in patch.targets(pitch_gate(patch)["id"], 0)]
+    assert (part["id"], 0) in patch.sources(dst, 1), "the join's right inlet gets the pitch part"
+    return [atom(w) for w in part["text"].split()]
 
 
 @pytest.mark.parametrize("address", [osc_api.GENERATE, osc_api.VARIATION])
@@ -478,9 +547,12 @@ def test_each_value_comes_from_its_control(patch, address):
 
     bang_path = {b["id"] for b in patch.upstream(pack["id"], lambda b: True, inlet=0)} | {pack["id"]}
     (to_pack,) = {so for s, so, d, _ in patch.lines if s == trig["id"] and d in bang_path}
-    (to_gate,) = {so for s, so, d, _ in patch.lines if s == trig["id"] and patch.kind(patch.boxes[d]) == "gate"}
-    # a [trigger] fires right to left: the random seed is drawn (gate) before the pack is banged
-    assert to_gate > to_pack
+    gates = {d: so for s, so, d, _ in patch.lines if s == trig["id"] and patch.kind(patch.boxes[d]) == "gate"}
+    (to_gate,) = [so for d, so in gates.items() if patch.reaches(d, 0, lambda b: patch.kind(b) == "random")]
+    (to_pitch,) = [so for d, so in gates.items() if d == pitch_gate(patch)["id"]]
+    # a [trigger] fires right to left: the random seed is drawn (gate) and the pitch part chosen before the pack is
+    # banged
+    assert to_gate > to_pack and to_pitch > to_pack
 
 
 def test_buttons_trigger_requests(patch):
@@ -580,6 +652,8 @@ class MaxSim:
         self.now = 0  # ms: [speedlim] holds what arrives too soon until advance() reaches its time
         self.drawn: list[list] = []  # what the pad's [lcd] was sent, in order
         self.shown = {bid: b.get("text", "") for bid, b in patch.boxes.items() if b["maxclass"] == "comment"}
+        self.named: dict[str, list[list]] = {}  # what each [s NAME] sent, by name
+        self.got: dict[str, list[list]] = {}  # what each [buffer~] and [play~] was sent, by box id
         self.state: dict[str, dict] = {}
         for bid, b in patch.boxes.items():
             self.state[bid] = self._initial(b)
@@ -643,6 +717,18 @@ class MaxSim:
         self.state[b["id"]]["value"] = value
         self.out(b["id"], 0, [value])
 
+    def deliver(self, name: str, *msg) -> None:
+        """A message sent to NAME from elsewhere (another device's [s NAME]): every [r NAME] here outputs it."""
+        receivers = [b for b in self.patch.find("r") if b["text"].split()[1:] == [name]]
+        assert receivers, f"nothing here receives {name}"
+        for b in receivers:
+            self.out(b["id"], 0, list(msg))
+
+    def buffer_read(self) -> None:
+        """The [buffer~] has read its file: it bangs its right outlet."""
+        (buf,) = self.patch.find("buffer~")
+        self.out(buf["id"], 1, ["bang"])
+
     def receive(self, address: str, *args) -> None:
         """A reply arriving at [udpreceive]."""
         (recv,) = self.patch.find("udpreceive")
@@ -671,7 +757,7 @@ class MaxSim:
                         assert int(m.group(1)) <= len(msg), (b["text"], msg)
                         words.append(msg[int(m.group(1)) - 1])
                     else:
-                        words.append(int(w) if re.fullmatch(r"-?\d+", w) else w)
+                        words.append(atom(w))
                 if words:
                     self.out(bid, 0, words)
             return
@@ -822,7 +908,25 @@ class MaxSim:
             return
         if k == "print":
             return
+        if k in ("s", "send"):
+            self.named.setdefault(args[0], []).append(msg)
+            return
+        if k in ("buffer~", "play~", "line~"):
+            self.got.setdefault(bid, []).append(msg)
+            return
+        if k == "dbtoa":
+            self.out(bid, 0, [10 ** (msg[0] / 20)])
+            return
         raise AssertionError(f"{k} ({bid}) is not modelled")
+
+
+def atom(word: str):
+    """A word of a message box as Max types it: an int, a float, else a symbol."""
+    if re.fullmatch(r"-?\d+", word):
+        return int(word)
+    if re.fullmatch(r"-?\d+\.\d*|-?\.\d+", word):
+        return float(word)
+    return word
 
 
 LIMITS = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)))
@@ -1143,6 +1247,13 @@ def test_a_map_refused_for_its_return_path_is_proved_and_asked_again(patch):
     sim = MaxSim(patch)
     sim.receive(osc_api.MAP_PROOF, 4711)
     assert sim.sent == [[osc_api.PROOF, 4711], [MAP]]
+    # once per map asked: a daemon that keeps refusing (its proof never holds) gets no endless echo
+    sim.receive(osc_api.MAP_PROOF, 4711)
+    assert sim.sent == [[osc_api.PROOF, 4711], [MAP]]
+    assert "map: proving this address to the daemon" in sim.shown.values()
+    sim.receive(osc_api.CONTROLS, "decay", "pitch", "click", "map")  # the device asks again (a Check, a new model)
+    sim.receive(osc_api.MAP_PROOF, 4712)
+    assert sim.sent[2:] == [[MAP], [osc_api.PROOF, 4712], [MAP]]
 
 
 # ---------------------------------------------------------------- the kit
@@ -1199,3 +1310,174 @@ def test_kit_against_the_daemon(patch, kick_daemon):
     assert reply[2:4] == [2, 2] and len(list(folder.glob("*.wav"))) == 4, reply
     sim.receive(address, *reply)
     assert f"kit {folder} - 2 layers x 2 robins" in sim.shown.values()
+
+
+# ---------------------------------------------------------------- the note on every request
+
+UNITS = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)),
+                       units=(osc_api.UnitControl("pitch_hz", "pitch", 30.0, 250.0),))  # a kick-synth model's
+
+
+def pitch_keys(msg: list) -> dict:
+    """The pitch keys of a request (`pitch`, `note`, `pitch_hz`) and their values."""
+    return {k: v for k, v in zip(msg[1:], msg[2:]) if k in ("pitch", "note", "pitch_hz")}
+
+
+def test_the_note_goes_with_every_request(patch):
+    """KS Note above 0 goes with Generate, Vary, Morph, the pad's Near and Kit as `note N`, in place of the Pitch dial
+    (the daemon refuses the two together); at 0 Generate, Morph and Near send the dial and Vary no pitch at all.
+    Every request parses in the daemon's parser for a model that takes units, the note as A1's 55 Hz."""
+    sim = MaxSim(patch)
+    sim.receive(osc_api.DONE, -2, "/out/kick_20260101-000000_5.wav", 5)
+    sim.set_value("KS Note", 33)
+    sim.press("KS Generate")
+    sim.press("KS Vary")
+    sim.press("KS Set A")
+    sim.press("KS Morph")
+    sim.click(60, 32)
+    sim.press("KS Kit")
+    assert [m[0] for m in sim.sent] == [osc_api.GENERATE, osc_api.VARIATION, osc_api.INTERPOLATE, NEAR, KIT]
+    assert [pitch_keys(m) for m in sim.sent] == [{"note": 33}] * 5, sim.sent
+    for msg in sim.sent:
+        req = osc_api.parse(msg[0], msg[1:], UNITS)
+        assert (req.pitch_hz if msg[0] == KIT else req.controls["pitch_hz"]) == pytest.approx(55.0), msg
+    sim.sent.clear()
+    sim.set_value("KS Note", 0)
+    sim.set_value("KS Pitch", 0.8)
+    sim.press("KS Generate")
+    sim.press("KS Vary")
+    sim.press("KS Morph")
+    sim.advance(1000)
+    sim.press("KS Near")
+    sim.press("KS Kit")
+    assert [pitch_keys(m) for m in sim.sent] == [{"pitch": 0.8}, {}, {"pitch": 0.8}, {"pitch": 0.8}, {}], sim.sent
+    for msg in sim.sent:
+        osc_api.parse(msg[0], msg[1:], UNITS)
+
+
+def test_a_note_the_model_refuses_shows_the_daemons_reason(patch, kick_daemon):
+    """Against a daemon whose model takes no units (the tiny test model): Generate with Note 33 is refused, and the
+    device's error line shows the daemon's reason."""
+    sim = MaxSim(patch)
+    sim.set_value("KS Note", 33)
+    sim.press("KS Generate")
+    ((address, args),) = kick_daemon.send(*sim.sent[-1], expect=1, timeout=30)
+    assert address == osc_api.ERROR and args[1].startswith("note: the serving model takes no pitch in Hz"), args
+    sim.receive(address, *args)
+    assert f"error: {args[1]}" in sim.shown.values()
+
+
+# ---------------------------------------------------------------- the audition device (kickserver-audition.amxd)
+
+
+def test_the_audition_device_is_an_audio_effect_in_lives_container(audition):
+    """A MIDI effect has no audio output, so the last kick is heard through a second device, an audio effect: its
+    project block says so (amxdtype "aaaa"), and the .amxd is the .maxpat in Live's container with ampf "aaaa"."""
+    p = audition.patcher
+    assert p["openinpresentation"] == 1 and set(p["project"]) == PROJECT_KEYS
+    assert p["project"]["amxdtype"] == int.from_bytes(b"aaaa", "big") == 1633771873
+    assert p["project"]["contents"] == {"patchers": {}}, "it uses no abstractions or files"
+    build = load_build_module()
+    maxpat = AUDITION_MAXPAT.read_bytes()
+    amxd = AUDITION_AMXD.read_bytes()
+    assert amxd == build.build_amxd(maxpat), "kickserver-audition.amxd is stale: run python max_patches/build_amxd.py"
+    assert [t for t, _ in build.read_chunks(amxd)] == ["ampf", "meta", "ptch"] and amxd[8:12] == b"aaaa"
+    assert build.patcher_from_amxd(amxd) == maxpat
+    shown = [b for b in audition.boxes.values() if b.get("presentation") == 1]
+    for b in shown:
+        x, y, w, h = b["presentation_rect"]
+        assert x >= 0 and y >= 0 and x + w <= p["devicewidth"] and y + h <= 169, b["id"]
+    params = [b for b in audition.boxes.values() if b.get("parameter_enable") == 1]
+    names = {longname(b) for b in params}
+    assert names == {"KSA Play", "KSA Level", "KSA Auto"} and all(b.get("presentation") == 1 for b in params)
+    table = {k: v for k, v in p["parameters"].items() if k.startswith("obj-")}
+    assert table == {b["id"]: [longname(b), valueof(b)["parameter_shortname"], 0] for b in params}
+    level = valueof(next(b for b in params if longname(b) == "KSA Level"))
+    assert (level["parameter_mmin"], level["parameter_mmax"], level["parameter_unitstyle"]) == (-70.0, 0.0, 4)  # dB
+    assert level["parameter_initial"] == [-6.0]
+    (play,) = [b for b in params if longname(b) == "KSA Play"]
+    assert play["maxclass"] == "live.text" and play["mode"] == 0
+
+
+def test_the_audition_device_passes_the_track_through_and_mixes_the_kick_in(audition):
+    """[plugin~] feeds [plugout~] channel for channel (the track's audio goes on); [play~] reaches both of
+    [plugout~]'s inlets through the level's [*~], which KSA Level sets through [dbtoa] and [line~]; [play~] plays
+    the [buffer~] the path is read into, a name Live makes unique per device (---)."""
+    (pin,) = audition.find("plugin~")
+    (pout,) = audition.find("plugout~")
+    assert (pout["id"], 0) in audition.targets(pin["id"], 0) and (pout["id"], 1) in audition.targets(pin["id"], 1)
+    (play,) = audition.find("play~")
+    (buf,) = audition.find("buffer~")
+    assert play["text"].split()[1] == buf["text"].split()[1] and buf["text"].split()[1].startswith("---")
+    reaches = audition.reaches(play["id"], 0, lambda b: b["id"] == pout["id"])
+    assert reaches, "play~ does not reach plugout~"
+    ((mul, _),) = audition.targets(play["id"], 0)
+    assert audition.boxes[mul]["text"] == "*~" and {(pout["id"], 0), (pout["id"], 1)} == set(audition.targets(mul, 0))
+    (level,) = [b for b in audition.boxes.values() if longname(b) == "KSA Level"]
+    feeders = audition.upstream(mul, lambda b: b["id"] == level["id"], inlet=1)
+    assert feeders and [audition.boxes[s]["text"] for s, _ in audition.sources(mul, 1)] == ["line~"]
+    assert audition.reaches(level["id"], 0, lambda b: b.get("text") == "dbtoa")
+
+
+def test_the_main_device_sends_each_kicks_path_to_the_audition_device(patch, audition):
+    """kickserver.amxd sends the path of each /kick/done to the global name kickserver-last-kick (no ---, so Live
+    shares it between devices); the audition device's [r] of that name reaches [buffer~]'s `replace` (the buffer
+    resized to the file), shows the path, and says it is reading it."""
+    (send,) = [b for b in patch.find("s") if b["text"].split()[1:] == [LAST_KICK]]
+    (unpack,) = [patch.boxes[s] for s, so in patch.sources(send["id"], 0)]
+    assert unpack["text"] == "unpack 0 s 0" and (send["id"], 0) in patch.targets(unpack["id"], 1)
+    sim = MaxSim(patch)
+    sim.receive(osc_api.DONE, -2, "/home/you/Music/kickserver/kick_20260101-000000_5.wav", 5)
+    assert sim.named[LAST_KICK] == [["/home/you/Music/kickserver/kick_20260101-000000_5.wav"]]
+
+    (recv,) = [b for b in audition.find("r") if b["text"].split()[1:] == [LAST_KICK]]
+    (buf,) = audition.find("buffer~")
+    (replace,) = audition.reaches(recv["id"], 0, lambda b: b.get("text") == "prepend replace")
+    assert audition.targets(replace["id"], 0) == [(buf["id"], 0)]
+    run = MaxSim(audition)
+    run.deliver(LAST_KICK, *sim.named[LAST_KICK][-1])
+    assert run.got[buf["id"]] == [["replace", "/home/you/Music/kickserver/kick_20260101-000000_5.wav"]]
+    assert "/home/you/Music/kickserver/kick_20260101-000000_5.wav" in run.shown.values()
+    assert "reading the kick..." in run.shown.values()
+
+
+def test_play_plays_the_last_kick_and_auto_plays_each_new_one(audition):
+    """Play sends `start` to [play~] (the whole buffer from its start, at normal speed); with Auto off a kick that
+    has been read is not played by itself, with Auto on it is, once [buffer~] says it has read the file."""
+    (play,) = audition.find("play~")
+    sim = MaxSim(audition)
+    sim.deliver(LAST_KICK, "/out/kick_1.wav")
+    sim.buffer_read()
+    assert "ready: press Play" in sim.shown.values() and play["id"] not in sim.got
+    sim.press("KSA Play")
+    assert sim.got[play["id"]] == [["start"]]
+    sim.set_value("KSA Auto", 1)
+    sim.deliver(LAST_KICK, "/out/kick_2.wav")
+    assert sim.got[play["id"]] == [["start"]]  # not before the file is read
+    sim.buffer_read()
+    assert sim.got[play["id"]] == [["start"], ["start"]]
+    sim.set_value("KSA Level", -6.0)
+    (line,) = audition.find("line~")
+    assert sim.got[line["id"]][-1] == [pytest.approx(10 ** (-6 / 20)), 20.0]
+
+
+def test_build_amxd_builds_and_checks_every_device(tmp_path):
+    """build_amxd.py (and its --check) covers both devices; --maxpat builds one, its .amxd beside it by default."""
+    ok = subprocess.run([sys.executable, str(BUILD), "--check"], capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert "kickserver.amxd matches kickserver.maxpat" in ok.stdout
+    assert "kickserver-audition.amxd matches kickserver-audition.maxpat" in ok.stdout
+    stale = tmp_path / "stale.amxd"
+    stale.write_bytes(AMXD.read_bytes())
+    run = subprocess.run([sys.executable, str(BUILD), "--check", "--maxpat", str(AUDITION_MAXPAT),
+                          "--amxd", str(stale)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and "out of date" in run.stderr
+    copy = tmp_path / "kickserver-audition.maxpat"
+    copy.write_bytes(AUDITION_MAXPAT.read_bytes())
+    built = subprocess.run([sys.executable, str(BUILD), "--maxpat", str(copy)], capture_output=True, text=True,
+                           timeout=60)
+    assert built.returncode == 0 and "audio device" in built.stdout, built.stderr
+    assert (tmp_path / "kickserver-audition.amxd").read_bytes() == AUDITION_AMXD.read_bytes()
+    alone = subprocess.run([sys.executable, str(BUILD), "--amxd", str(stale)], capture_output=True, text=True,
+                           timeout=60)
+    assert alone.returncode == 2 and "--amxd goes with --maxpat" in alone.stderr

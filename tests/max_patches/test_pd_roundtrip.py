@@ -34,6 +34,7 @@ PAD_REQUESTS = {MAP, NEAR, LOCATE}
 # source file), layers 1..8, robins 1..4, a note (a name or a MIDI number) or the pitch_hz unit or the pitch dial
 KIT, KIT_DONE = "/kick/kit", "/kick/kit/done"
 KIT_KEYS = {"id", "seed", "source", "strength", "layers", "robins", "note", "key", "steps", "sampler"}
+PITCH_PART = ["pitch", 0.5]  # what the patch appends to a request when neither a note nor Hz is set
 PD_TIMEOUT_MS = 45000  # the test patches quit themselves after this; subprocess waits a little longer
 
 
@@ -134,18 +135,21 @@ def test_user_patch_sends_contract_messages():
         # $n as the float Pd would send; the source of a variation is a path
         args = [("kick.wav" if (words[0] == "variation" and w == "$2") else 1.0) if w.startswith("$") else w
                 for w in words[1:]]
-        req = osc_api.parse("/kick/" + words[0], args, limits)
+        req = osc_api.parse("/kick/" + words[0], args + (PITCH_PART if words[0] == "generate" else []), limits)
         assert req.seed is not None
         if words[0] == "generate":
             assert set(req.controls) == CONTROL_KEYS
+            assert "pitch" not in words  # the pitch is the pitch part, appended at the press (note, Hz or dial)
     assert "ping, status, controls" in msgs
-    # Morph: [pack] values -> "count $2 decay $3 pitch $4 click $5", "b <last>" and "a <A>" prepended, then the
-    # address word; the ends are the seeds Pd sends as floats, or paths
+    # the pitch part: `note <the note box>`, else `pitch_hz <the Hz box>`, else `pitch <the dial>`
+    assert {"pitch $1", "pitch_hz $1"} <= set(msgs) and "list prepend note" in [t for k, t in boxes if k == "obj"]
+    # Morph: [pack] values -> "count $2 decay $3 click $4", the pitch part appended, "b <last>" and "a <A>"
+    # prepended, then the address word; the ends are the seeds Pd sends as floats, or paths
     (morph,) = [m for m in msgs if m.startswith("count ")]
     objs = [t for k, t in boxes if k == "obj"]
     assert {"list prepend a", "list prepend b", "list prepend interpolate"} <= set(objs)
     words = ["a", 5.0, "b", "/tmp/kick_20260101-000000_t500.wav"] + [1.0 if w.startswith("$") else w
-                                                                      for w in morph.split()]
+                                                                      for w in morph.split()] + PITCH_PART
     req = osc_api.parse(osc_api.INTERPOLATE, words, limits)
     assert (req.a, req.b, req.ts) == (5, "/tmp/kick_20260101-000000_t500.wav", [0.5])
     assert set(req.controls) == CONTROL_KEYS and "interpolate" in routed and "controls" in routed
@@ -352,7 +356,7 @@ def test_pd_user_patch_generates_and_varies(kick_daemon, tmp_path):
 
     _id, kick, seed = third
     assert 0 <= seed < 10**6 and kick.is_file()
-    assert re.fullmatch(rf"kick_\d{{8}}-\d{{6}}_{seed}(-\d+)?\.wav", kick.name), kick.name
+    assert re.fullmatch(rf"kick_(?:[A-G]b?-?\d+_)?[a-z]+_{seed}(-\d+)?\.wav", kick.name), kick.name
     assert f"seed={seed}" in wav_comment(kick).split()
 
 
@@ -757,3 +761,128 @@ def test_pd_kit_against_the_daemon(kick_daemon, tmp_path):
     assert folder.is_dir() and folder.parent == kick_daemon.out_dir.resolve(), folder
     assert len(list(folder.glob("*.wav"))) == 4 and list(folder.glob("*.sfz")), sorted(folder.iterdir())
     assert f"kit {folder} (2 x 2)" in saved_message_boxes(saved)
+
+
+# ---------------------------------------------------------------- the note on every request
+
+UNITS = osc_api.Limits(controls=tuple(sorted(CONTROL_KEYS)),
+                       units=(osc_api.UnitControl("pitch_hz", "pitch", 30.0, 250.0),))  # a kick-synth model's
+PITCH_KEYS = {"pitch", "pitch_hz", "note"}
+
+
+class EveryKickDaemon(FakeDaemon):
+    """The stand-in daemon for the note: /kick/generate, /kick/variation, /kick/interpolate and /kick/near each
+    answer one /kick/done (the request's seed for a generated kick, else -1); requests are recorded."""
+
+    def answer(self, address: str, args: list) -> list[bytes]:
+        if address in (osc_api.GENERATE, osc_api.VARIATION, osc_api.INTERPOLATE, NEAR):
+            self.kicks += 1
+            seed = int(args[args.index("seed") + 1]) if address == osc_api.GENERATE else osc_api.NO_SEED
+            pairs = dict(zip(args[2::2], args[3::2])) if address == NEAR else {}
+            return [build_message(osc_api.DONE, [("i", int(pairs.get("id", -self.kicks))),
+                                                ("s", f"/tmp/kick_{self.kicks}.wav"), ("i", seed)])]
+        return super().answer(address, args)
+
+
+def pitch_of(args: list, first_pair: int) -> dict:
+    """The pitch keys of a request's key/value pairs (from argument `first_pair` on)."""
+    pairs = dict(zip(args[first_pair::2], args[first_pair + 1::2]))
+    return {k: v for k, v in pairs.items() if k in PITCH_KEYS}
+
+
+@needs_pd
+def test_pd_note_goes_with_every_request(tmp_path):
+    """The user patch, in real Pd, against a stand-in daemon: the note box (A1) goes with Generate, Vary and Morph as
+    `note A1` in place of the pitch dial; with no note ('-') and 43.65 Hz, Near and Vary send `pitch_hz 43.65`; with
+    neither, Generate sends the pitch dial and Vary no pitch at all; a number sent to ks-note (33) is sent as that
+    note, and 0 clears it, as does a 0 typed into the box (its symbol 0). Each request parses in the daemon's parser
+    for a model that takes units."""
+    fake = EveryKickDaemon("no such request")
+    console, saved = run_against_stand_in(tmp_path, "pd_ui_note.pd.in", fake,
+                                          r"error|couldn't create|bad arguments|unknown|no method")
+    kicks = [(a, args) for a, args in fake.requests if a != osc_api.CONTROLS]
+    assert [a for a, _ in kicks] == [osc_api.GENERATE, osc_api.VARIATION, osc_api.INTERPOLATE, NEAR,
+                                     osc_api.VARIATION, osc_api.GENERATE, osc_api.VARIATION, osc_api.GENERATE,
+                                     osc_api.GENERATE, osc_api.GENERATE], fake.requests
+    first_pair = {osc_api.GENERATE: 1, osc_api.VARIATION: 1, osc_api.INTERPOLATE: 0, NEAR: 2}
+    pitches = [pitch_of(args, first_pair[a]) for a, args in kicks]
+    assert pitches == [{"note": "A1"}, {"note": "A1"}, {"note": "A1"}, {"pitch_hz": pytest.approx(43.65)},
+                       {"pitch_hz": pytest.approx(43.65)}, {"pitch": 0.5}, {}, {"note": "33"}, {"pitch": 0.5},
+                       {"pitch": 0.5}], kicks
+    for address, args in kicks:
+        req = osc_api.parse(address, args, UNITS)  # raises on anything the daemon would refuse
+        if address != osc_api.VARIATION:
+            assert {"decay", "click"} <= set(req.controls), args
+    assert osc_api.parse(osc_api.GENERATE, kicks[0][1], UNITS).controls["pitch_hz"] == pytest.approx(55.0)  # A1
+    assert osc_api.parse(osc_api.GENERATE, kicks[7][1], UNITS).controls["pitch_hz"] == pytest.approx(55.0)  # 33
+    assert len(done_lines(console)) == 10
+
+
+def run_note_against(tmp_path: Path, daemon) -> tuple[str, Path]:
+    """pd_ui_note_daemon beside the user patch against `daemon`: connect, note A1, Generate seed 5; saved at the kick
+    or at an error."""
+    console, saved = run_beside_user_patch(tmp_path, "pd_ui_note_daemon.pd.in", daemon.port)
+    assert not printed(console, "KSTIMEOUT"), console
+    return console, saved
+
+
+@needs_pd
+def test_pd_note_refused_by_a_model_without_units_shows_the_reason(kick_daemon, tmp_path):
+    """Against a daemon serving a model that takes no units (the tiny test model): Generate with note A1 is refused,
+    and the error box shows the daemon's reason as words."""
+    (_, (_, reason)), = kick_daemon.send(osc_api.GENERATE, "seed", 5, "note", "A1", expect=1, timeout=30)
+    assert reason.startswith("note: the serving model takes no pitch in Hz"), reason
+    console, saved = run_note_against(tmp_path, kick_daemon)
+    assert not done_lines(console) and len(printed(console, "KSERROR")) == 1, console
+    (error,) = [m for m in saved_message_boxes(saved) if m.startswith("error:")]
+    assert "\\ " not in error and error.replace(" \\,", ",") == "error: " + reason.replace(";", ","), error
+
+
+@needs_pd
+def test_pd_note_and_map_from_a_kick_synth_daemon_that_asks_for_proof(tmp_path):
+    """The user patch against a real daemon serving the shipped kick-synth model with `--return-proof all` (loopback
+    standing for a LAN bind, where the map goes only to an address that proved its return path): the map arrives
+    (kickserver-osc echoed /kick/map/proof's token and asked again) and every kit kick is a dot; Generate with note
+    A1 makes a kick tagged pitch_hz=55.0000 whose smpl chunk says note 33."""
+    from daemon_util import models_folder, start_daemon
+
+    from kickmodel.loading import load_artifact
+
+    synth = REPO / "kickserver" / "models" / "kick-synth.safetensors"
+    with start_daemon(tmp_path, models_folder(tmp_path / "models", synth), model="kick-synth",
+                      extra_args=["--return-proof", "all"]) as d:
+        console, saved = run_note_against(tmp_path, d)
+        log = d.stderr_text()
+    assert not printed(console, "KSERROR"), console + log
+    ((_, kick, seed),) = done_lines(console)
+    assert seed == 5 and kick.is_file()
+    assert "pitch_hz=55.0000" in wav_comment(kick).split(), wav_comment(kick)
+    if shutil.which("sndfile-info"):
+        info = subprocess.run(["sndfile-info", "--instrument", str(kick)], capture_output=True, text=True, timeout=30)
+        assert re.search(r"Base note\s*:\s*33\b", info.stdout), info.stdout
+    dots = pad_dots(saved)
+    assert len([d for d in dots if d[2] == 358]) == len(load_artifact(synth).kit_map.names) > 0, (dots, log)
+
+
+class ProofDaemon(FakeDaemon):
+    """A stand-in daemon that never takes the patch's proof: /kick/controls ends with `map`, /kick/map always answers
+    /kick/map/proof 4711 (a daemon whose proof does not hold, e.g. behind a NAT that changes ports)."""
+
+    def answer(self, address: str, args: list) -> list[bytes]:
+        if address == osc_api.CONTROLS:
+            return [build_message(osc_api.CONTROLS, [("s", w) for w in ("decay", "pitch", "click", "map")])]
+        if address == MAP:
+            return [build_message(osc_api.MAP_PROOF, [("i", 4711)])]
+        if address == osc_api.PROOF:
+            return []
+        return super().answer(address, args)
+
+
+@needs_pd
+def test_pd_answers_a_map_proof_once_per_map_asked(tmp_path):
+    """/kick/map answered with /kick/map/proof <token>: the patch echoes the token (/kick/proof 4711) and asks the map
+    again, once: a daemon that keeps refusing does not make it ask forever. The status line says it is proving."""
+    fake = ProofDaemon("no such request")
+    console, saved = run_against_stand_in(tmp_path, "pd_ui_proof.pd.in", fake, r"error|couldn't create|no method")
+    assert fake.requests == [(osc_api.CONTROLS, []), (MAP, []), (osc_api.PROOF, [4711]), (MAP, [])], fake.requests
+    assert "map: proving this address to the daemon" in saved_message_boxes(saved)

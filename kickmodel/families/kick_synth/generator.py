@@ -2,7 +2,8 @@
 controls), the synth plays them. A control given in units is then set exactly: the kick is measured as the
 descriptors measure it (pitch, decay, click) and the one number that moves it is corrected, a few times over.
 
-Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked)."""
+Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked). A kit's
+layers and robins are made from the kick's numbers (KIT_NUMBERS: kits.py's rules, played by the synth)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from ...batching import in_render_shape
 from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
 from ...dsp import finish_kick
-from ...generator import ENCODE, UNITS, Hook, Item
+from ...generator import ENCODE, KIT_NUMBERS, UNITS, Hook, Item, Settings
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, fit_seconds, serve_restart_iters
 from .network import prior_net
-from .synth import N_PARAMS, KickSynth
+from .synth import N_PARAMS, PARAMS, KickSynth, from_params, to_params
 
 
 class _InRenderShape(torch.nn.Module):
@@ -36,7 +37,8 @@ class _InRenderShape(torch.nn.Module):
 
 class KickSynthGenerator(DiffusionGenerator):
     family = "kick_synth"
-    capabilities = DiffusionGenerator.capabilities | {ENCODE, UNITS}  # the fitted numbers are the map's space
+    # the fitted numbers are the map's space, and a kit's layers and robins are moves of them
+    capabilities = DiffusionGenerator.capabilities | {ENCODE, UNITS, KIT_NUMBERS}
     encoder_name = "a fit of the synth"
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
@@ -106,6 +108,28 @@ class KickSynthGenerator(DiffusionGenerator):
         sampled kick is (from_latent), controls in units set exactly."""
         z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, N_PARAMS).to(self.device)
         return self.from_latent(z * self.denoiser.data_scale, items, hook or (lambda info: None))
+
+    @torch.inference_mode()
+    def _kit_numbers(self, items: Sequence[Item], layers: int, robins: int, settings: Settings,
+                     source: np.ndarray | None, strength: float, sample_rate: int,
+                     hook: Hook) -> list[list[np.ndarray]]:
+        """items[0]'s numbers (sampled as _sample samples them, or as _vary varies source's, with its controls in
+        units set), made into a kit by kits.synth_kit: each hit's numbers played by the synth and finished as every
+        kick is. The top layer's first robin plays the kick's own numbers: it is the kick generate makes."""
+        from .kits import clamped, synth_kit
+
+        z = (self._vary_latent(source, strength, items, settings, hook) if source is not None
+             else self._sample_latent(items, settings, hook))
+        u = self.set_units(self.numbers(z[:1]), items[:1], hook)[0]
+        top = clamped(dict(zip((p.name for p in PARAMS), to_params(u[None])[0].tolist(), strict=True)))
+
+        def render(numbers: list[dict[str, float]]) -> list[np.ndarray]:
+            rows = torch.stack([u if n == top else from_params(torch.tensor([[n[p.name] for p in PARAMS]],
+                                                                             dtype=u.dtype, device=u.device))[0]
+                                for n in numbers])
+            return list(self._finish(self.codec.decode(rows, hook), sample_rate))
+
+        return synth_kit(top, render, sample_rate, layers, robins, int(items[0].seed))
 
     def describe(self) -> dict:
         return super().describe() | {"synth_numbers": N_PARAMS, "unit_controls": list(self.unit_controls)}
