@@ -37,12 +37,12 @@ COLS = ("start_pct", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop"
 
 def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log) -> np.ndarray:
     from kickmodel.families import preset
-    from kickmodel.families.kick_synth.synth import KickSynth
+    from kickmodel.families.kick_synth.synth import synth_for
     from trainer.recipes.kick_synth import FitCache
 
     cfg = preset("small", "kick_synth").replace("data", sample_rate=sr, length=clips.shape[1])
     u = FitCache(fits, log, read_only=True).numbers(torch.from_numpy(clips), cfg)  # a run's file is left as it is
-    synth = KickSynth(sr, clips.shape[1])
+    synth = synth_for(cfg.synth.version, sr, clips.shape[1])
     with torch.inference_mode():
         return torch.cat([synth(u[i:i + 1]) for i in range(len(u))]).numpy()
 

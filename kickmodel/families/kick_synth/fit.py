@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 
 from ... import descriptors
-from .synth import INDEX, N_PARAMS, PARAMS, U_LIMIT, KickSynth, from_params, to_params
+from .synth import U_LIMIT, from_params, index_for, params_for, synth_for, to_params
 
 FFT_SIZES = (4096, 1024, 256)
 ENV_MS = 5.0
@@ -125,41 +125,44 @@ def _early_pitch(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
     return k.to(x.dtype) * sample_rate / nfft
 
 
-def initial_params(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
-    """Starting numbers [n * len(RESTARTS), N_PARAMS] (unconstrained) for clips x [n, L] from measurements."""
+def initial_params(x: torch.Tensor, sample_rate: int, version: int = 1) -> torch.Tensor:
+    """Starting numbers [n * len(RESTARTS), n_params(version)] (unconstrained) for clips x [n, L] from
+    measurements."""
+    params, ix = params_for(version), index_for(version)
     raw = descriptors.measure(x, sample_rate)  # decay s, pitch Hz, click dB
     decay, pitch = raw[:, 0].clamp(0.03, 2.5), raw[:, 1]
     early = _early_pitch(x, sample_rate)
     starts = []
     for sweep, tau in RESTARTS:
-        p = torch.zeros(x.shape[0], N_PARAMS)
-        for q in PARAMS:  # the middle of each range (geometric for log ranges)
-            p[:, INDEX[q.name]] = math.sqrt(q.lo * q.hi) if q.log else 0.5 * (q.lo + q.hi)
-        p[:, INDEX["f_end"]] = pitch * 0.97
+        p = torch.zeros(x.shape[0], len(params))
+        for q in params:  # the middle of each range (geometric for log ranges)
+            p[:, ix[q.name]] = math.sqrt(q.lo * q.hi) if q.log else 0.5 * (q.lo + q.hi)
+        p[:, ix["f_end"]] = pitch * 0.97
         measured_sweep = (early / pitch - 1).clamp(0.05, 20.0)
-        p[:, INDEX["sweep"]] = torch.where(torch.tensor(sweep == RESTARTS[0][0]), measured_sweep * 1.5,
+        p[:, ix["sweep"]] = torch.where(torch.tensor(sweep == RESTARTS[0][0]), measured_sweep * 1.5,
                                            torch.full_like(pitch, sweep))
-        p[:, INDEX["sweep_tau"]] = tau
-        p[:, INDEX["sweep_curve"]] = 1.0
-        p[:, INDEX["attack"]] = 0.0005
-        p[:, INDEX["decay"]] = decay / 3.0
-        p[:, INDEX["decay_curve"]] = 1.0
-        p[:, INDEX["body2_db"]] = -40.0
-        p[:, INDEX["click_db"]] = -20.0
-        p[:, INDEX["click_tau"]] = 0.003
-        p[:, INDEX["click_hz"]] = 3000.0
-        p[:, INDEX["click_bw"]] = 2.0
-        p[:, INDEX["drive"]] = 0.5
-        p[:, INDEX["level_db"]] = -1.0
-        p[:, INDEX["residual_db"]] = -50.0
-        p[:, INDEX["residual_tau"]] = 0.05
+        p[:, ix["sweep_tau"]] = tau
+        p[:, ix["sweep_curve"]] = 1.0
+        p[:, ix["attack"]] = 0.0005
+        p[:, ix["decay"]] = decay / 3.0
+        p[:, ix["decay_curve"]] = 1.0
+        if "body2_db" in ix:
+            p[:, ix["body2_db"]] = -40.0
+        p[:, ix["click_db"]] = -20.0
+        p[:, ix["click_tau"]] = 0.003
+        p[:, ix["click_hz"]] = 3000.0
+        p[:, ix["click_bw"]] = 2.0
+        p[:, ix["drive"]] = 0.5
+        p[:, ix["level_db"]] = -1.0
+        p[:, ix["residual_db"]] = -50.0
+        p[:, ix["residual_tau"]] = 0.05
         for i in range(16):
-            p[:, INDEX[f"residual_band{i}"]] = -20.0
-        starts.append(from_params(p))
-    return torch.stack(starts, dim=1).reshape(-1, N_PARAMS)  # clip-major: clip i's restarts are rows i*R..
+            p[:, ix[f"residual_band{i}"]] = -20.0
+        starts.append(from_params(p, version))
+    return torch.stack(starts, dim=1).reshape(-1, len(params))  # clip-major: clip i's restarts are rows i*R..
 
 
-def _descend(synth: KickSynth, u: torch.Tensor, target: Target, iters: int, lr: float,
+def _descend(synth: torch.nn.Module, u: torch.Tensor, target: Target, iters: int, lr: float,
              progress: Callable[[int], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     u = u.clone().requires_grad_(True)
     opt = torch.optim.Adam([u], lr=lr)
@@ -183,51 +186,55 @@ ADJUST_PASSES = 6
 _NEPERS_40DB = 40.0 / 20.0 * math.log(10.0)  # the decay measure's 40 dB in nepers
 
 
-def adjust(synth: KickSynth, u: torch.Tensor, targets: torch.Tensor, finish: Callable[[torch.Tensor], torch.Tensor],
-           passes: int = ADJUST_PASSES, check: Callable[[], None] | None = None) -> torch.Tensor:
-    """Numbers u [n, N_PARAMS] moved until each kick measures as targets [n, 3] says (decay s, pitch Hz, click dB, as
-    kickmodel.descriptors.measure gives them; NaN: leave it). Measured on finish(synth(u)) (the file a listener gets),
-    then the number that moves each measure is corrected, `passes` times:
+def adjust(synth: torch.nn.Module, u: torch.Tensor, targets: torch.Tensor,
+           finish: Callable[[torch.Tensor], torch.Tensor], passes: int = ADJUST_PASSES,
+           check: Callable[[], None] | None = None, seeds: torch.Tensor | None = None) -> torch.Tensor:
+    """Numbers u [n, N] (of synth.version) moved until each kick measures as targets [n, 3] says (decay s, pitch Hz,
+    click dB, as kickmodel.descriptors.measure gives them; NaN: leave it). Measured on finish(synth(u, seeds)) (the
+    file a listener gets: seeds [n], each kick's, where the synth draws its noise per kick), then the number that
+    moves each measure is corrected, `passes` times:
     - pitch: the whole frequency track scaled (f_end; where f_end is at its range's end, the sweep made shorter,
       which takes its share of the 40..250 ms window the pitch is measured in);
     - decay: the decay time and the residual's (where the decay time is at its range's end, its curve);
     - click: the click's level in dB."""
-    device = u.device
+    device, version = u.device, synth.version
+    ix, params = index_for(version), params_for(version)
     u, targets = u.detach().cpu().clone(), targets.detach().cpu()  # measured on the CPU: corrected there too
     decay = targets[:, 0]
     if not bool(decay.isnan().all()):  # first, where exp(-(t / tau) ** c) is 40 dB down, without measuring
-        p = to_params(u)
-        c = p[:, INDEX["decay_curve"]]
+        p = to_params(u, version)
+        c = p[:, ix["decay_curve"]]
         tau = decay / torch.exp(math.log(_NEPERS_40DB) / c)
-        ratio = torch.where(decay.isnan(), torch.ones_like(decay), tau / p[:, INDEX["decay"]])
-        p[:, INDEX["decay"]] *= ratio
-        p[:, INDEX["residual_tau"]] *= ratio
-        u = from_params(p)
+        ratio = torch.where(decay.isnan(), torch.ones_like(decay), tau / p[:, ix["decay"]])
+        p[:, ix["decay"]] *= ratio
+        p[:, ix["residual_tau"]] *= ratio
+        u = from_params(p, version)
     for _ in range(passes):
         if check is not None:
             check()
-        kicks = finish(torch.cat([synth(u[i:i + 1].to(device)) for i in range(len(u))]).cpu())
+        kicks = finish(torch.cat([synth(u[i:i + 1].to(device), None if seeds is None else seeds[i:i + 1])
+                                  for i in range(len(u))]).cpu())
         # one kick at a time: measured in a batch, a kick's figures (and so its correction) move with its neighbours
         got = torch.cat([descriptors.measure(kicks[i:i + 1], synth.sample_rate) for i in range(len(kicks))])
-        p = to_params(u)
-        lo, hi = (torch.tensor([q.lo for q in PARAMS]), torch.tensor([q.hi for q in PARAMS]))
+        p = to_params(u, version)
+        lo, hi = (torch.tensor([q.lo for q in params]), torch.tensor([q.hi for q in params]))
         pitch, decay, click = targets[:, 1], targets[:, 0], targets[:, 2]
         r = torch.where(pitch.isnan(), torch.ones_like(pitch), pitch / got[:, 1].clamp(min=1e-3))
-        f_end = p[:, INDEX["f_end"]] * r
-        left = f_end / f_end.clamp(lo[INDEX["f_end"]], hi[INDEX["f_end"]])  # the part f_end cannot take
-        p[:, INDEX["f_end"]] = f_end
-        p[:, INDEX["sweep_tau"]] *= torch.where(left < 1, left.pow(2), torch.ones_like(left))
+        f_end = p[:, ix["f_end"]] * r
+        left = f_end / f_end.clamp(lo[ix["f_end"]], hi[ix["f_end"]])  # the part f_end cannot take
+        p[:, ix["f_end"]] = f_end
+        p[:, ix["sweep_tau"]] *= torch.where(left < 1, left.pow(2), torch.ones_like(left))
         d = torch.where(decay.isnan(), torch.ones_like(decay), decay / got[:, 0].clamp(min=1e-3))
-        tau = p[:, INDEX["decay"]] * d
-        lo_tau = lo[INDEX["decay"]] * 1.01
+        tau = p[:, ix["decay"]] * d
+        lo_tau = lo[ix["decay"]] * 1.01
         stuck = tau < lo_tau  # the shortest decay time with this curve is still too long: steepen the curve
         want = torch.where(decay.isnan(), torch.ones_like(decay), decay)
         steeper = math.log(_NEPERS_40DB) / (want / lo_tau).clamp(min=1.05).log()  # tau_lo * 4.6 ** (1 / c) = want
-        p[:, INDEX["decay_curve"]] = torch.where(stuck, steeper, p[:, INDEX["decay_curve"]])
-        p[:, INDEX["decay"]] = tau
-        p[:, INDEX["residual_tau"]] *= d
-        p[:, INDEX["click_db"]] += torch.where(click.isnan(), torch.zeros_like(click), click - got[:, 2])
-        u = from_params(p)
+        p[:, ix["decay_curve"]] = torch.where(stuck, steeper, p[:, ix["decay_curve"]])
+        p[:, ix["decay"]] = tau
+        p[:, ix["residual_tau"]] *= d
+        p[:, ix["click_db"]] += torch.where(click.isnan(), torch.zeros_like(click), click - got[:, 2])
+        u = from_params(p, version)
     return u.to(device)
 
 
@@ -250,8 +257,9 @@ def fit_lengths(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
 def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
         batch: int = 32, log: Callable[[str], None] | None = None,
         check: Callable[[], None] | None = None, progress_s: float | None = None,
-        clock: Callable[[], float] = time.monotonic) -> tuple[torch.Tensor, torch.Tensor]:
-    """(numbers [n, N_PARAMS] unconstrained, distance [n]) fitted to clips [n, L] (prepared, on the CPU).
+        clock: Callable[[], float] = time.monotonic, version: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """(numbers [n, n_params(version)] unconstrained, distance [n]) fitted to clips [n, L] (prepared, on the CPU), for
+    synth `version`.
 
     log: a line per batch of clips fitted, with their median distance and what it means (DISTANCE_MEANING); with
     progress_s, also a line at least that many seconds (on `clock`) apart while a batch is being fitted: how far
@@ -266,7 +274,8 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
     x_all = clips.detach().float().cpu()
     n = x_all.shape[0]
     rate = sample_rate // FIT_RATE_DIVISOR if sample_rate >= 32000 else sample_rate
-    out_u, out_d = torch.zeros(n, N_PARAMS), torch.zeros(n)
+    numbers = len(params_for(version))
+    out_u, out_d = torch.zeros(n, numbers), torch.zeros(n)
     r = len(RESTARTS)
     # the work in all, in kick-steps: a first-stage step descends every start of its kicks (r rows a kick)
     n_work = -(-n // batch) * (restart_iters * r + iters)
@@ -295,17 +304,17 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             xf = AF.resample(x, sample_rate, rate) if rate != sample_rate else x
             xf = xf[:, :int(lengths.max())]
             mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
-            synth = KickSynth(rate, xf.shape[1])
-            starts = initial_params(x, sample_rate)
+            synth = synth_for(version, rate, xf.shape[1])
+            starts = initial_params(x, sample_rate, version)
             target = Target(xf * mask, rate, mask)
             each = check is not None or log is not None  # a cancel between two steps, a progress line
             u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr, (lambda i: tick(r)) if each else None)
             best = d.reshape(-1, r).argmin(dim=1)
-            u = u.reshape(-1, r, N_PARAMS)[torch.arange(len(x)), best]
+            u = u.reshape(-1, r, numbers)[torch.arange(len(x)), best]
             u, d = _descend(synth, u, target, iters, lr, (lambda i: tick(1)) if each else None)
             with torch.no_grad():
                 full = x_all[a:a + batch]
-                u = adjust(KickSynth(sample_rate, full.shape[1]), u, descriptors.measure(full, sample_rate),
+                u = adjust(synth_for(version, sample_rate, full.shape[1]), u, descriptors.measure(full, sample_rate),
                            finish=_level_like_a_clip, check=check)
             out_u[a:a + len(x)], out_d[a:a + len(x)] = u, d
             if log is not None:

@@ -20,18 +20,23 @@ from ...generator import ENCODE, UNITS, Hook, Item
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, serve_restart_iters
 from .network import prior_net
-from .synth import N_PARAMS, KickSynth
+from .synth import n_params, synth_for
+
+
+def seeds_of(items: Sequence[Item]) -> torch.Tensor:
+    """Each kick's seed [n] (int64): a synth that draws its noise per kick draws it from this (version 1 ignores it)."""
+    return torch.tensor([int(it.seed) for it in items], dtype=torch.int64)
 
 
 class _InRenderShape(torch.nn.Module):
     """The synth played at its render shape (kickmodel.batching: a kick never depends on its batch)."""
 
-    def __init__(self, synth: KickSynth) -> None:
+    def __init__(self, synth: torch.nn.Module) -> None:
         super().__init__()
-        self.synth, self.sample_rate = synth, synth.sample_rate
+        self.synth, self.sample_rate, self.version = synth, synth.sample_rate, synth.version
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:
-        return in_render_shape(self.synth, u)
+    def forward(self, u: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
+        return in_render_shape(self.synth, u, seeds)
 
 
 class KickSynthGenerator(DiffusionGenerator):
@@ -40,19 +45,22 @@ class KickSynthGenerator(DiffusionGenerator):
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config_of("denoiser")
-        net = prior_net(cfg.model, len(cfg.controls))
+        net = prior_net(cfg)
         artifact.load_part(net, "denoiser")
         super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
         self.net = self.denoiser.net
         f = cfg.fit
+        self.synth_version = version = cfg.synth.version
+        numbers = n_params(version)
 
         def fit_served(x: torch.Tensor, check) -> torch.Tensor:
             return fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
-                       batch=f.batch, check=check)[0]
+                       batch=f.batch, check=check, version=version)[0]
 
-        self.codec = SynthCodec(KickSynth(self.sample_rate, self.length).to(device), fit_served, N_PARAMS, device)
-        self.latent_shape = (N_PARAMS,)
-        self.latent_dim = N_PARAMS
+        synth = synth_for(version, self.sample_rate, self.length).to(device)
+        self.codec = SynthCodec(synth, fit_served, numbers, device)
+        self.latent_shape = (numbers,)
+        self.latent_dim = numbers
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:
@@ -63,7 +71,7 @@ class KickSynthGenerator(DiffusionGenerator):
         return self.net.normalise(u) * self.denoiser.data_scale
 
     def from_latent(self, z: torch.Tensor, items: Sequence[Item], hook: Hook) -> np.ndarray:
-        return self.codec.decode(self.set_units(self.numbers(z), items, hook), hook)
+        return self.codec.decode(self.set_units(self.numbers(z), items, hook), hook, seeds_of(items))
 
     def set_units(self, u: torch.Tensor, items: Sequence[Item], hook: Hook) -> torch.Tensor:
         """Kicks whose item gives a control in units get the numbers that move it corrected until they measure so
@@ -81,7 +89,7 @@ class KickSynthGenerator(DiffusionGenerator):
             return torch.from_numpy(finish_kick(y.float().cpu().numpy(), self.sample_rate))
 
         u[rows] = adjust(_InRenderShape(self.codec.synth), u[rows], targets[rows], finish,
-                         check=lambda: hook({"stage": "units"}))
+                         check=lambda: hook({"stage": "units"}), seeds=seeds_of(items)[rows])
         return u
 
     @torch.inference_mode()
@@ -93,10 +101,11 @@ class KickSynthGenerator(DiffusionGenerator):
 
     @torch.inference_mode()
     def decode_latents(self, latents: np.ndarray, items: Sequence[Item], hook: Hook | None = None) -> np.ndarray:
-        """Normalised numbers [n, N_PARAMS] (what encode gives, a kit map's) -> raw kicks: played by the synth as a
+        """Normalised numbers [n, latent_dim] (what encode gives, a kit map's) -> raw kicks: played by the synth as a
         sampled kick is (from_latent), controls in units set exactly."""
-        z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, N_PARAMS).to(self.device)
+        z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, self.latent_dim).to(self.device)
         return self.from_latent(z * self.denoiser.data_scale, items, hook or (lambda info: None))
 
     def describe(self) -> dict:
-        return super().describe() | {"synth_numbers": N_PARAMS, "unit_controls": list(self.unit_controls)}
+        return super().describe() | {"synth_numbers": self.latent_dim, "synth_version": self.synth_version,
+                                     "unit_controls": list(self.unit_controls)}
