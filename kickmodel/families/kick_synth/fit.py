@@ -257,9 +257,10 @@ def fit_lengths(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
 def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
         batch: int = 32, log: Callable[[str], None] | None = None,
         check: Callable[[], None] | None = None, progress_s: float | None = None,
-        clock: Callable[[], float] = time.monotonic, version: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+        clock: Callable[[], float] = time.monotonic, version: int = 1,
+        stage: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(numbers [n, n_params(version)] unconstrained, distance [n]) fitted to clips [n, L] (prepared, on the CPU), for
-    synth `version`.
+    synth `version` (stage: how much of its synth and fit is on, for the ablation: synth_v2.STAGES; None: all).
 
     log: a line per batch of clips fitted, with their median distance and what it means (DISTANCE_MEANING); with
     progress_s, also a line at least that many seconds (on `clock`) apart while a batch is being fitted: how far
@@ -304,7 +305,7 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             xf = AF.resample(x, sample_rate, rate) if rate != sample_rate else x
             xf = xf[:, :int(lengths.max())]
             mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
-            synth = synth_for(version, rate, xf.shape[1])
+            synth = synth_for(version, rate, xf.shape[1], stage)
             starts = initial_params(x, sample_rate, version)
             target = Target(xf * mask, rate, mask)
             each = check is not None or log is not None  # a cancel between two steps, a progress line
@@ -314,8 +315,8 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             u, d = _descend(synth, u, target, iters, lr, (lambda i: tick(1)) if each else None)
             with torch.no_grad():
                 full = x_all[a:a + batch]
-                u = adjust(synth_for(version, sample_rate, full.shape[1]), u, descriptors.measure(full, sample_rate),
-                           finish=_level_like_a_clip, check=check)
+                u = adjust(synth_for(version, sample_rate, full.shape[1], stage), u,
+                           descriptors.measure(full, sample_rate), finish=_level_like_a_clip, check=check)
             out_u[a:a + len(x)], out_d[a:a + len(x)] = u, d
             if log is not None:
                 log(f"fitted the synth to clips {a + 1}..{a + len(x)} of {n} in {clock() - started:.0f} s "

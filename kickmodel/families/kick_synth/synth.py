@@ -67,7 +67,7 @@ INDEX = {p.name: i for i, p in enumerate(PARAMS)}
 U_LIMIT = 8.0  # unconstrained values are kept within +-U_LIMIT (sigmoid(8) = 0.9997: the ranges' ends)
 
 
-VERSIONS = (1,)  # the synth versions this kickserver plays
+VERSIONS = (1, 2)  # the synth versions this kickserver plays (2: synth_v2.py)
 LATEST = VERSIONS[-1]  # what a new model is trained on (the presets' synth.version)
 
 
@@ -75,6 +75,10 @@ def params_for(version: int) -> tuple[Param, ...]:
     """The numbers of synth `version`, in order (ValueError for a version this kickserver does not know)."""
     if version == 1:
         return PARAMS
+    if version == 2:
+        from .synth_v2 import PARAMS_V2
+
+        return PARAMS_V2
     raise ValueError(f"synth version {version!r}: this kickserver plays {', '.join(map(str, VERSIONS))}")
 
 
@@ -87,10 +91,18 @@ def index_for(version: int) -> dict[str, int]:
     return {p.name: i for i, p in enumerate(params_for(version))}
 
 
-def synth_for(version: int, sample_rate: int, length: int) -> torch.nn.Module:
-    """The synth of `version` at sample_rate, playing `length` samples: numbers [n, n_params(version)] -> audio."""
+def synth_for(version: int, sample_rate: int, length: int, stage: str | None = None) -> torch.nn.Module:
+    """The synth of `version` at sample_rate, playing `length` samples: (numbers [n, n_params(version)], seeds [n] or
+    None) -> audio [n, length]. stage: how much of a version's additions is on (the ablation's rows: synth_v2.STAGES;
+    None, what a model plays: all of it)."""
     params_for(version)  # an unknown version is refused here, not played as another
-    return KickSynth(sample_rate, length)
+    if version == 1:
+        if stage is not None:
+            raise ValueError("synth version 1 has no stages")
+        return KickSynth(sample_rate, length)
+    from .synth_v2 import KickSynth2
+
+    return KickSynth2(sample_rate, length, stage)
 
 
 def _bounds(device=None, dtype=torch.float32, version: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -1,0 +1,94 @@
+"""Version 2 of the kick synth (kickmodel/families/kick_synth/synth_v2.py): its guarantees and its noise per kick.
+(A model of the presets plays version 2: tests/kickmodel/test_kick_synth.py's synth_model sets pitch, decay and
+click in units on it.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from daemon_util import root_conftest
+
+from kickmodel.families import preset
+from kickmodel.families.kick_synth.synth import (
+    U_LIMIT,
+    KickSynth,
+    from_params,
+    n_params,
+    params_for,
+    synth_for,
+    to_params,
+)
+from kickmodel.families.kick_synth.synth_v2 import INDEX_V2, STAGES, KickSynth2
+from kickmodel.generator import Item
+from kickmodel.loading import load_generator
+
+SR = 44100
+N2 = n_params(2)
+
+
+def _numbers(**values: float) -> torch.Tensor:
+    """Version 2's numbers [1, N2]: the middle of every range, then `values` (in units), the rest quiet."""
+    p = to_params(torch.zeros(1, N2), 2)
+    quiet = {"sweep": 0.02, "attack": 0.0003, "decay": 0.4, "decay_curve": 1.0, "body2_db": -70.0,
+             "click_db": -70.0, "residual_db": -80.0, "drive": 0.05, "level_db": 0.0}
+    for name, v in (quiet | values).items():
+        p[0, INDEX_V2[name]] = v
+    return from_params(p, 2)
+
+
+@pytest.mark.parametrize("stage", [None, *STAGES])
+def test_every_stage_starts_at_zero_and_stays_finite_whatever_its_numbers(stage):
+    g = torch.Generator().manual_seed(0)
+    u = torch.cat([torch.randn(24, N2, generator=g) * 4, torch.full((1, N2), U_LIMIT), torch.full((1, N2), -U_LIMIT),
+                   torch.full((1, N2), 1e3)])
+    synth = synth_for(2, SR, 8192, stage)
+    for seeds in (None, torch.arange(len(u))):
+        x = synth(u, seeds)
+        assert bool(torch.isfinite(x).all())
+        assert bool((x[:, 0] == 0).all()), "a kick starts from silence whatever its numbers"
+    p = to_params(u, 2)
+    for i, q in enumerate(params_for(2)):
+        tol = 1e-5 * (q.hi - q.lo)
+        assert bool(((p[:, i] >= q.lo - tol) & (p[:, i] <= q.hi + tol)).all()), q.name
+
+
+def test_version_2_with_its_additions_off_and_no_seed_is_version_1():
+    """The ablation's first row adds only the noise per kick: without a seed (a fit) it plays version 1 bit for bit,
+    whatever its own numbers (version 2's are version 1's, then its own)."""
+    g = torch.Generator().manual_seed(3)
+    u1 = torch.randn(4, n_params(1), generator=g) * 3
+    u2 = torch.cat([u1, torch.randn(4, N2 - n_params(1), generator=g) * 3], dim=1)
+    assert params_for(2)[:n_params(1)] == params_for(1)
+    assert torch.equal(synth_for(2, SR, 8192, "texture")(u2), KickSynth(SR, 8192)(u1))
+
+
+def test_the_noise_is_drawn_per_kick_from_its_seed():
+    """A kit's kicks no longer share one texture: the same numbers under two seeds differ (in the click and the
+    residual), under one seed twice they are the same bits, alone or beside another kick; without a seed (a fit) the
+    one fixed draw."""
+    u = _numbers(click_db=0.0, residual_db=-12.0, f_end=50.0)
+    synth = KickSynth2(SR, 8192)
+    a, b = synth(u, torch.tensor([1])), synth(u, torch.tensor([2]))
+    assert float((a - b).abs().max()) > 0.05 * float(a.abs().max())
+    both = synth(u.expand(2, -1), torch.tensor([2, 1]))
+    assert torch.equal(both[1:], a) and torch.equal(both[:1], b)
+    assert torch.equal(synth(u), synth(u)) and not torch.equal(synth(u), a)
+
+
+@pytest.fixture(scope="module")
+def v2_model(tmp_path_factory):
+    cfg = preset("tiny", "kick_synth").replace("data", length=8192)
+    assert cfg.synth.version == 2, "the presets train version 2"
+    path = tmp_path_factory.mktemp("ks2") / "ks2.safetensors"
+    return load_generator(root_conftest().make_tiny_artifact(path, family="kick_synth", cfg=cfg))
+
+
+def test_a_models_kicks_take_their_noise_from_their_own_seed(v2_model):
+    """The seed reaches the synth: one kick's numbers played under two seeds are two textures."""
+    z = np.zeros((2, v2_model.latent_dim), dtype=np.float32)
+    two = v2_model.decode_latents(z, [Item(seed=1), Item(seed=2)])
+    again = v2_model.decode_latents(z[:1], [Item(seed=1)])
+    assert np.array_equal(two[:1], again)
+    assert not np.array_equal(two[0], two[1])
+    assert v2_model.describe()["synth_version"] == 2 and v2_model.latent_dim == N2
