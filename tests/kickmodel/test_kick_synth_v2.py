@@ -1,6 +1,6 @@
-"""Version 2 of the kick synth (kickmodel/families/kick_synth/synth_v2.py): its guarantees and its noise per kick.
-(A model of the presets plays version 2: tests/kickmodel/test_kick_synth.py's synth_model sets pitch, decay and
-click in units on it.)"""
+"""Version 2 of the kick synth (kickmodel/families/kick_synth/synth_v2.py): its guarantees, its noise per kick and
+its partials where they should be. (A model of the presets plays version 2: tests/kickmodel/test_kick_synth.py's
+synth_model sets pitch, decay and click in units on it.)"""
 
 from __future__ import annotations
 
@@ -31,10 +31,21 @@ def _numbers(**values: float) -> torch.Tensor:
     """Version 2's numbers [1, N2]: the middle of every range, then `values` (in units), the rest quiet."""
     p = to_params(torch.zeros(1, N2), 2)
     quiet = {"sweep": 0.02, "attack": 0.0003, "decay": 0.4, "decay_curve": 1.0, "body2_db": -70.0,
-             "click_db": -70.0, "residual_db": -80.0, "drive": 0.05, "level_db": 0.0}
+             "click_db": -70.0, "residual_db": -80.0, "partials_db": -70.0, "drive": 0.05,
+             "level_db": 0.0}
     for name, v in (quiet | values).items():
         p[0, INDEX_V2[name]] = v
     return from_params(p, 2)
+
+
+def _peaks(x: torch.Tensor, a_s: float, b_s: float, top_hz: float, n: int) -> np.ndarray:
+    """The n strongest local maxima of x's spectrum under top_hz (1 Hz bins) over a_s..b_s s, in Hz, ascending."""
+    seg = x[0, int(a_s * SR):int(b_s * SR)].double()
+    mag = torch.fft.rfft(seg * torch.hann_window(len(seg), dtype=torch.float64), n=SR).abs().numpy()
+    mag[int(top_hz):] = 0
+    mag[:20] = 0
+    local = np.flatnonzero((mag[1:-1] > mag[:-2]) & (mag[1:-1] >= mag[2:])) + 1
+    return np.sort(local[np.argsort(mag[local])[-n:]]).astype(float)
 
 
 @pytest.mark.parametrize("stage", [None, *STAGES])
@@ -92,3 +103,13 @@ def test_a_models_kicks_take_their_noise_from_their_own_seed(v2_model):
     assert np.array_equal(two[:1], again)
     assert not np.array_equal(two[0], two[1])
     assert v2_model.describe()["synth_version"] == 2 and v2_model.latent_dim == N2
+
+
+def test_the_partials_are_a_harmonic_series_moved_up():
+    """A 43 Hz drum's series moved up by 7 Hz (50, 93, 136, 179 Hz): partial_shift 7 / 43, f_end 50 Hz."""
+    shift = 7 / 43
+    x = KickSynth2(SR, SR)(_numbers(f_end=50.0, partials_db=-6.0, partial_tilt=0.0, partial_shift=shift,
+                                    partial_decay=1.0)).detach()
+    want = 50.0 * (np.arange(1, 5) + shift) / (1 + shift)
+    got = _peaks(x, 0.1, 0.6, 200, 4)
+    assert np.abs(got - want).max() <= 2.0, (got, want)

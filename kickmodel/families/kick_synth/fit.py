@@ -114,6 +114,10 @@ def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
     return total + ONSET_WEIGHT * early
 
 
+# version 2's numbers' starts: partials quiet (the descent raises what a kick has)
+V2_STARTS = {"partials_db": -30.0, "partial_tilt": -6.0, "partial_shift": 0.05, "partial_decay": 0.5}
+
+
 def _early_pitch(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
     """The strongest frequency under 600 Hz in 3..23 ms after the start (zero-padded FFT): where the sweep is."""
     a, n = int(0.003 * sample_rate), int(0.020 * sample_rate)
@@ -158,6 +162,9 @@ def initial_params(x: torch.Tensor, sample_rate: int, version: int = 1) -> torch
         p[:, ix["residual_tau"]] = 0.05
         for i in range(16):
             p[:, ix[f"residual_band{i}"]] = -20.0
+        for name, v in V2_STARTS.items():
+            if name in ix:
+                p[:, ix[name]] = v
         starts.append(from_params(p, version))
     return torch.stack(starts, dim=1).reshape(-1, len(params))  # clip-major: clip i's restarts are rows i*R..
 
@@ -309,7 +316,8 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             starts = initial_params(x, sample_rate, version)
             target = Target(xf * mask, rate, mask)
             each = check is not None or log is not None  # a cancel between two steps, a progress line
-            u, d = _descend(synth, starts, target.repeat(r), restart_iters, lr, (lambda i: tick(r)) if each else None)
+            u, d = _descend(synth.for_restarts(), starts, target.repeat(r), restart_iters, lr,
+                            (lambda i: tick(r)) if each else None)
             best = d.reshape(-1, r).argmin(dim=1)
             u = u.reshape(-1, r, numbers)[torch.arange(len(x)), best]
             u, d = _descend(synth, u, target, iters, lr, (lambda i: tick(1)) if each else None)

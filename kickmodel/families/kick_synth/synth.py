@@ -165,6 +165,10 @@ class KickSynth(torch.nn.Module):
         x = torch.fft.irfft(spec, n=self.length)
         return x / x.pow(2).mean(dim=1, keepdim=True).add(1e-12).sqrt()
 
+    def for_restarts(self) -> KickSynth:
+        """The synth a fit's first stage plays (fit.py: a few sweep shapes tried, one kept): version 1's whole."""
+        return self
+
     def forward(self, u: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
         """seeds: ignored (version 1 plays its one fixed noise draw for every kick)."""
         p = to_params(u.float())

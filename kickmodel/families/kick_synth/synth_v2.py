@@ -1,12 +1,19 @@
 """Version 2 of the kick synthesiser: version 1's patch (synth.py) with a body and a texture nearer a drum's.
 
-Version 2 keeps version 1's 34 numbers (their names, ranges and meaning) and changes:
+Measured bass drums have several near-harmonic low partials (a harmonic series shifted up by a few Hz) where
+version 1 has a sine and one free partial. Version 2 adds, to version 1's 34 numbers (whose names, ranges
+and meaning it keeps):
 
+    partials  N_PARTIALS - 1 partials above the fundamental, under its pitch envelope: partial k (2..N_PARTIALS) at
+              f(t) * (k + partial_shift) / (1 + partial_shift) (a harmonic series moved up; 0: harmonic), at
+              partials_db + partial_tilt * log2(k / 2) re the fundamental, decaying in
+              decay * partial_decay ** log2(k) under the body's decay curve
     noise     the click's and the residual's noise drawn per kick from the kick's seed (version 1 plays one draw for
               every kick: a kit of its kicks shares one texture). Without a seed (a fit) it is version 1's draw:
               a fit is deterministic, and its band gains are the texture's spectrum, whatever the draw
 
-Every part starts under an envelope that is 0 at t = 0, so a kick's first sample is still exactly 0.
+Every part starts under an envelope that is 0 at t = 0, so a kick's first sample is still exactly 0; every
+sinusoid is muted above ALIAS_HZ_FRACTION of the rate (a high partial of a steep sweep would otherwise fold).
 STAGES: how much of it is on, for the ablation (bench/studies/synth_ceiling.py --stage): each stage one addition
 more. A model plays the whole synth (stage None).
 """
@@ -19,14 +26,25 @@ import torch
 
 from .synth import NOISE_SEED, PARAMS, RESIDUAL_BANDS, KickSynth, Param, curve, db, to_params
 
-PARAMS_V2: tuple[Param, ...] = PARAMS
+N_PARTIALS = 6  # the fundamental and five above it
+ALIAS_HZ_FRACTION = 0.45  # of the sample rate: a sinusoid above it is muted (over the next 5 % of the rate)
+
+PARAMS_V2: tuple[Param, ...] = PARAMS + (
+    Param("partials_db", -70.0, 0.0, False, "dB"),  # partial 2 re the fundamental
+    Param("partial_tilt", -24.0, 6.0, False, "dB/oct"),  # each octave of partial number above partial 2
+    Param("partial_shift", 0.0, 0.6),  # partial k at (k + shift) / (1 + shift) times the fundamental
+    Param("partial_decay", 0.1, 1.0, True),  # partial k decays in decay * partial_decay ** log2(k)
+)
 INDEX_V2 = {p.name: i for i, p in enumerate(PARAMS_V2)}
 
-PARTS = ("noise",)
+PARTS = ("noise", "partials")
 # the ablation's rows, in order: (parts on, whether the fit weighs the onset)
 STAGES: dict[str, tuple[frozenset[str], bool]] = {
     "texture": (frozenset({"noise"}), False),
+    "partials": (frozenset({"noise", "partials"}), False),
 }
+
+RESTART_PARTS = frozenset({"noise"})  # what a fit's first stage plays (KickSynth2.for_restarts)
 
 
 def stage_of(stage: str | None) -> tuple[frozenset[str], bool]:
@@ -53,6 +71,14 @@ class KickSynth2(KickSynth):
                  parts: frozenset[str] | None = None) -> None:
         super().__init__(sample_rate, length)
         self.parts = stage_of(stage)[0] if parts is None else parts
+        self.register_buffer("partial_k", torch.arange(2, N_PARTIALS + 1, dtype=torch.float32)[None, :, None],
+                             persistent=False)
+
+    def for_restarts(self) -> KickSynth2:
+        """The synth a fit's first stage plays, where a few sweep shapes are tried and one kept: without the partials
+        (its numbers stay where they start; the second stage fits them), so trying shapes costs what
+        version 1's does."""
+        return KickSynth2(self.sample_rate, self.length, parts=self.parts & RESTART_PARTS).to(self.t.device)
 
     def _noise(self, seeds: torch.Tensor | None, n: int) -> torch.Tensor:
         """[1 or n, 2, bins]: the noise spectra (click, residual): one draw per kick from its seed, else the fixed."""
@@ -65,6 +91,10 @@ class KickSynth2(KickSynth):
     def _shaped(self, spec: torch.Tensor, mag: torch.Tensor) -> torch.Tensor:
         x = torch.fft.irfft(spec * mag, n=self.length)
         return x / x.pow(2).mean(dim=1, keepdim=True).add(1e-12).sqrt()
+
+    def _unaliased(self, hz: torch.Tensor) -> torch.Tensor:
+        top = ALIAS_HZ_FRACTION * self.sample_rate
+        return ((top - hz) / (0.05 * self.sample_rate)).clamp(0.0, 1.0)
 
     def forward(self, u: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
         p = to_params(u.float(), 2)
@@ -81,6 +111,17 @@ class KickSynth2(KickSynth):
         amp = rise * a
         body2_amp = rise * torch.exp(-curve(log_t, P["decay"] * P["body2_decay"], P["decay_curve"]))
         body = amp * torch.sin(phase) + db(P["body2_db"]) * body2_amp * torch.sin(P["body2_ratio"] * phase)
+        c = P["decay_curve"][:, :, None]
+        if "partials" in self.parts:
+            k = self.partial_k  # [1, K, 1]
+            shift = P["partial_shift"][:, :, None]
+            ratio = (k + shift) / (1 + shift)  # [n, K, 1]
+            level = db(P["partials_db"][:, :, None] + P["partial_tilt"][:, :, None] * torch.log2(k / 2))
+            # exp(-(t / (decay * m)) ** c) = exp(-fall * m ** -c), m = partial_decay ** log2(k)
+            env = torch.exp(-fall[:, None] * P["partial_decay"][:, :, None].pow(-c * torch.log2(k)))
+            with torch.no_grad():  # a mute, not a number to fit: no gradient through it
+                audible = self._unaliased(freq[:, None] * ratio)
+            body = body + rise * (level * env * audible * torch.sin(ratio * phase[:, None])).sum(dim=1)
         spec = self._noise(seeds, u.shape[0])
         click_mag = torch.exp(-0.5 * ((self.log2f[None] - torch.log2(P["click_hz"])) / (P["click_bw"] / 2.355)) ** 2)
         click_env = (1 - torch.exp(-t / P["attack"].clamp(max=0.002))) * torch.exp(-t / P["click_tau"])
