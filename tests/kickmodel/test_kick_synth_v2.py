@@ -1,5 +1,5 @@
-"""Version 2 of the kick synth (kickmodel/families/kick_synth/synth_v2.py): its guarantees, its noise per kick and
-its partials where they should be. (A model of the presets plays version 2: tests/kickmodel/test_kick_synth.py's
+"""Version 2 of the kick synth (kickmodel/families/kick_synth/synth_v2.py): its guarantees, its noise per kick, its
+partials and modes where they should be. (A model of the presets plays version 2: tests/kickmodel/test_kick_synth.py's
 synth_model sets pitch, decay and click in units on it.)"""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kickmodel.families.kick_synth.synth import (
     synth_for,
     to_params,
 )
-from kickmodel.families.kick_synth.synth_v2 import INDEX_V2, STAGES, KickSynth2
+from kickmodel.families.kick_synth.synth_v2 import INDEX_V2, MEMBRANE_RATIOS, STAGES, KickSynth2
 from kickmodel.generator import Item
 from kickmodel.loading import load_generator
 
@@ -31,7 +31,7 @@ def _numbers(**values: float) -> torch.Tensor:
     """Version 2's numbers [1, N2]: the middle of every range, then `values` (in units), the rest quiet."""
     p = to_params(torch.zeros(1, N2), 2)
     quiet = {"sweep": 0.02, "attack": 0.0003, "decay": 0.4, "decay_curve": 1.0, "body2_db": -70.0,
-             "click_db": -70.0, "residual_db": -80.0, "partials_db": -70.0, "drive": 0.05,
+             "click_db": -70.0, "residual_db": -80.0, "partials_db": -70.0, "modes_db": -80.0, "drive": 0.05,
              "level_db": 0.0}
     for name, v in (quiet | values).items():
         p[0, INDEX_V2[name]] = v
@@ -113,3 +113,17 @@ def test_the_partials_are_a_harmonic_series_moved_up():
     want = 50.0 * (np.arange(1, 5) + shift) / (1 + shift)
     got = _peaks(x, 0.1, 0.6, 200, 4)
     assert np.abs(got - want).max() <= 2.0, (got, want)
+
+
+def test_the_modes_lie_at_the_membranes_ratios_and_decay_faster():
+    x = KickSynth2(SR, SR)(_numbers(f_end=50.0, modes_hz=300.0, modes_db=0.0, modes_tilt=0.0,
+                                    modes_decay=0.25)).detach()
+    got = _peaks(x, 0.005, 0.2, 1300, 8)
+    want = 300.0 * np.array(MEMBRANE_RATIOS)
+    near = [float(np.abs(want - f).min()) for f in got if f > 250]
+    assert len(near) >= 5 and max(near) <= 4.0, (got, near)
+    early = x[0, int(0.01 * SR):int(0.05 * SR)]
+    late = x[0, int(0.2 * SR):int(0.24 * SR)]
+    hp = torch.fft.rfft(early).abs()[int(250 * 0.04):].pow(2).sum() / torch.fft.rfft(early).abs().pow(2).sum()
+    hl = torch.fft.rfft(late).abs()[int(250 * 0.04):].pow(2).sum() / torch.fft.rfft(late).abs().pow(2).sum()
+    assert float(hl) < 0.1 * float(hp), "the cluster falls faster than the body"

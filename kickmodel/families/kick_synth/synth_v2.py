@@ -1,13 +1,16 @@
 """Version 2 of the kick synthesiser: version 1's patch (synth.py) with a body and a texture nearer a drum's.
 
-Measured bass drums have several near-harmonic low partials (a harmonic series shifted up by a few Hz) where
-version 1 has a sine and one free partial. Version 2 adds, to version 1's 34 numbers (whose names, ranges
-and meaning it keeps):
+Measured bass drums have several near-harmonic low partials (a harmonic series shifted up by a few Hz) and
+scores of inharmonic modes between a few hundred Hz and a few kHz under roughly one shared decay, where version 1
+has a sine and one free partial. Version 2 adds, to version 1's 34 numbers (whose names, ranges and meaning it keeps):
 
     partials  N_PARTIALS - 1 partials above the fundamental, under its pitch envelope: partial k (2..N_PARTIALS) at
               f(t) * (k + partial_shift) / (1 + partial_shift) (a harmonic series moved up; 0: harmonic), at
               partials_db + partial_tilt * log2(k / 2) re the fundamental, decaying in
               decay * partial_decay ** log2(k) under the body's decay curve
+    modes     an inharmonic cluster: MEMBRANE_RATIOS (an ideal membrane's modes, re its lowest) times modes_hz,
+              at modes_db in all (modes_tilt dB per octave across it), under one shared
+              decay modes_decay times the body's; struck: every mode starts at phase 0, as a struck membrane's do
     noise     the click's and the residual's noise drawn per kick from the kick's seed (version 1 plays one draw for
               every kick: a kit of its kicks shares one texture). Without a seed (a fit) it is version 1's draw:
               a fit is deterministic, and its band gains are the texture's spectrum, whatever the draw
@@ -27,6 +30,9 @@ import torch
 from .synth import NOISE_SEED, PARAMS, RESIDUAL_BANDS, KickSynth, Param, curve, db, to_params
 
 N_PARTIALS = 6  # the fundamental and five above it
+# the modes of an ideal circular membrane, re its lowest (zeros of the Bessel functions, j_mn / j_01): the first 12
+# (each mode is a sinusoid over the whole kick: a fit's cost grows with them)
+MEMBRANE_RATIOS = (1.0, 1.594, 2.136, 2.296, 2.653, 2.918, 3.156, 3.501, 3.600, 3.652, 4.060, 4.154)
 ALIAS_HZ_FRACTION = 0.45  # of the sample rate: a sinusoid above it is muted (over the next 5 % of the rate)
 
 PARAMS_V2: tuple[Param, ...] = PARAMS + (
@@ -34,14 +40,19 @@ PARAMS_V2: tuple[Param, ...] = PARAMS + (
     Param("partial_tilt", -24.0, 6.0, False, "dB/oct"),  # each octave of partial number above partial 2
     Param("partial_shift", 0.0, 0.6),  # partial k at (k + shift) / (1 + shift) times the fundamental
     Param("partial_decay", 0.1, 1.0, True),  # partial k decays in decay * partial_decay ** log2(k)
+    Param("modes_hz", 120.0, 1200.0, True, "Hz"),  # the cluster's lowest mode
+    Param("modes_db", -80.0, 0.0, False, "dB"),  # the cluster's level re the body
+    Param("modes_tilt", -12.0, 12.0, False, "dB/oct"),  # across the cluster
+    Param("modes_decay", 0.02, 1.0, True),  # of the body's decay
 )
 INDEX_V2 = {p.name: i for i, p in enumerate(PARAMS_V2)}
 
-PARTS = ("noise", "partials")
+PARTS = ("noise", "partials", "modes")
 # the ablation's rows, in order: (parts on, whether the fit weighs the onset)
 STAGES: dict[str, tuple[frozenset[str], bool]] = {
     "texture": (frozenset({"noise"}), False),
     "partials": (frozenset({"noise", "partials"}), False),
+    "modes": (frozenset({"noise", "partials", "modes"}), False),
 }
 
 RESTART_PARTS = frozenset({"noise"})  # what a fit's first stage plays (KickSynth2.for_restarts)
@@ -73,10 +84,11 @@ class KickSynth2(KickSynth):
         self.parts = stage_of(stage)[0] if parts is None else parts
         self.register_buffer("partial_k", torch.arange(2, N_PARTIALS + 1, dtype=torch.float32)[None, :, None],
                              persistent=False)
+        self.register_buffer("mode_ratio", torch.tensor(MEMBRANE_RATIOS)[None, :, None], persistent=False)
 
     def for_restarts(self) -> KickSynth2:
         """The synth a fit's first stage plays, where a few sweep shapes are tried and one kept: without the partials
-        (its numbers stay where they start; the second stage fits them), so trying shapes costs what
+        and the modes (its numbers stay where they start; the second stage fits them), so trying shapes costs what
         version 1's does."""
         return KickSynth2(self.sample_rate, self.length, parts=self.parts & RESTART_PARTS).to(self.t.device)
 
@@ -122,6 +134,14 @@ class KickSynth2(KickSynth):
             with torch.no_grad():  # a mute, not a number to fit: no gradient through it
                 audible = self._unaliased(freq[:, None] * ratio)
             body = body + rise * (level * env * audible * torch.sin(ratio * phase[:, None])).sum(dim=1)
+        if "modes" in self.parts:
+            r = self.mode_ratio  # [1, M, 1]
+            base = 2 * math.pi * P["modes_hz"] * t
+            # each mode's level, muted where it would fold ([n, 1, M])
+            w = (db(P["modes_db"][:, :, None] + P["modes_tilt"][:, :, None] * torch.log2(r)) / math.sqrt(r.numel())
+                 * self._unaliased(P["modes_hz"][:, :, None] * r)).transpose(1, 2)
+            env = rise * torch.exp(-fall * P["modes_decay"].pow(-P["decay_curve"]))  # one shared decay
+            body = body + env * torch.bmm(w, torch.sin(r * base[:, None]))[:, 0]
         spec = self._noise(seeds, u.shape[0])
         click_mag = torch.exp(-0.5 * ((self.log2f[None] - torch.log2(P["click_hz"])) / (P["click_bw"] / 2.355)) ** 2)
         click_env = (1 - torch.exp(-t / P["attack"].clamp(max=0.002))) * torch.exp(-t / P["click_tau"])
