@@ -1,6 +1,6 @@
 """Version 2 of the kick synth (kickmodel/families/kick_synth/synth_v2.py): its guarantees, its noise per kick, its
-partials and modes where they should be. (A model of the presets plays version 2: tests/kickmodel/test_kick_synth.py's
-synth_model sets pitch, decay and click in units on it.)"""
+partials, modes and glide where they should be. (A model of the presets plays version 2:
+tests/kickmodel/test_kick_synth.py's synth_model sets pitch, decay and click in units on it.)"""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ N2 = n_params(2)
 def _numbers(**values: float) -> torch.Tensor:
     """Version 2's numbers [1, N2]: the middle of every range, then `values` (in units), the rest quiet."""
     p = to_params(torch.zeros(1, N2), 2)
-    quiet = {"sweep": 0.02, "attack": 0.0003, "decay": 0.4, "decay_curve": 1.0, "body2_db": -70.0,
+    quiet = {"sweep": 0.02, "glide": 0.001, "attack": 0.0003, "decay": 0.4, "decay_curve": 1.0, "body2_db": -70.0,
              "click_db": -70.0, "residual_db": -80.0, "partials_db": -70.0, "modes_db": -80.0, "drive": 0.05,
              "level_db": 0.0}
     for name, v in (quiet | values).items():
@@ -127,3 +127,15 @@ def test_the_modes_lie_at_the_membranes_ratios_and_decay_faster():
     hp = torch.fft.rfft(early).abs()[int(250 * 0.04):].pow(2).sum() / torch.fft.rfft(early).abs().pow(2).sum()
     hl = torch.fft.rfft(late).abs()[int(250 * 0.04):].pow(2).sum() / torch.fft.rfft(late).abs().pow(2).sum()
     assert float(hl) < 0.1 * float(hp), "the cluster falls faster than the body"
+
+
+def test_the_pitch_falls_with_the_amplitude_and_settles_on_f_end():
+    """Tension modulation: glide 0.122 (two semitones) raises the start by about that, and the kick ends at f_end."""
+    def hz(x: torch.Tensor, a: float, b: float) -> float:
+        return float(_peaks(x, a, b, 200, 1)[0])
+
+    flat = KickSynth2(SR, SR)(_numbers(f_end=60.0, decay=0.3)).detach()
+    glide = KickSynth2(SR, SR)(_numbers(f_end=60.0, decay=0.3, glide=0.122)).detach()
+    assert abs(hz(flat, 0.0, 0.1) - 60.0) <= 1.5
+    assert hz(glide, 0.0, 0.1) > 60.0 * 2 ** (1.0 / 12), "about two semitones up while it is loud"
+    assert abs(hz(glide, 0.6, 1.0) - 60.0) <= 1.5, "f_end once it has decayed"

@@ -114,9 +114,9 @@ def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
     return total + ONSET_WEIGHT * early
 
 
-# version 2's numbers' starts: partials and modes quiet (the descent raises what a kick has)
+# version 2's numbers' starts: partials and modes quiet, a small glide (the descent raises what a kick has)
 V2_STARTS = {"partials_db": -30.0, "partial_tilt": -6.0, "partial_shift": 0.05, "partial_decay": 0.5,
-             "modes_hz": 350.0, "modes_db": -40.0, "modes_tilt": -3.0, "modes_decay": 0.2}
+             "modes_hz": 350.0, "modes_db": -40.0, "modes_tilt": -3.0, "modes_decay": 0.2, "glide": 0.02}
 
 
 def _early_pitch(x: torch.Tensor, sample_rate: int) -> torch.Tensor:

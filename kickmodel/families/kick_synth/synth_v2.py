@@ -1,16 +1,20 @@
 """Version 2 of the kick synthesiser: version 1's patch (synth.py) with a body and a texture nearer a drum's.
 
-Measured bass drums have several near-harmonic low partials (a harmonic series shifted up by a few Hz) and
-scores of inharmonic modes between a few hundred Hz and a few kHz under roughly one shared decay, where version 1
-has a sine and one free partial. Version 2 adds, to version 1's 34 numbers (whose names, ranges and meaning it keeps):
+Measured bass drums have several near-harmonic low partials (a harmonic series shifted up by a few Hz), scores of
+inharmonic modes between a few hundred Hz and a few kHz under roughly one shared decay, and a pitch that falls as the
+amplitude decays (tension modulation, about two semitones on an acoustic kick), beside the independent exponential
+sweep of an 808-style kick. Version 2 adds, to version 1's 34 numbers (whose names, ranges and meaning it keeps):
 
     partials  N_PARTIALS - 1 partials above the fundamental, under its pitch envelope: partial k (2..N_PARTIALS) at
               f(t) * (k + partial_shift) / (1 + partial_shift) (a harmonic series moved up; 0: harmonic), at
               partials_db + partial_tilt * log2(k / 2) re the fundamental, decaying in
               decay * partial_decay ** log2(k) under the body's decay curve
     modes     an inharmonic cluster: MEMBRANE_RATIOS (an ideal membrane's modes, re its lowest) times modes_hz,
-              at modes_db in all (modes_tilt dB per octave across it), under one shared
+              following the tension glide, at modes_db in all (modes_tilt dB per octave across it), under one shared
               decay modes_decay times the body's; struck: every mode starts at phase 0, as a struck membrane's do
+    glide     the body's frequency is f_end * (1 + sweep * exp(-(t / sweep_tau) ** sweep_curve) + glide * a(t) ** 2)
+              where a(t) = exp(-(t / decay) ** decay_curve) is the body's decay: a pitch that falls as the amplitude
+              does (f_end is still the settled pitch, so a pitch asked in Hz is still set by scaling it)
     noise     the click's and the residual's noise drawn per kick from the kick's seed (version 1 plays one draw for
               every kick: a kit of its kicks shares one texture). Without a seed (a fit) it is version 1's draw:
               a fit is deterministic, and its band gains are the texture's spectrum, whatever the draw
@@ -44,18 +48,20 @@ PARAMS_V2: tuple[Param, ...] = PARAMS + (
     Param("modes_db", -80.0, 0.0, False, "dB"),  # the cluster's level re the body
     Param("modes_tilt", -12.0, 12.0, False, "dB/oct"),  # across the cluster
     Param("modes_decay", 0.02, 1.0, True),  # of the body's decay
+    Param("glide", 0.001, 0.5, True),  # the tension glide: f rises by glide * a(t) ** 2
 )
 INDEX_V2 = {p.name: i for i, p in enumerate(PARAMS_V2)}
 
-PARTS = ("noise", "partials", "modes")
+PARTS = ("noise", "partials", "modes", "glide")
 # the ablation's rows, in order: (parts on, whether the fit weighs the onset)
 STAGES: dict[str, tuple[frozenset[str], bool]] = {
     "texture": (frozenset({"noise"}), False),
     "partials": (frozenset({"noise", "partials"}), False),
     "modes": (frozenset({"noise", "partials", "modes"}), False),
+    "glide": (frozenset(PARTS), False),
 }
 
-RESTART_PARTS = frozenset({"noise"})  # what a fit's first stage plays (KickSynth2.for_restarts)
+RESTART_PARTS = frozenset({"noise", "glide"})  # what a fit's first stage plays (KickSynth2.for_restarts)
 
 
 def stage_of(stage: str | None) -> tuple[frozenset[str], bool]:
@@ -116,7 +122,8 @@ class KickSynth2(KickSynth):
         rise = 1 - torch.exp(-t / P["attack"])
         fall = curve(log_t, P["decay"], P["decay_curve"])  # (t / decay) ** c: the body decays as exp(-fall)
         a = torch.exp(-fall)
-        rel = 1 + P["sweep"] * torch.exp(-curve(log_t, P["sweep_tau"], P["sweep_curve"]))
+        glide = P["glide"] * a * a if "glide" in self.parts else torch.zeros_like(a)
+        rel = 1 + P["sweep"] * torch.exp(-curve(log_t, P["sweep_tau"], P["sweep_curve"])) + glide
         freq = P["f_end"] * rel
         phase = 2 * math.pi * torch.cumsum(freq.double(), dim=1).float() / sr
         phase = phase - phase[:, :1]  # sin starts at 0
@@ -136,10 +143,13 @@ class KickSynth2(KickSynth):
             body = body + rise * (level * env * audible * torch.sin(ratio * phase[:, None])).sum(dim=1)
         if "modes" in self.parts:
             r = self.mode_ratio  # [1, M, 1]
-            base = 2 * math.pi * P["modes_hz"] * t
-            # each mode's level, muted where it would fold ([n, 1, M])
+            base = 2 * math.pi * torch.cumsum((P["modes_hz"] * (1 + glide)).double(), dim=1).float() / sr
+            base = base - base[:, :1]
+            top = 1 + (P["glide"] if "glide" in self.parts else 0.0)  # the glide's highest, at t = 0
+            # each mode's level, muted where its highest frequency would fold: constant in time ([n, 1, M])
             w = (db(P["modes_db"][:, :, None] + P["modes_tilt"][:, :, None] * torch.log2(r)) / math.sqrt(r.numel())
-                 * self._unaliased(P["modes_hz"][:, :, None] * r)).transpose(1, 2)
+                 * self._unaliased(P["modes_hz"][:, :, None] * r * top[:, :, None] if torch.is_tensor(top)
+                                   else P["modes_hz"][:, :, None] * r)).transpose(1, 2)
             env = rise * torch.exp(-fall * P["modes_decay"].pow(-P["decay_curve"]))  # one shared decay
             body = body + env * torch.bmm(w, torch.sin(r * base[:, None]))[:, 0]
         spec = self._noise(seeds, u.shape[0])
