@@ -1,6 +1,7 @@
 """Version 2 of the kick synth (kickmodel/families/kick_synth/synth_v2.py): its guarantees, its noise per kick, its
-partials, modes and glide where they should be. (A model of the presets plays version 2:
-tests/kickmodel/test_kick_synth.py's synth_model sets pitch, decay and click in units on it.)"""
+partials, modes and glide where they should be, and the fit's onset term and pitch-track start. (A model of the
+presets plays version 2: tests/kickmodel/test_kick_synth.py's synth_model sets pitch, decay and click in units on
+it.)"""
 
 from __future__ import annotations
 
@@ -139,3 +140,27 @@ def test_the_pitch_falls_with_the_amplitude_and_settles_on_f_end():
     assert abs(hz(flat, 0.0, 0.1) - 60.0) <= 1.5
     assert hz(glide, 0.0, 0.1) > 60.0 * 2 ** (1.0 / 12), "about two semitones up while it is loud"
     assert abs(hz(glide, 0.6, 1.0) - 60.0) <= 1.5, "f_end once it has decayed"
+
+
+def test_the_fits_onset_term_weighs_the_first_10_ms():
+    """An error in the first 10 ms costs a version 2 fit more than the same error 100 ms later; to version 1's
+    distance they cost about the same."""
+    from kickmodel.families.kick_synth.fit import Target, distance
+
+    x = KickSynth2(SR // 2, 8192)(_numbers(f_end=55.0, click_db=-10.0)).detach()
+    err = 0.05 * torch.randn(1, 200, generator=torch.Generator().manual_seed(0))
+    early, later = x.clone(), x.clone()
+    early[:, 10:210] += err
+    later[:, 2210:2410] += err
+    v1, v2 = Target(x, SR // 2), Target(x, SR // 2, onset=True)
+    gap1 = float(distance(early, v1) - distance(later, v1))
+    gap2 = float(distance(early, v2) - distance(later, v2))
+    assert gap2 > gap1 + 0.2, (gap1, gap2)
+
+
+def test_the_sweep_starts_from_the_pitch_track():
+    from kickmodel.families.kick_synth.fit import sweep_from_track
+
+    x = KickSynth2(SR, SR // 2)(_numbers(f_end=50.0, sweep=3.0, sweep_tau=0.012, sweep_curve=1.0)).detach()
+    sweep, tau = sweep_from_track(x, SR, torch.tensor([50.0]))
+    assert 0.6 < float(sweep) / 3.0 < 1.6 and 0.6 < float(tau) / 0.012 < 1.6, (float(sweep), float(tau))

@@ -37,6 +37,12 @@ CROP_DB = -60.0
 MIN_FIT_S = 0.3
 FIT_RATE_DIVISOR = 2
 RESTARTS = ((1.0, 0.01), (3.0, 0.02), (6.0, 0.008), (0.4, 0.05))
+# the onset, weighed on its own (synth version 2 on; version 1's fits are as they were): the first ONSET10_MS of the
+# clip in short windows (ONSET10_FFT samples at the fit's rate: 3 ms) and as a waveform, so the attack and the click,
+# a few per cent of a kick's energy and of the long windows' frames, are fitted as a listener hears them first
+ONSET10_MS = 10.0
+ONSET10_FFT = 64
+ONSET10_WEIGHT = 0.5
 # what distance()'s figure means, for the lines a fit logs: 0 is the kick itself; another kick of the starter kit
 # played against a kick's target measures a median of 8.0 (10th percentile 5.5; 40 kicks, each against a random other)
 DISTANCE_MEANING = ("0: the kick itself; another kick of the starter kit scores a median 8.0 (its nearest tenth under "
@@ -69,9 +75,11 @@ def _log_mel(mag: torch.Tensor, fb: torch.Tensor) -> torch.Tensor:
 
 
 class Target:
-    """What distance() compares against, computed once per fit: a target's spectrograms, envelope, first ms."""
+    """What distance() compares against, computed once per fit: a target's spectrograms, envelope, first ms (and with
+    onset, its first ONSET10_MS in short windows)."""
 
-    def __init__(self, x: torch.Tensor, sample_rate: int, mask: torch.Tensor | None = None) -> None:
+    def __init__(self, x: torch.Tensor, sample_rate: int, mask: torch.Tensor | None = None,
+                 onset: bool = False) -> None:
         self.sample_rate = sample_rate
         self.mask = torch.ones_like(x) if mask is None else mask  # what of each clip is fitted (its own length)
         longest = 1 << max(4, int(math.log2(max(x.shape[1] // 2, 16))))  # torch.stft's padding needs n < 2 L
@@ -87,6 +95,13 @@ class Target:
         self.k = int(sample_rate * ONSET_MS / 1000)
         self.early = x[:, :self.k]
         self.early_scale = self.early.abs().mean(dim=1).clamp(min=1e-4)
+        self.k10 = int(sample_rate * ONSET10_MS / 1000) if onset else 0
+        if self.k10:
+            head = x[:, :self.k10]
+            self.onset_mag = _stft_mag(head, ONSET10_FFT)
+            self.onset_log = torch.log(self.onset_mag + 1e-5)
+            self.onset_sum = self.onset_mag.sum(dim=(1, 2)).clamp(min=1e-8)
+            self.onset_scale = head.abs().mean(dim=1).clamp(min=1e-4)
 
     def repeat(self, r: int) -> Target:
         """The same targets, each r times in a row (a kick's restarts)."""
@@ -111,7 +126,15 @@ def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
     ey = _envelope_db(y, target.sample_rate).maximum(target.floor)
     total = total + 0.05 * (ey - target.env).abs().mean(dim=1)
     early = (y[:, :target.k] - target.early).abs().mean(dim=1) / target.early_scale
-    return total + ONSET_WEIGHT * early
+    total = total + ONSET_WEIGHT * early
+    if target.k10:
+        head = y[:, :target.k10]
+        sy = _stft_mag(head, ONSET10_FFT)
+        onset = ((torch.log(sy + 1e-5) - target.onset_log).abs().mean(dim=(1, 2))
+                 + (sy - target.onset_mag).abs().sum(dim=(1, 2)) / target.onset_sum
+                 + (head - target.early[:, :target.k10]).abs().mean(dim=1) / target.onset_scale)
+        total = total + ONSET10_WEIGHT * onset
+    return total
 
 
 # version 2's numbers' starts: partials and modes quiet, a small glide (the descent raises what a kick has)
@@ -130,13 +153,51 @@ def _early_pitch(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
     return k.to(x.dtype) * sample_rate / nfft
 
 
-def initial_params(x: torch.Tensor, sample_rate: int, version: int = 1) -> torch.Tensor:
+# the pitch track's windows (start, length in ms after the clip's start): short where the sweep is fast, longer where
+# the body's few cycles need them
+TRACK_WINDOWS_MS = ((2.0, 8.0), (5.0, 10.0), (9.0, 14.0), (15.0, 20.0), (25.0, 30.0))
+
+
+def _strongest(x: torch.Tensor, sample_rate: int, start_ms: float, length_ms: float, top_hz: float = 600.0
+               ) -> torch.Tensor:
+    a, n = int(start_ms * sample_rate / 1000), int(length_ms * sample_rate / 1000)
+    seg = x[:, a:a + n] * torch.hann_window(n, periodic=False, dtype=x.dtype)
+    nfft = 1 << 15
+    mag = torch.fft.rfft(seg, n=nfft).abs()
+    lo, hi = int(30 * nfft / sample_rate), int(top_hz * nfft / sample_rate)
+    return (mag[:, lo:hi].argmax(dim=1) + lo).to(x.dtype) * sample_rate / nfft
+
+
+def sweep_from_track(x: torch.Tensor, sample_rate: int, f_end: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sweep, sweep_tau s) [n] of f_end * (1 + sweep * exp(-t / tau)) fitted to the clips' pitch track (the strongest
+    frequency under 600 Hz in TRACK_WINDOWS_MS, at each window's centre) by least squares on log(f / f_end - 1):
+    where fewer than two of a clip's points lie 3 % above f_end, version 1's start (the 3..23 ms pitch, tau 10 ms)."""
+    ts = torch.tensor([(a + n / 2) / 1000 for a, n in TRACK_WINDOWS_MS], dtype=x.dtype)
+    f = torch.stack([_strongest(x, sample_rate, a, n) for a, n in TRACK_WINDOWS_MS], dim=1)  # [n, W]
+    rel = f / f_end[:, None] - 1
+    ok = rel > 0.03
+    y = torch.log(rel.clamp(min=1e-3))
+    w = ok.to(x.dtype)
+    cnt = w.sum(dim=1).clamp(min=1)
+    tm, ym = (w * ts).sum(dim=1) / cnt, (w * y).sum(dim=1) / cnt
+    cov = (w * (ts - tm[:, None]) * (y - ym[:, None])).sum(dim=1)
+    var = (w * (ts - tm[:, None]) ** 2).sum(dim=1).clamp(min=1e-12)
+    slope = cov / var  # -1 / tau
+    tau = (-1 / slope.clamp(max=-1e-3)).clamp(0.001, 0.2)
+    sweep = torch.exp(ym + tm / tau).clamp(0.05, 20.0)
+    fallback = (_early_pitch(x, sample_rate) / f_end - 1).clamp(0.05, 20.0) * 1.5
+    usable = (ok.sum(dim=1) >= 2) & (slope < 0)
+    return torch.where(usable, sweep, fallback), torch.where(usable, tau, torch.full_like(tau, 0.01))
+
+
+def initial_params(x: torch.Tensor, sample_rate: int, version: int = 1, track: bool = False) -> torch.Tensor:
     """Starting numbers [n * len(RESTARTS), n_params(version)] (unconstrained) for clips x [n, L] from
-    measurements."""
+    measurements. track: the first start's sweep from the clip's pitch track (sweep_from_track), not one window."""
     params, ix = params_for(version), index_for(version)
     raw = descriptors.measure(x, sample_rate)  # decay s, pitch Hz, click dB
     decay, pitch = raw[:, 0].clamp(0.03, 2.5), raw[:, 1]
     early = _early_pitch(x, sample_rate)
+    tracked = sweep_from_track(x, sample_rate, pitch * 0.97) if track else None
     starts = []
     for sweep, tau in RESTARTS:
         p = torch.zeros(x.shape[0], len(params))
@@ -147,6 +208,8 @@ def initial_params(x: torch.Tensor, sample_rate: int, version: int = 1) -> torch
         p[:, ix["sweep"]] = torch.where(torch.tensor(sweep == RESTARTS[0][0]), measured_sweep * 1.5,
                                            torch.full_like(pitch, sweep))
         p[:, ix["sweep_tau"]] = tau
+        if tracked is not None and sweep == RESTARTS[0][0]:
+            p[:, ix["sweep"]], p[:, ix["sweep_tau"]] = tracked
         p[:, ix["sweep_curve"]] = 1.0
         p[:, ix["attack"]] = 0.0005
         p[:, ix["decay"]] = decay / 3.0
@@ -309,6 +372,11 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
     n = x_all.shape[0]
     rate = sample_rate // FIT_RATE_DIVISOR if sample_rate >= 32000 else sample_rate
     numbers = len(params_for(version))
+    onset = False  # version 1's fit as it was: no onset term, the one-window sweep start
+    if version >= 2:
+        from .synth_v2 import stage_of
+
+        onset = stage_of(stage)[1]
     out_u, out_d = torch.zeros(n, numbers), torch.zeros(n)
     r = len(RESTARTS)
     # the work in all, in kick-steps: a first-stage step descends every start of its kicks (r rows a kick)
@@ -339,8 +407,8 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             xf = xf[:, :int(lengths.max())]
             mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
             synth = synth_for(version, rate, xf.shape[1], stage)
-            starts = initial_params(x, sample_rate, version)
-            target = Target(xf * mask, rate, mask)
+            starts = initial_params(x, sample_rate, version, track=onset)
+            target = Target(xf * mask, rate, mask, onset=onset)
             each = check is not None or log is not None  # a cancel between two steps, a progress line
             u, d = _descend(synth.for_restarts(), starts, target.repeat(r), restart_iters, lr,
                             (lambda i: tick(r)) if each else None)

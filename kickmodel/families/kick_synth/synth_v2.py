@@ -22,7 +22,7 @@ sweep of an 808-style kick. Version 2 adds, to version 1's 34 numbers (whose nam
 Every part starts under an envelope that is 0 at t = 0, so a kick's first sample is still exactly 0; every
 sinusoid is muted above ALIAS_HZ_FRACTION of the rate (a high partial of a steep sweep would otherwise fold).
 STAGES: how much of it is on, for the ablation (bench/studies/synth_ceiling.py --stage): each stage one addition
-more. A model plays the whole synth (stage None).
+more, the fit's onset-weighted loss last. A model plays the whole synth (stage None).
 """
 
 from __future__ import annotations
@@ -53,12 +53,13 @@ PARAMS_V2: tuple[Param, ...] = PARAMS + (
 INDEX_V2 = {p.name: i for i, p in enumerate(PARAMS_V2)}
 
 PARTS = ("noise", "partials", "modes", "glide")
-# the ablation's rows, in order: (parts on, whether the fit weighs the onset)
+# the ablation's rows, in order: (parts on, whether the fit weighs the onset: fit.py ONSET10_*)
 STAGES: dict[str, tuple[frozenset[str], bool]] = {
     "texture": (frozenset({"noise"}), False),
     "partials": (frozenset({"noise", "partials"}), False),
     "modes": (frozenset({"noise", "partials", "modes"}), False),
     "glide": (frozenset(PARTS), False),
+    "fit": (frozenset(PARTS), True),
 }
 
 RESTART_PARTS = frozenset({"noise", "glide"})  # what a fit's first stage plays (KickSynth2.for_restarts)
@@ -67,7 +68,7 @@ RESTART_PARTS = frozenset({"noise", "glide"})  # what a fit's first stage plays 
 def stage_of(stage: str | None) -> tuple[frozenset[str], bool]:
     """(parts, onset loss) of a stage name; None: the whole synth and fit, what a model plays."""
     if stage is None:
-        return frozenset(PARTS), False
+        return frozenset(PARTS), True
     try:
         return STAGES[stage]
     except KeyError:
