@@ -16,7 +16,7 @@ from ...batching import in_render_shape
 from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
 from ...dsp import finish_kick
-from ...generator import ENCODE, UNITS, Hook, Item
+from ...generator import ENCODE, UNITS, Endpoint, Hook, Item, Settings
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, serve_restart_iters
 from .network import prior_net
@@ -61,6 +61,17 @@ class KickSynthGenerator(DiffusionGenerator):
         self.codec = SynthCodec(synth, fit_served, numbers, device)
         self.latent_shape = (numbers,)
         self.latent_dim = numbers
+
+    def _morph(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item], settings: Settings,
+               hook: Hook) -> np.ndarray:
+        """The diffusion families' morph, whose kicks take the synth's noise (drawn per kick from a seed, version 2)
+        from the nearer end: a's seed for t < 0.5, else b's (an end that is a file: the kick's own seed), so the
+        seed ends are those seeds' kicks, texture and all."""
+        def seeded(t: float, it: Item) -> Item:
+            end = a if t < 0.5 else b
+            return Item(seed=it.seed if end.seed is None else end.seed, controls=it.controls)
+
+        return super()._morph(a, b, ts, [seeded(t, it) for t, it in zip(ts, items)], settings, hook)
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:
