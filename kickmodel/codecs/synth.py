@@ -33,7 +33,8 @@ class SynthCodec:
             u = self.fit(x, lambda: hook({"stage": "fit"}))
         return u.to(self.device)
 
-    def decode(self, u: torch.Tensor, hook: Hook) -> np.ndarray:
-        """Numbers [n, N] -> raw audio [n, length] float32, played at the synth's render shape (kickmodel.batching)."""
+    def decode(self, u: torch.Tensor, hook: Hook, seeds: torch.Tensor | None = None) -> np.ndarray:
+        """Numbers [n, N] -> raw audio [n, length] float32, played at the synth's render shape (kickmodel.batching).
+        seeds [n] (int64): each kick's seed, for a synth that draws its noise per kick (None: its fixed draw)."""
         hook({"stage": "play"})
-        return in_render_shape(self.synth, u).float().cpu().numpy()
+        return in_render_shape(self.synth, u, seeds).float().cpu().numpy()

@@ -205,3 +205,22 @@ def test_fit_seconds_counts_the_fits_own_work(monkeypatch):
         fit(clip, SR, iters=iters, restart_iters=restart_iters)
         assert ticks[0] == restart_iters * r + r + iters + 1  # each step, then each stage's closing evaluation
         assert abs(est - ticks[0]) <= r + 1, (iters, restart_iters, est, ticks[0])
+
+
+def test_the_synth_version_is_read_from_the_config_and_an_artifact_without_one_is_version_1():
+    """The shipped model's config names no synth version: it is version 1, 34 numbers, the synth it was trained on,
+    whatever the presets train on now; a version this kickserver does not play is refused, not played as another."""
+    from kickmodel.families import from_dict
+    from kickmodel.families.kick_synth.synth import n_params, params_for, synth_for
+    from kickmodel.loading import load_artifact
+
+    shipped = load_artifact(Path(__file__).resolve().parents[2] / "kickserver" / "models" / "kick-synth.safetensors")
+    cfg = shipped.config_of("denoiser")
+    assert cfg.synth.version == 1 and n_params(1) == N_PARAMS == 34 and params_for(1) == PARAMS
+    assert isinstance(synth_for(1, SR, 4096), KickSynth)
+    data = cfg.to_dict()
+    data["synth"] = {"version": 99}
+    with pytest.raises(ConfigError, match="synth.version 99"):
+        from_dict(data)
+    with pytest.raises(ValueError, match="synth version 99"):
+        params_for(99)

@@ -18,7 +18,7 @@ import torch
 
 from kickmodel.config import Config
 from kickmodel.families.kick_synth.fit import fit
-from kickmodel.families.kick_synth.synth import N_PARAMS, PARAMS, U_LIMIT
+from kickmodel.families.kick_synth.synth import U_LIMIT, n_params, params_for
 
 from .base import Contents, FitContext, Recipe
 from .diffusion import SAMPLING_KEYS, DiffusionObjective, denoiser_contents, finetune_config
@@ -50,14 +50,14 @@ def fingerprint(clips: torch.Tensor, sample_rate: int) -> torch.Tensor:
     return torch.cat([x[:, :min(KEY_SAMPLES, x.shape[1] // 2)], body[:, ::PRINT_STRIDE]], dim=1)[:, :MAX_PRINT]
 
 
-def out_of_range(u: torch.Tensor) -> str | None:
-    """None when fitted numbers u [N_PARAMS] are within what a fit makes (each within +-U_LIMIT, the ends of its range
-    in kickmodel.families.kick_synth.synth.PARAMS), else the first that is not, named."""
+def out_of_range(u: torch.Tensor, version: int = 1) -> str | None:
+    """None when fitted numbers u [n_params(version)] are within what a fit makes (each within +-U_LIMIT, the ends of
+    its range in kickmodel.families.kick_synth.synth.params_for(version)), else the first that is not, named."""
     bad = (u.abs() > U_LIMIT * (1 + 1e-6)).nonzero()
     if len(bad) == 0:
         return None
     i = int(bad[0, 0])
-    p = PARAMS[i]
+    p = params_for(version)[i]
     return f"{p.name} at {float(u[i]):.3g} past the end of its range {p.lo:g}..{p.hi:g}{p.unit} (+-{U_LIMIT:g})"
 
 
@@ -66,9 +66,22 @@ FIT_VERSION = 3  # the fit's code: 2 added the log-mel term (c7c67ec), 3 each cl
 
 def fit_stamp(cfg: Config) -> str:
     """What a fit depends on besides its clip: the synth, the fit's code and settings, the clips' rate."""
-    f = cfg.fit
-    return (f"v{FIT_VERSION} numbers={N_PARAMS} rate={cfg.data.sample_rate} iters={f.iters} "
+    f, version = cfg.fit, cfg.synth.version
+    # a version-1 stamp reads as before versions existed, so a run's fits made then are still found
+    synth = "" if version == 1 else f" synth={version}"
+    return (f"v{FIT_VERSION} numbers={n_params(version)}{synth} rate={cfg.data.sample_rate} iters={f.iters} "
             f"restart_iters={f.restart_iters} lr={f.lr}")
+
+
+def stamp_version(stamp: str | None) -> int:
+    """The synth version a fit_stamp names (1 when it names none: written before versions, or by version 1)."""
+    for word in (stamp or "").split():
+        if word.startswith("synth="):
+            try:
+                return int(word[len("synth="):])
+            except ValueError:
+                raise ValueError(f"stamp {stamp!r}: no synth version") from None
+    return 1
 
 
 class FitCache:
@@ -93,15 +106,17 @@ class FitCache:
             with safe_open(str(path), "pt") as f:
                 self.stamp = (f.metadata() or {}).get("stamp")
             tensors = load(path.read_bytes())
+            version = stamp_version(self.stamp)
+            numbers = n_params(version)  # ValueError for a version this kickserver does not know: refitted
             keys = [k for k in tensors if k.startswith("u.")]
             outside: list[str] = []
             for k in keys:
                 u = tensors[k]
                 f = tensors.get("f." + k[2:])
-                if (u.shape == (N_PARAMS,) and u.dtype == torch.float32 and bool(torch.isfinite(u).all())
+                if (u.shape == (numbers,) and u.dtype == torch.float32 and bool(torch.isfinite(u).all())
                         and f is not None and f.dtype == torch.float32 and f.ndim == 1 and f.numel() <= MAX_PRINT
                         and bool(torch.isfinite(f).all())):
-                    wrong = out_of_range(u)
+                    wrong = out_of_range(u, version)
                     if wrong:  # finite but no fit makes it: a damaged or planted file, refitted rather than trained on
                         outside.append(wrong)
                         continue
@@ -147,8 +162,8 @@ class FitCache:
         return [k if k in self.fits else None for k in keys]
 
     def numbers(self, clips: torch.Tensor, cfg: Config) -> torch.Tensor:
-        """[n, N_PARAMS] fitted numbers of clips [n, L], fitting (and keeping) those not fitted yet. Fits made under
-        other settings (another synth, rate or fit: fit_stamp) are dropped first, not mixed in."""
+        """[n, n_params(cfg.synth.version)] fitted numbers of clips [n, L], fitting (and keeping) those not fitted yet.
+        Fits made under other settings (another synth, rate or fit: fit_stamp) are dropped first, not mixed in."""
         stamp = fit_stamp(cfg)
         if self.stamp != stamp:
             if self.fits:
@@ -167,7 +182,7 @@ class FitCache:
         if todo:
             f = cfg.fit
             u, d = fit(clips[todo].detach().float().cpu(), cfg.data.sample_rate, iters=f.iters,
-                       restart_iters=f.restart_iters, lr=f.lr, batch=f.batch,
+                       restart_iters=f.restart_iters, lr=f.lr, batch=f.batch, version=cfg.synth.version,
                        log=self.log if len(todo) > 1 else None, progress_s=PROGRESS_S, clock=CLOCK)
             prints = fingerprint(clips[todo], cfg.data.sample_rate)
             for i, row, dist, fp in zip(todo, u, d.tolist(), prints):

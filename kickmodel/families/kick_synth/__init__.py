@@ -6,7 +6,8 @@ Training fits the synth to every clip (analysis by synthesis, fit.py: the clip's
 learns the distribution of those numbers given the controls (the project's diffusion and samplers over a
 vector, with latent diffusion's residual MLP). Serving samples numbers and plays them: the sweep, the
 attack from silence and the pitch exist by construction, and a control given in units (pitch_hz, decay_s,
-click_db) is set exactly. Sections: `model` (the prior's network), `diffusion`, `sampling`, `fit`.
+click_db) is set exactly. Sections: `model` (the prior's network), `diffusion`, `sampling`, `fit`, `synth` (which
+synth version plays the numbers: absent in configs written before versions, which are version 1).
 Artifact part: `denoiser` (the prior, with the numbers' normalisation); the synth has no weights. Its training (the
 fits kept by clip, the prior's objective): trainer/recipes/kick_synth.py; fit.py stays here, as a served model
 fits a variation's source file too.
@@ -24,7 +25,7 @@ from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
 from ..base import Family
 from ..mlp_denoiser import MLPDenoiserConfig
-from .config import SynthFitConfig
+from .config import SynthConfig, SynthFitConfig
 
 CONTROLS = ("decay", "pitch", "click")
 NO_AUGMENT = AugmentConfig(gain_p=0.0, pitch_p=0.0, stretch_p=0.0, offset_p=0.0, noise_p=0.0, reverb_p=0.0, eq_p=0.0)
@@ -38,12 +39,14 @@ class KickSynthFamily(Family):
     name = "kick_synth"
     summary = "a differentiable kick synthesiser whose numbers a diffusion prior generates (fitted to each kick)"
     sections = {"model": MLPDenoiserConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
-                "fit": SynthFitConfig}
+                "fit": SynthFitConfig, "synth": SynthConfig}
     parts = ("denoiser",)
 
     def presets(self) -> dict[str, Config]:
+        from .synth import LATEST
+
         common = {"conditioning": ConditioningConfig(controls=CONTROLS), "diffusion": SYNTH_DIFFUSION,
-                  "augment": NO_AUGMENT}
+                  "augment": NO_AUGMENT, "synth": SynthConfig(version=LATEST)}
         tiny = make_config(self.name, "tiny", data=DataConfig(length=4096), model=MLPDenoiserConfig(width=32, blocks=2,
                                                                                                  emb_dim=32),
                            sampling=SamplingConfig(steps=10, time_power=1.0),
@@ -66,6 +69,8 @@ class KickSynthFamily(Family):
         return without_keys(data, "sampling", "image_reject_db")
 
     def check_config(self, cfg: Config) -> None:
+        from .synth import VERSIONS
+
         m, f = cfg.model, cfg.fit
         aug = cfg.augment
         augmenting = [k for k in vars(aug) if k.endswith("_p") and getattr(aug, k) > 0]
@@ -79,6 +84,8 @@ class KickSynthFamily(Family):
             (not augmenting, f"augment: a kick-synth run fits each clip once, so it takes no augmentation (set "
                              f"{', '.join('augment.' + k + '=0' for k in augmenting)})"),
             (cfg.data.length >= 2048, "data.length must be at least 2048 samples"),
+            (cfg.synth.version in VERSIONS, f"synth.version {cfg.synth.version}: this kickserver plays synth "
+                                            f"version {', '.join(map(str, VERSIONS))}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -94,30 +101,31 @@ class KickSynthFamily(Family):
         from .network import prior_net
 
         cfg = configs["denoiser"]
-        return {"denoiser": prior_net(cfg.model, len(cfg.controls))}
+        return {"denoiser": prior_net(cfg)}
 
     def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list:
         """The prior over the numbers, once per step (twice with guidance), then the synth over the clip; a
         source file's fit (a variation, a morph's end) is serve_iters renders and their gradients."""
         from ..render_cost import RenderPass, denoiser_evaluations
         from .fit import Target, distance
-        from .synth import N_PARAMS, KickSynth
+        from .synth import n_params, synth_for
 
         cfg, net = configs["denoiser"], modules["denoiser"]
-        n = len(cfg.controls)
+        n, version = len(cfg.controls), cfg.synth.version
+        numbers = n_params(version)
 
         def step() -> torch.Tensor:
             cond = (torch.zeros(1, n), torch.ones(1, n)) if n else (None, None)
-            return net(torch.zeros(1, N_PARAMS), torch.zeros(1), *cond)
+            return net(torch.zeros(1, numbers), torch.zeros(1), *cond)
 
-        synth = KickSynth(cfg.data.sample_rate, cfg.data.length).to("meta")
+        synth = synth_for(version, cfg.data.sample_rate, cfg.data.length).to("meta")
 
         def play() -> torch.Tensor:
-            return synth(torch.zeros(1, N_PARAMS))
+            return synth(torch.zeros(1, numbers))
 
         def fit_step() -> torch.Tensor:  # forward only: the backward costs about twice as much again
-            return distance(synth(torch.zeros(1, N_PARAMS)), Target(torch.zeros(1, cfg.data.length),
-                                                                     cfg.data.sample_rate))
+            return distance(synth(torch.zeros(1, numbers)), Target(torch.zeros(1, cfg.data.length),
+                                                                    cfg.data.sample_rate))
 
         from .fit import RESTARTS, serve_restart_iters
 
@@ -131,9 +139,10 @@ class KickSynthFamily(Family):
         return KickSynthGenerator
 
     def map_latent_dim(self, part_configs: Mapping[str, Config]) -> int | None:
-        from .synth import N_PARAMS
+        from .synth import n_params
 
-        return N_PARAMS  # the synth's fitted numbers, normalised (its encoder is the fit)
+        # the synth's fitted numbers, normalised (its encoder is the fit)
+        return n_params(part_configs["denoiser"].synth.version)
 
 
 FAMILY = KickSynthFamily()

@@ -18,3 +18,11 @@ class SynthFitConfig:
     # training kicks): a few dozen kicks are a few dozen points, which a prior trained long enough gives back one by
     # one (copies); the jitter makes it learn the region around them (a kernel density's bandwidth)
     jitter: float = 0.1
+
+
+@dataclass(frozen=True)
+class SynthConfig:
+    """Which synth plays the numbers (synth.py: params_for / synth_for by version). A config written before versions
+    existed (the shipped kick-synth model's) has no such section: version 1, the 34-number synth it was trained on."""
+
+    version: int = 1

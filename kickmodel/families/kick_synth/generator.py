@@ -2,8 +2,7 @@
 controls), the synth plays them. A control given in units is then set exactly: the kick is measured as the
 descriptors measure it (pitch, decay, click) and the one number that moves it is corrected, a few times over.
 
-Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked). A kit's
-layers and robins are made from the kick's numbers (KIT_NUMBERS: kits.py's rules, played by the synth)."""
+Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked)."""
 
 from __future__ import annotations
 
@@ -17,22 +16,27 @@ from ...batching import in_render_shape
 from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
 from ...dsp import finish_kick
-from ...generator import ENCODE, KIT_NUMBERS, UNITS, Hook, Item, Settings
+from ...generator import ENCODE, KIT_NUMBERS, UNITS, Endpoint, Hook, Item, Settings
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, fit_seconds, serve_restart_iters
 from .network import prior_net
-from .synth import N_PARAMS, PARAMS, KickSynth, from_params, to_params
+from .synth import from_params, n_params, params_for, synth_for, to_params
+
+
+def seeds_of(items: Sequence[Item]) -> torch.Tensor:
+    """Each kick's seed [n] (int64): a synth that draws its noise per kick draws it from this (version 1 ignores it)."""
+    return torch.tensor([int(it.seed) for it in items], dtype=torch.int64)
 
 
 class _InRenderShape(torch.nn.Module):
     """The synth played at its render shape (kickmodel.batching: a kick never depends on its batch)."""
 
-    def __init__(self, synth: KickSynth) -> None:
+    def __init__(self, synth: torch.nn.Module) -> None:
         super().__init__()
-        self.synth, self.sample_rate = synth, synth.sample_rate
+        self.synth, self.sample_rate, self.version = synth, synth.sample_rate, synth.version
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:
-        return in_render_shape(self.synth, u)
+    def forward(self, u: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
+        return in_render_shape(self.synth, u, seeds)
 
 
 class KickSynthGenerator(DiffusionGenerator):
@@ -43,19 +47,33 @@ class KickSynthGenerator(DiffusionGenerator):
 
     def __init__(self, artifact: Artifact, device: torch.device) -> None:
         cfg = artifact.config_of("denoiser")
-        net = prior_net(cfg.model, len(cfg.controls))
+        net = prior_net(cfg)
         artifact.load_part(net, "denoiser")
         super().__init__(artifact, device, Denoiser.from_config(net, cfg.diffusion), artifact.config.sampling)
         self.net = self.denoiser.net
         f = self.fit_config = cfg.fit
+        self.synth_version = version = cfg.synth.version
+        numbers = n_params(version)
 
         def fit_served(x: torch.Tensor, check) -> torch.Tensor:
             return fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
-                       batch=f.batch, check=check)[0]
+                       batch=f.batch, check=check, version=version)[0]
 
-        self.codec = SynthCodec(KickSynth(self.sample_rate, self.length).to(device), fit_served, N_PARAMS, device)
-        self.latent_shape = (N_PARAMS,)
-        self.latent_dim = N_PARAMS
+        synth = synth_for(version, self.sample_rate, self.length).to(device)
+        self.codec = SynthCodec(synth, fit_served, numbers, device)
+        self.latent_shape = (numbers,)
+        self.latent_dim = numbers
+
+    def _morph(self, a: Endpoint, b: Endpoint, ts: Sequence[float], items: Sequence[Item], settings: Settings,
+               hook: Hook) -> np.ndarray:
+        """The diffusion families' morph, whose kicks take the synth's noise (drawn per kick from a seed, version 2)
+        from the nearer end: a's seed for t < 0.5, else b's (an end that is a file: the kick's own seed), so the
+        seed ends are those seeds' kicks, texture and all."""
+        def seeded(t: float, it: Item) -> Item:
+            end = a if t < 0.5 else b
+            return Item(seed=it.seed if end.seed is None else end.seed, controls=it.controls)
+
+        return super()._morph(a, b, ts, [seeded(t, it) for t, it in zip(ts, items)], settings, hook)
 
     def encode_seconds(self, clip: np.ndarray, hook: Hook | None = None) -> float:
         """A served fit's time, estimated from a few of its steps (fit.fit_seconds): a whole fit may take minutes."""
@@ -63,7 +81,7 @@ class KickSynthGenerator(DiffusionGenerator):
         x = torch.as_tensor(np.asarray(clip, dtype=np.float32)).reshape(1, -1)
         with torch.inference_mode(False):
             return fit_seconds(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
-                               check=lambda: hook({"stage": "fit"}))
+                               check=lambda: hook({"stage": "fit"}), version=self.synth_version)
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:
@@ -74,7 +92,7 @@ class KickSynthGenerator(DiffusionGenerator):
         return self.net.normalise(u) * self.denoiser.data_scale
 
     def from_latent(self, z: torch.Tensor, items: Sequence[Item], hook: Hook) -> np.ndarray:
-        return self.codec.decode(self.set_units(self.numbers(z), items, hook), hook)
+        return self.codec.decode(self.set_units(self.numbers(z), items, hook), hook, seeds_of(items))
 
     def set_units(self, u: torch.Tensor, items: Sequence[Item], hook: Hook) -> torch.Tensor:
         """Kicks whose item gives a control in units get the numbers that move it corrected until they measure so
@@ -92,7 +110,7 @@ class KickSynthGenerator(DiffusionGenerator):
             return torch.from_numpy(finish_kick(y.float().cpu().numpy(), self.sample_rate))
 
         u[rows] = adjust(_InRenderShape(self.codec.synth), u[rows], targets[rows], finish,
-                         check=lambda: hook({"stage": "units"}))
+                         check=lambda: hook({"stage": "units"}), seeds=seeds_of(items)[rows])
         return u
 
     @torch.inference_mode()
@@ -104,9 +122,9 @@ class KickSynthGenerator(DiffusionGenerator):
 
     @torch.inference_mode()
     def decode_latents(self, latents: np.ndarray, items: Sequence[Item], hook: Hook | None = None) -> np.ndarray:
-        """Normalised numbers [n, N_PARAMS] (what encode gives, a kit map's) -> raw kicks: played by the synth as a
+        """Normalised numbers [n, latent_dim] (what encode gives, a kit map's) -> raw kicks: played by the synth as a
         sampled kick is (from_latent), controls in units set exactly."""
-        z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, N_PARAMS).to(self.device)
+        z = torch.as_tensor(np.asarray(latents, dtype=np.float32)).reshape(-1, self.latent_dim).to(self.device)
         return self.from_latent(z * self.denoiser.data_scale, items, hook or (lambda info: None))
 
     @torch.inference_mode()
@@ -115,21 +133,27 @@ class KickSynthGenerator(DiffusionGenerator):
                      hook: Hook) -> list[list[np.ndarray]]:
         """items[0]'s numbers (sampled as _sample samples them, or as _vary varies source's, with its controls in
         units set), made into a kit by kits.synth_kit: each hit's numbers played by the synth and finished as every
-        kick is. The top layer's first robin plays the kick's own numbers: it is the kick generate makes."""
+        kick is. The top layer's first robin plays the kick's own numbers: it is the kick generate makes (every hit
+        takes that kick's seed, so a synth that draws its noise per kick gives the kit one texture)."""
         from .kits import clamped, synth_kit
 
+        version = self.synth_version
+        params = params_for(version)
         z = (self._vary_latent(source, strength, items, settings, hook) if source is not None
              else self._sample_latent(items, settings, hook))
         u = self.set_units(self.numbers(z[:1]), items[:1], hook)[0]
-        top = clamped(dict(zip((p.name for p in PARAMS), to_params(u[None])[0].tolist(), strict=True)))
+        top = clamped(dict(zip((p.name for p in params), to_params(u[None], version)[0].tolist(), strict=True)))
 
         def render(numbers: list[dict[str, float]]) -> list[np.ndarray]:
-            rows = torch.stack([u if n == top else from_params(torch.tensor([[n[p.name] for p in PARAMS]],
-                                                                             dtype=u.dtype, device=u.device))[0]
+            rows = torch.stack([u if n == top else from_params(torch.tensor([[n[p.name] for p in params]],
+                                                                             dtype=u.dtype, device=u.device),
+                                                               version)[0]
                                 for n in numbers])
-            return list(self._finish(self.codec.decode(rows, hook), sample_rate))
+            seeds = seeds_of(items[:1]).expand(len(numbers))
+            return list(self._finish(self.codec.decode(rows, hook, seeds), sample_rate))
 
         return synth_kit(top, render, sample_rate, layers, robins, int(items[0].seed))
 
     def describe(self) -> dict:
-        return super().describe() | {"synth_numbers": N_PARAMS, "unit_controls": list(self.unit_controls)}
+        return super().describe() | {"synth_numbers": self.latent_dim, "synth_version": self.synth_version,
+                                     "unit_controls": list(self.unit_controls)}

@@ -12,6 +12,11 @@ Every parameter is a squashing of one unconstrained number (PARAMS: a sigmoid on
 where the range spans octaves), so no value the prior or a fit produces is unphysical, and the kick's
 first sample is exactly 0 whatever the numbers are: every part starts under an envelope that is 0 at
 t = 0. The noise is one fixed draw (NOISE_SEED) filtered per kick: a kick is a function of its numbers.
+
+Versions: the synth a model was trained on is part of the model (its config's `synth.version`; an artifact without it
+is version 1, this module's KickSynth and PARAMS, the shipped model's 34 numbers). Everything that needs the numbers'
+count, names or ranges, or a synth to play them, asks by version here, in one place: params_for(version),
+n_params(version), synth_for(version, sample_rate, length), to_params / from_params / describe(..., version).
 """
 
 from __future__ import annotations
@@ -62,23 +67,62 @@ INDEX = {p.name: i for i, p in enumerate(PARAMS)}
 U_LIMIT = 8.0  # unconstrained values are kept within +-U_LIMIT (sigmoid(8) = 0.9997: the ranges' ends)
 
 
-def _bounds(device=None, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    lo = torch.tensor([math.log(p.lo) if p.log else p.lo for p in PARAMS], dtype=dtype, device=device)
-    hi = torch.tensor([math.log(p.hi) if p.log else p.hi for p in PARAMS], dtype=dtype, device=device)
-    is_log = torch.tensor([p.log for p in PARAMS], device=device)
+VERSIONS = (1, 2)  # the synth versions this kickserver plays (2: synth_v2.py)
+LATEST = VERSIONS[-1]  # what a new model is trained on (the presets' synth.version)
+
+
+def params_for(version: int) -> tuple[Param, ...]:
+    """The numbers of synth `version`, in order (ValueError for a version this kickserver does not know)."""
+    if version == 1:
+        return PARAMS
+    if version == 2:
+        from .synth_v2 import PARAMS_V2
+
+        return PARAMS_V2
+    raise ValueError(f"synth version {version!r}: this kickserver plays {', '.join(map(str, VERSIONS))}")
+
+
+def n_params(version: int) -> int:
+    return len(params_for(version))
+
+
+def index_for(version: int) -> dict[str, int]:
+    """Each number's column by name, for synth `version`."""
+    return {p.name: i for i, p in enumerate(params_for(version))}
+
+
+def synth_for(version: int, sample_rate: int, length: int, stage: str | None = None) -> torch.nn.Module:
+    """The synth of `version` at sample_rate, playing `length` samples: (numbers [n, n_params(version)], seeds [n] or
+    None) -> audio [n, length]. stage: how much of a version's additions is on (the ablation's rows: synth_v2.STAGES;
+    None, what a model plays: all of it)."""
+    params_for(version)  # an unknown version is refused here, not played as another
+    if version == 1:
+        if stage is not None:
+            raise ValueError("synth version 1 has no stages")
+        return KickSynth(sample_rate, length)
+    from .synth_v2 import KickSynth2
+
+    return KickSynth2(sample_rate, length, stage)
+
+
+def _bounds(device=None, dtype=torch.float32, version: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    params = params_for(version)
+    lo = torch.tensor([math.log(p.lo) if p.log else p.lo for p in params], dtype=dtype, device=device)
+    hi = torch.tensor([math.log(p.hi) if p.log else p.hi for p in params], dtype=dtype, device=device)
+    is_log = torch.tensor([p.log for p in params], device=device)
     return lo, hi, is_log
 
 
-def to_params(u: torch.Tensor) -> torch.Tensor:
-    """Unconstrained [..., N_PARAMS] -> parameter values in their units, each within its range."""
-    lo, hi, is_log = _bounds(u.device, u.dtype)
+def to_params(u: torch.Tensor, version: int = 1) -> torch.Tensor:
+    """Unconstrained [..., n_params(version)] -> parameter values in their units, each within its range."""
+    lo, hi, is_log = _bounds(u.device, u.dtype, version)
     v = lo + (hi - lo) * torch.sigmoid(u)
     return torch.where(is_log, v.exp(), v)
 
 
-def from_params(p: torch.Tensor) -> torch.Tensor:
+def from_params(p: torch.Tensor, version: int = 1) -> torch.Tensor:
     """Inverse of to_params (values clamped just inside their ranges)."""
-    lo, hi, is_log = _bounds(p.device, p.dtype)
+    lo, hi, is_log = _bounds(p.device, p.dtype, version)
     v = torch.where(is_log, p.clamp(min=1e-12).log(), p)
     s = ((v - lo) / (hi - lo)).clamp(1e-6, 1 - 1e-6)
     return torch.logit(s).clamp(-U_LIMIT, U_LIMIT)
@@ -89,6 +133,7 @@ class KickSynth(torch.nn.Module):
     spectrum is a buffer made at construction (not saved), the rest is arithmetic."""
 
     per_kick_on_cpu = True  # its oscillators' work grows with every row and fills the cores (kickmodel.batching)
+    version = 1
 
     def __init__(self, sample_rate: int, length: int) -> None:
         super().__init__()
@@ -120,7 +165,12 @@ class KickSynth(torch.nn.Module):
         x = torch.fft.irfft(spec, n=self.length)
         return x / x.pow(2).mean(dim=1, keepdim=True).add(1e-12).sqrt()
 
-    def forward(self, u: torch.Tensor) -> torch.Tensor:
+    def for_restarts(self) -> KickSynth:
+        """The synth a fit's first stage plays (fit.py: a few sweep shapes tried, one kept): version 1's whole."""
+        return self
+
+    def forward(self, u: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
+        """seeds: ignored (version 1 plays its one fixed noise draw for every kick)."""
         p = to_params(u.float())
         P = {name: p[:, i:i + 1] for name, i in INDEX.items()}
         t = self.t[None]
@@ -155,7 +205,8 @@ def db(x: torch.Tensor) -> torch.Tensor:
     return torch.pow(10.0, x / 20.0)
 
 
-def describe(u: torch.Tensor) -> list[dict[str, float]]:
+def describe(u: torch.Tensor, version: int = 1) -> list[dict[str, float]]:
     """Each kick's parameters by name, in their units (for logs, the map and a musician's eyes)."""
-    p = to_params(u.detach().float().reshape(-1, N_PARAMS)).tolist()
-    return [{q.name: round(v, 6) for q, v in zip(PARAMS, row)} for row in p]
+    params = params_for(version)
+    p = to_params(u.detach().float().reshape(-1, len(params)), version).tolist()
+    return [{q.name: round(v, 6) for q, v in zip(params, row)} for row in p]
