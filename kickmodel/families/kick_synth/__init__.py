@@ -25,6 +25,7 @@ from ...diffusion import DiffusionConfig, SamplingConfig, check_diffusion_config
 from .. import make_config
 from ..base import Family
 from ..mlp_denoiser import MLPDenoiserConfig
+from . import synth_v2  # noqa: F401  (registers synth version 2 with synth.py's version lookup)
 from .config import SynthConfig, SynthFitConfig
 
 CONTROLS = ("decay", "pitch", "click")

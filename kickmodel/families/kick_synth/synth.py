@@ -22,6 +22,7 @@ n_params(version), synth_for(version, sample_rate, length), to_params / from_par
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -71,15 +72,23 @@ VERSIONS = (1, 2)  # the synth versions this kickserver plays (2: synth_v2.py)
 LATEST = VERSIONS[-1]  # what a new model is trained on (the presets' synth.version)
 
 
+# version -> (its numbers, make(sample_rate, length, stage) -> the synth): each version's module registers itself
+# (version 1 below, 2 at the end of synth_v2.py, which the family's package imports), so this module imports none of
+# them and the version lookup stays in this one place
+_SYNTHS: dict[int, tuple[tuple[Param, ...], Callable[[int, int, str | None], torch.nn.Module]]] = {}
+
+
+def register(version: int, params: tuple[Param, ...],
+             make: Callable[[int, int, str | None], torch.nn.Module]) -> None:
+    _SYNTHS[int(version)] = (tuple(params), make)
+
+
 def params_for(version: int) -> tuple[Param, ...]:
     """The numbers of synth `version`, in order (ValueError for a version this kickserver does not know)."""
-    if version == 1:
-        return PARAMS
-    if version == 2:
-        from .synth_v2 import PARAMS_V2
-
-        return PARAMS_V2
-    raise ValueError(f"synth version {version!r}: this kickserver plays {', '.join(map(str, VERSIONS))}")
+    try:
+        return _SYNTHS[version][0]
+    except (KeyError, TypeError):
+        raise ValueError(f"synth version {version!r}: this kickserver plays {', '.join(map(str, VERSIONS))}") from None
 
 
 def n_params(version: int) -> int:
@@ -96,13 +105,7 @@ def synth_for(version: int, sample_rate: int, length: int, stage: str | None = N
     None) -> audio [n, length]. stage: how much of a version's additions is on (the ablation's rows: synth_v2.STAGES;
     None, what a model plays: all of it)."""
     params_for(version)  # an unknown version is refused here, not played as another
-    if version == 1:
-        if stage is not None:
-            raise ValueError("synth version 1 has no stages")
-        return KickSynth(sample_rate, length)
-    from .synth_v2 import KickSynth2
-
-    return KickSynth2(sample_rate, length, stage)
+    return _SYNTHS[version][1](sample_rate, length, stage)
 
 
 def _bounds(device=None, dtype=torch.float32, version: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -194,6 +197,15 @@ class KickSynth(torch.nn.Module):
         res_env = rise * torch.exp(-t / P["residual_tau"])
         residual = db(P["residual_db"]) * res_env * self._shaped_noise(1, res_mag)
         return db(P["level_db"]) * (mix + residual)
+
+
+def _version_1(sample_rate: int, length: int, stage: str | None) -> KickSynth:
+    if stage is not None:
+        raise ValueError("synth version 1 has no stages")
+    return KickSynth(sample_rate, length)
+
+
+register(1, PARAMS, _version_1)
 
 
 def curve(log_t: torch.Tensor, tau: torch.Tensor, c: torch.Tensor) -> torch.Tensor:

@@ -31,7 +31,7 @@ import math
 
 import torch
 
-from .synth import NOISE_SEED, PARAMS, RESIDUAL_BANDS, KickSynth, Param, curve, db, to_params
+from .synth import NOISE_SEED, PARAMS, RESIDUAL_BANDS, KickSynth, Param, curve, db, register, to_params
 
 N_PARTIALS = 6  # the fundamental and five above it
 # the modes of an ideal circular membrane, re its lowest (zeros of the Bessel functions, j_mn / j_01): the first 12
@@ -164,3 +164,6 @@ class KickSynth2(KickSynth):
         res_env = rise * torch.exp(-t / P["residual_tau"])
         residual = db(P["residual_db"]) * res_env * self._shaped(spec[:, 1], res_mag)
         return db(P["level_db"]) * (mix + residual)
+
+
+register(2, PARAMS_V2, KickSynth2)
