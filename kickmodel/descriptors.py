@@ -3,7 +3,8 @@
 `measure` gives raw units (seconds, Hz, dB) from audio, vectorised over a batch. Models are
 conditioned on dial positions in 0..1, `to_dial(raw, quantiles)`: a piecewise-linear empirical CDF fitted
 on the training set (`fit_quantiles`), so 0.5 on a dial is the training median; `from_dial` maps a dial
-position back to units for labels ("pitch 0.7 ~ 58 Hz"). Quantiles are plain lists so they go into JSON and artifact metadata.
+position back to units for labels ("pitch 0.7 ~ 58 Hz"). Quantiles are plain lists so they go into JSON and
+artifact metadata.
 
 All three are measured from the onset: the first sample whose magnitude reaches -30 dB re. the
 clip's peak, minus 1 ms (prepared clips have it at ~0; generated ones may not).
