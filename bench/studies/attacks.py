@@ -259,7 +259,7 @@ def amplify(tree: Path, work: Path, tiny: Path) -> dict:
             "worst_refused_out_per_in": max(r["out_per_in"] for r in rows if not r["malformed"])}
 
 
-# ------------------------------------------------------------------ priced work (issue 32 item 6)
+# ------------------------------------------------------------------ priced work: a bundle of fits
 
 
 KICK_SYNTH = REPO / "kickserver" / "models" / "kick-synth.safetensors"

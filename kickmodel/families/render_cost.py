@@ -42,7 +42,7 @@ MAX_RENDER_BYTES = 512 << 20  # working memory of one kick, 60 x the bundled mod
 # One source file's encoding may cost at most this much. A fit (the kick synth's encoder) runs at about 12-16 GFLOP/s
 # on the 2-core dev box against 26 for a render (small FFTs, autograd): the shipped kick-synth's fit, estimated 32
 # GFLOP, takes 2-2.8 s there; one at its largest allowed iterations (fit.serve_iters and restart_iters 2000: 948
-# GFLOP, under MAX_RENDER_FLOPS) took 79 s a locate (issue 32 item 6). 100 GFLOP: 3 x the shipped fit, about 8 s
+# GFLOP, under MAX_RENDER_FLOPS) took 79 s a locate in the field. 100 GFLOP: 3 x the shipped fit, about 8 s
 # there, the daemon's default share of one address (32 kicks' worth at 0.25 s: kickserver.pricing)
 MAX_ENCODE_FLOPS = 1e11
 

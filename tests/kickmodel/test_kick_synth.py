@@ -183,7 +183,7 @@ def test_a_clip_is_weighed_over_its_own_length_only():
 
 
 def test_fit_seconds_counts_the_fits_own_work(monkeypatch):
-    """What the daemon prices a source's fit by (kickserver.pricing, issue 32 item 6) is the fit's own work, from a
+    """What the daemon prices a source's fit by (kickserver.pricing) is the fit's own work, from a
     few of its steps: on a clock that advances one per kick the loss is taken of (the descent's cost), the estimate
     comes within one evaluation per start of what the whole fit takes, for a short and a long fit alike."""
     from kickmodel.families.kick_synth import fit as F

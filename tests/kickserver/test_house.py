@@ -199,7 +199,7 @@ def test_drain_empties_the_queue_and_the_jobs_are_listed_once():
     assert q.add(fresh(3, 4, ("A", 1))) is None  # the host's count was reset with it
 
 
-# ------------------------------------------------------------------ work priced in kicks (issue 32 item 6)
+# ------------------------------------------------------------------ work priced in kicks
 
 
 def locate(id, client, price):

@@ -1,4 +1,4 @@
-"""Work priced by what it costs, through a running daemon (issue 32 item 6): a kick-synth `/kick/locate` (a fit of
+"""Work priced by what it costs, through a running daemon: a kick-synth `/kick/locate` (a fit of
 the synth, ~2 s of the worker against 0.05 s for a kick) took one queue slot, so one 1.9 KB bundle of 32 locates
 held the worker 91 s; and an artifact whose fit was estimated at 950 GFLOP (under the 1,000 GFLOP budget of a kick)
 took 79 s a locate. Now a job costs its price in kicks (kickserver.pricing, measured per model; the queue's limits
