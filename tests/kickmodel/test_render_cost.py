@@ -83,7 +83,7 @@ def test_every_preset_renders_well_within_the_budget(family, name):
 
 
 def test_a_fit_that_would_take_minutes_is_refused_before_loading(tmp_path, monkeypatch):
-    """Issue 32 item 6: the shipped kick-synth model's config with its served fit at 2000 iterations (the most
+    """The shipped kick-synth model's config with its served fit at 2000 iterations (the most
     check_limits allows) is estimated at 950 GFLOP, under MAX_RENDER_FLOPS, and one locate took 79 s on the 2-core
     dev box (a fit runs at 12-16 GFLOP/s there); its encoding alone is now bounded, and the shipped fit (32 GFLOP,
     2-2.8 s) passes with a margin of 3."""
