@@ -392,7 +392,7 @@ def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_ite
     adjust's passes, each timed and counted as often as the fit runs it. What the daemon prices a source file's
     encoding by (kickserver.pricing) without running a whole fit, which could take minutes."""
     x = clip.detach().float().cpu()[:1]
-    r, probe = len(RESTARTS), max(1, int(probe))
+    r, probe = len(starts_for(version >= 2)), max(1, int(probe))
     with torch.enable_grad():
         t0 = clock()
         synth, starts, target = _problem(x, sample_rate, fit_rate(sample_rate), version, onset=version >= 2)
@@ -418,7 +418,7 @@ def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_ite
         adjust(synth_for(version, sample_rate, x.shape[1]), u, descriptors.measure(x, sample_rate),
                finish=_level_like_a_clip, passes=1, check=check)
         one_pass = clock() - t0
-    return setup + restart_iters * first + iters * second + ADJUST_PASSES * one_pass
+    return setup + restart_iters * first + iters * second + (ADJUST_PASSES + (version >= 2)) * one_pass
 
 
 def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
