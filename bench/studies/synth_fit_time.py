@@ -3,7 +3,7 @@
     python bench/studies/synth_fit_time.py --kicks 6
 
 A served kick-synth model fits a file when asked for its variation, a morph's end or its place on the map (the small
-preset's fit.serve_iters steps from the best of fit.RESTARTS starts, then adjust): one kick at a time, as the daemon
+preset's fit.serve_iters steps from the best of fit.starts_for's shapes, then adjust): one kick at a time, as the daemon
 does. Each kick of a fixed draw of the starter kit (synth_ceiling.py's draw) is fitted by both versions, the order
 alternating from kick to kick so that a change in the machine's load falls on both alike; prints the median wall and
 process CPU seconds per kick of each and their ratio (CPU time counts this process's threads only: on a machine

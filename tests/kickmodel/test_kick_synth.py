@@ -182,11 +182,14 @@ def test_a_clip_is_weighed_over_its_own_length_only():
     assert float(distance(z, target)) > float(distance(x, target)) + 0.1
 
 
-def test_fit_seconds_counts_the_fits_own_work(monkeypatch):
+@pytest.mark.parametrize("version", [1, 2])
+def test_fit_seconds_counts_the_fits_own_work(monkeypatch, version):
     """What the daemon prices a source's fit by (kickserver.pricing) is the fit's own work, from a
     few of its steps: on a clock that advances one per kick the loss is taken of (the descent's cost), the estimate
-    comes within one evaluation per start of what the whole fit takes, for a short and a long fit alike."""
+    comes within one evaluation per start of what the whole fit takes, for a short and a long fit alike, with either
+    synth version's starts (version 2 tries three shapes)."""
     from kickmodel.families.kick_synth import fit as F
+    from kickmodel.families.kick_synth.synth import n_params, synth_for
 
     ticks = [0]
     real = F.distance
@@ -196,13 +199,14 @@ def test_fit_seconds_counts_the_fits_own_work(monkeypatch):
         return real(y, target)
 
     monkeypatch.setattr(F, "distance", counted)
-    clip = KickSynth(SR, 8192)(torch.zeros(1, N_PARAMS))
+    clip = synth_for(version, SR, 8192)(torch.zeros(1, n_params(version))).detach()
     clip = clip / clip.abs().max()
-    r = len(F.RESTARTS)
+    r = len(F.starts_for(version >= 2))
     for iters, restart_iters in ((6, 3), (40, 12)):
-        est = F.fit_seconds(clip, SR, iters=iters, restart_iters=restart_iters, clock=lambda: float(ticks[0]))
+        est = F.fit_seconds(clip, SR, iters=iters, restart_iters=restart_iters, clock=lambda: float(ticks[0]),
+                            version=version)
         ticks[0] = 0
-        fit(clip, SR, iters=iters, restart_iters=restart_iters)
+        fit(clip, SR, iters=iters, restart_iters=restart_iters, version=version)
         assert ticks[0] == restart_iters * r + r + iters + 1  # each step, then each stage's closing evaluation
         assert abs(est - ticks[0]) <= r + 1, (iters, restart_iters, est, ticks[0])
 

@@ -128,9 +128,10 @@ class KickSynthFamily(Family):
             return distance(synth(torch.zeros(1, numbers)), Target(torch.zeros(1, cfg.data.length),
                                                                     cfg.data.sample_rate))
 
-        from .fit import RESTARTS, serve_restart_iters
+        from .fit import serve_restart_iters, starts_for
 
-        fit_rows = cfg.fit.serve_iters + len(RESTARTS) * serve_restart_iters(cfg.fit)  # one-kick passes of a fit
+        starts = len(starts_for(version >= 2))  # version 2's fit starts from a pitch track: fewer shapes
+        fit_rows = cfg.fit.serve_iters + starts * serve_restart_iters(cfg.fit)  # one-kick passes of a fit
         return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
                            steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * fit_rows, encode=True)]
 
