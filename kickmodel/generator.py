@@ -44,7 +44,13 @@ from .dsp import SUBSONIC_HZ, finish_kick, resample  # the core every mode ends 
 if TYPE_CHECKING:
     from .config import Config
     from .kitmap import KitMap
+    from .wavfile import MapMade
 
+# a file whose tags say it is a kick from this model's map is that kick when it matches the kick made again within
+# this much of its peak, sample for sample (a 24-bit file's rounding is ~-138 dB; a device's float differences
+# ~-120 dB; a gain change of 0.01 dB, a resampling or a dither is far above it) and is at least MIN_MADE_S long
+MADE_MATCH_DB = -90.0
+MIN_MADE_S = 0.05
 Hook = Callable[[dict[str, Any]], None]  # called between network passes with {"stage": ..., "i": ...}; may raise
 
 
@@ -396,6 +402,32 @@ class GeneratorBase:
             raise ValueError(f"no kit map: {self.kit_map_missing}")
         src = np.asarray(self._source_tensor(clip, 1).cpu().numpy(), dtype=np.float32)
         return self.kit_map.locate(self.encode(src)[0])  # type: ignore[attr-defined]  # ENCODE: a map needs it
+
+    def locate_made(self, made: MapMade, audio: np.ndarray, sample_rate: int) -> tuple[float, float] | None:
+        """(x, y) of a file this model made from its kit map, placed by the kick's own latent rather than by encoding
+        its sound: made is what the file's tags say (kickmodel.wavfile.made_on_map), audio [frames] its samples at
+        sample_rate. The tags are a claim, not a fact: the kick is made again from them (from_map, at the file's
+        rate) and must match the file sample for sample, within MADE_MATCH_DB of its peak, over the file's length
+        (a file may end early, never late). Then its latent, kit_map.near(point, spread, seed), is placed by
+        KitMap.locate: where that latent lies, exactly (a kick asked with spread 0 at (x, y) comes back at (x, y)).
+        None when the tags ask what this model cannot make or the sound differs (the file was edited, bounced by a
+        DAW, made by another model): the caller locates it by its sound. The caller checks that made.model names the
+        model serving (a daemon's name for it may not be its artifact's)."""
+        if self.kit_map is None:
+            return None
+        a = np.asarray(audio, dtype=np.float32).reshape(-1)
+        try:
+            again = self.from_map(made.x, made.y, made.spread, [Item(made.seed, dict(made.controls))],
+                                  sample_rate=sample_rate)[0]
+        except ValueError:  # a point or spread out of range, a control this model's map kicks do not take
+            return None
+        n = a.shape[0]
+        peak = float(np.abs(again).max()) if again.size else 0.0
+        if not (MIN_MADE_S * sample_rate <= n <= again.shape[0]) or not np.isfinite(again).all() or peak <= 0.0:
+            return None
+        if float(np.abs(again[:n] - a).max()) > peak * 10.0 ** (MADE_MATCH_DB / 20.0):
+            return None
+        return self.kit_map.locate(self.kit_map.near(made.x, made.y, made.spread, made.seed))
 
     encoder_name = "an encoder pass"  # what encoding a source file is, in a few words (kickserver.pricing's lines)
 

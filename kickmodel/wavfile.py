@@ -102,6 +102,54 @@ class KickInfo:
                 "date": date or time.strftime("%Y-%m-%d")}
 
 
+MAX_COMMENT_CHARS = 4096  # a kick's comment is a few hundred characters; a longer one is not a kick's
+# what KickInfo.comment writes beside a kick's controls (each control is `name=value`, a measure `measured_...=`)
+_MADE_FIELDS = frozenset({"model", "seed", "steps", "sampler", "source", "strength", "a", "b", "t", "map_x", "map_y",
+                          "spread"})
+
+
+@dataclass(frozen=True)
+class MapMade:
+    """What a kick's comment says of a kick made from a model's kit map (`/kick/near`): the model's name, the point,
+    the spread, the seed of its noise and its controls -- all a generator needs to make that kick again."""
+
+    model: str
+    x: float
+    y: float
+    spread: float
+    seed: int
+    controls: Mapping[str, float]
+
+
+def made_on_map(comment: object) -> MapMade | None:
+    """The map kick a file's RIFF INFO comment describes (the inverse of KickInfo.comment for a kick from the map),
+    or None when it describes none: no comment, longer than MAX_COMMENT_CHARS, a token that is not `name=value`, a
+    name given twice, a number that does not read or is not finite, a variation's or morph's fields (their kick
+    depends on another file). Read from a file anyone may have handed over: a hint to check, never trusted as is
+    (GeneratorBase.locate_made makes the kick again and compares)."""
+    if not isinstance(comment, str) or not comment or len(comment) > MAX_COMMENT_CHARS:
+        return None
+    fields: dict[str, str] = {}
+    for token in comment.split():
+        name, eq, value = token.partition("=")
+        if not eq or not name or name in fields:
+            return None
+        fields[name] = value
+    if not {"model", "seed", "map_x", "map_y", "spread"} <= fields.keys() or fields.keys() & {"source", "t"}:
+        return None
+    try:
+        seed = int(fields["seed"])
+        # held at float32 where they were made (what an OSC float carries; kickserver.jobs.MapPoint), and written as
+        # the shortest decimal that reads back as that float32 (exact): read back the same way
+        x, y, spread = (float(np.float32(fields[k])) for k in ("map_x", "map_y", "spread"))
+        controls = {k: float(v) for k, v in fields.items() if k not in _MADE_FIELDS and not k.startswith("measured_")}
+    except ValueError:
+        return None
+    if not 0 <= seed < 2 ** 63 or not all(math.isfinite(v) for v in (x, y, spread, *controls.values())):
+        return None
+    return MapMade(fields["model"], x, y, spread, seed, controls)
+
+
 def exact(v: float) -> str:
     """The shortest decimal that reads back as v: as a float32 when v is one (what an OSC float carries: 0.3, not
     0.30000001192092896), else as a float64. A kick's tags can then ask for it again exactly."""

@@ -32,6 +32,7 @@ import numpy as np
 
 from kickmodel.clips import BadAudio
 from kickmodel.generator import Endpoint, Hook, Item, Settings, SettingsError, StepPolicy, cancel_hook
+from kickmodel.wavfile import made_on_map
 
 from .pricing import FLOOR_S, Prices
 from .sources import Source, SourceError
@@ -526,10 +527,12 @@ class Locate(Job):
         """No kick rendered: its source encoded once (at least one kick's worth: kickserver.pricing)."""
         return 0, 1
 
-    def place(self, gen: Any) -> Outcome:
-        """`Located`, or why it cannot be; the file is closed either way."""
+    def place(self, gen: Any, model_name: str) -> Outcome:
+        """`Located`, or why it cannot be; the file is closed either way. A kick that model_name (the model serving)
+        made from its map and nobody changed is placed by its own latent (_made_here), any other file by its sound."""
         try:
-            x, y = gen.locate(self.source.clip(gen))
+            made = self._made_here(gen, model_name)
+            x, y = made if made is not None else gen.locate(self.source.clip(gen))
             if not (math.isfinite(x) and math.isfinite(y)):  # never a `nan nan` reply
                 return Refused(self.id, f"cannot locate {self.source.name}: the map gives no finite point")
             return Located(x, y, self.name)
@@ -543,6 +546,15 @@ class Locate(Job):
             return Refused(self.id, f"cannot locate {self.source.name}: {type(e).__name__}: {e}")
         finally:
             self.close()
+
+    def _made_here(self, gen: Any, model_name: str) -> tuple[float, float] | None:
+        """(x, y) of a file whose tags say the serving model made it from its kit map, checked against its sound
+        (kickmodel.generator.GeneratorBase.locate_made: the kick made again must match the file); None otherwise."""
+        audio, rate = self.source.decoded()
+        made = made_on_map(self.source.source.comment)
+        if made is None or made.model != model_name:
+            return None
+        return gen.locate_made(made, audio, rate)
 
     def files(self) -> list[Opened]:
         return [self.source] if self.source is not None else []

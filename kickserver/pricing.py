@@ -1,5 +1,5 @@
 """What a job costs the worker, in kicks: the queue's limits and its hosts' turns (kickserver.fair_queue) count this,
-not one per request (issue 32 item 6: a kick-synth `/kick/locate` is a fit, ~2 s of the worker against 0.05 s for a
+not one per request (a kick-synth `/kick/locate` is a fit, ~2 s of the worker against 0.05 s for a
 kick, and a 1.9 KB bundle of 32 of them held the worker 91 s).
 
 The unit is one kick of the serving model at its default settings, counted as at least FLOOR_S seconds of the

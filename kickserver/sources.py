@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from kickmodel import clips
+from kickmodel.wavfile import MAX_COMMENT_CHARS
 
 # a source is decoded whole: refuse long files before reading them (the bounds training files have too)
 MAX_SOURCE_S = clips.MAX_SECONDS
@@ -159,6 +160,7 @@ class Source:
         self._fd: int | None = fd
         self.path = path  # the real path it was opened by (for tags and messages; never opened again)
         self.name = name  # the file name, for reasons
+        self.comment: str | None = None  # its RIFF INFO comment once decoded (at most MAX_COMMENT_CHARS; else None)
 
     def __str__(self) -> str:
         return str(self.path)
@@ -233,6 +235,7 @@ class Source:
                 self._check_header(snd.frames, snd.samplerate, snd.channels)
                 data = snd.read(dtype="float32", always_2d=True)
                 rate = int(snd.samplerate)
+                self.comment = _comment(snd)
         except OSError as e:
             raise SourceRefused(f"cannot read source {shown(self.name)}: {_why(e)}") from None
         except SourceError:
@@ -244,6 +247,16 @@ class Source:
         if data.shape[0] == 0:
             raise SourceRefused(f"cannot use source {shown(self.name)}: no samples")
         return data.mean(axis=1, dtype=np.float64).astype(np.float32), rate
+
+
+def _comment(snd) -> str | None:  # noqa: ANN001 - a soundfile.SoundFile
+    """The file's comment string (libsndfile's; a WAV's RIFF INFO ICMT), None when it has none or one longer than a
+    kick's tags ever are (wavfile.MAX_COMMENT_CHARS): what a locate reads the kick's making from."""
+    try:
+        text = snd.comment
+    except Exception:  # noqa: BLE001 - a string libsndfile cannot give is no comment
+        return None
+    return text if isinstance(text, str) and 0 < len(text) <= MAX_COMMENT_CHARS else None
 
 
 def open_source(source: str, out_dir: Path, read_roots: list[Path]) -> Source:

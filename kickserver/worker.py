@@ -352,7 +352,7 @@ class Worker:
     def _generate(self, batch: list[Kick]) -> None:
         job = batch[0].job
         if isinstance(job, Locate):  # no kick: a point on the map, answered in order with the kicks' replies
-            self.out.answer_all(batch, outcome=job.place(self.gen))
+            self.out.answer_all(batch, outcome=job.place(self.gen, self.model_name))
             return
         if job.refused is not None:  # an earlier batch of this job was refused by the model
             self.out.answer_all(batch, job.refused)

@@ -1,5 +1,5 @@
 """Attacks on a running daemon over loopback, measured before and after their fixes (the README's items 14-16, and
-issue 32 item 6).
+work priced in kicks).
 
     python -m bench.studies.attacks                       # every measurement against this tree's daemon
     python -m bench.studies.attacks --only flood,amplify  # some of them
@@ -15,7 +15,7 @@ issue 32 item 6).
 - amplify: malformed datagrams (`/\\0\\0\\0`, `,Z`, no type tags, a truncated argument, an empty bundle...),
   each from a fresh socket: the bytes of every reply (both copies) per byte sent.
 
-- locates (issue 32 item 6): the shipped kick-synth model; one bundle of 32 `/kick/locate` (the starter kit's
+- locates (work priced in kicks): the shipped kick-synth model; one bundle of 32 `/kick/locate` (the starter kit's
   first 32 kicks, one datagram) from 127.0.0.1, then one kick from 127.0.0.2. Reports how many were located and
   refused, how long the worker was held (the bundle to its last reply), after how many locates the other host's
   kick came and how long it waited; then `/kick/model` of the same model with its served fit at 2000 iterations
