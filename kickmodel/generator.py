@@ -215,7 +215,8 @@ class KickGenerator(Protocol):
 class Encodes(Protocol):
     """ENCODE: a latent encoder. Prepared clips [n, length] at the model's rate -> latents [n, latent_dim]; and the
     way back, latents [n, latent_dim] (items: one per row, their controls) -> raw kicks [n, length] at the model's
-    rate (finished by the mode that asked: from_map; a kit map's latents are these)."""
+    rate, or Ragged where a kick renders longer (kick-synth's long decays), finished by the mode that asked
+    (from_map; a kit map's latents are these)."""
 
     latent_dim: int
 
