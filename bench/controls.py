@@ -75,7 +75,9 @@ def sweep(gen, control: str, values: Sequence[float], n: int, seed: int) -> np.n
     from kickmodel.generator import Item
 
     items = [Item(seed=seed + i, controls={control: float(v)}) for v in values for i in range(n)]
-    clips = np.concatenate([gen.generate(items[s:s + BATCH], gen.settings()) for s in range(0, len(items), BATCH)])
+    batches = [gen.generate(items[s:s + BATCH], gen.settings()) for s in range(0, len(items), BATCH)]
+    width = max(b.shape[1] for b in batches)  # a kick-synth batch with a long kick is longer: zeros after the others
+    clips = np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1]))) for b in batches])
     raw = measure(torch.from_numpy(np.ascontiguousarray(clips)), gen.sample_rate).numpy()
     return raw.reshape(len(values), n, raw.shape[1])
 

@@ -5,6 +5,8 @@ raised-cosine fades and the high-pass filter, with the two high-pass corners nam
     resample(x, from_rate, to_rate)  torchaudio's windowed sinc along the last axis, its kernel bounded
     rise(n), fall(n)                 half a Hann window up (0 -> 1) and down (1 -> 0)
     highpass(x, sr, hz, q)           torchaudio's 2nd-order high-pass biquad on float arrays
+    tail_end(x), trim_tail(x, sr)    where a finished kick has decayed (its tail under TAIL_FLOOR_DB re its peak),
+                                     and the kick cut there with a TAIL_FADE_MS fade-out: what a file holds
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ SUBSONIC_HZ = 20.0
 # recorded file after its mean is taken away, at Q 0.5, leaving the body to the models.
 CLIP_HIGHPASS_HZ = 10.0
 OUTPUT_PEAK_DB = -1.0  # a finished kick's peak
+# Where a kick's file ends (trim_tail): after its last sample at or above TAIL_FLOOR_DB under its peak, and a
+# TAIL_FADE_MS fade-out over the samples after it (all under the floor already), so the last sample is 0. A file is
+# as long as its kick, not as the model's render (a kick that has not decayed by the end of the render keeps it all).
+TAIL_FLOOR_DB = -60.0
+TAIL_FADE_MS = 10.0
 
 MAX_RESAMPLE_KERNEL = 1 << 20  # values: 4 MB of float32, about 20 MB while it is built
 _LOWPASS_WIDTH, _ROLLOFF = 6, 0.99  # torchaudio.functional.resample's defaults, which it is called with
@@ -85,6 +92,36 @@ def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = OUTPUT_PEA
     x = np.where(peak > 1e-9, x * (target / np.maximum(peak, 1e-12)), 0.0)
     out = x.astype(np.float32)
     return out[0] if squeeze else out
+
+
+def tail_end(x: np.ndarray, floor_db: float = TAIL_FLOOR_DB) -> np.ndarray:
+    """Per row of x ([L] or [n, L]): one past its last sample whose magnitude is at or above floor_db re the row's
+    peak (0 for a silent row). An int for [L], an int array [n] for [n, L]."""
+    a = np.abs(np.atleast_2d(np.asarray(x)))
+    if a.shape[1] == 0:
+        out = np.zeros(a.shape[0], dtype=np.int64)
+    else:
+        peak = a.max(axis=1, keepdims=True)
+        loud = (a >= peak * 10.0 ** (floor_db / 20.0)) & (peak > 0)
+        last = a.shape[1] - 1 - np.argmax(loud[:, ::-1], axis=1)
+        out = np.where(loud.any(axis=1), last + 1, 0).astype(np.int64)
+    return int(out[0]) if np.asarray(x).ndim == 1 else out
+
+
+def trim_tail(x: np.ndarray, sample_rate: int, floor_db: float = TAIL_FLOOR_DB,
+              fade_ms: float = TAIL_FADE_MS) -> np.ndarray:
+    """A finished kick [L] cut where it has decayed: its samples up to its tail's last one at or above floor_db re its
+    peak (tail_end) kept bit for bit, then fade_ms more under a raised-cosine fade-out ending at exactly 0. The kick
+    itself when that is not shorter (a kick still sounding at the end of its render keeps its own fade-out) or it is
+    silent. float32 out."""
+    x = np.asarray(x, dtype=np.float32).reshape(-1)
+    end = tail_end(x, floor_db)
+    n_fade = max(2, int(round(sample_rate * fade_ms / 1000)))
+    if end == 0 or end + n_fade >= len(x):
+        return x
+    out = x[:end + n_fade].copy()
+    out[end:] = (out[end:].astype(np.float64) * fall(n_fade)).astype(np.float32)
+    return out
 
 
 def kernel_size(down: int, up: int) -> int:

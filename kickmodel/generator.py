@@ -63,6 +63,21 @@ class Item:
 
 
 @dataclass
+class Ragged:
+    """Raw kicks of their own lengths, as a family whose kick is as long as it sounds returns them (kick-synth: a
+    long decay renders up to its max_length): audio [n, L] with row i's kick in its first lengths[i] samples and
+    zeros after. `_finish` finishes each kick over its own length (its fade-out at its own end), so a kick's samples
+    are the same alone or beside longer ones; the finished rows are padded with zeros to the batch's longest."""
+
+    audio: np.ndarray
+    lengths: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.lengths) != self.audio.shape[0] or any(not 0 < n <= self.audio.shape[1] for n in self.lengths):
+            raise ValueError("Ragged: one length within 1..L per row")
+
+
+@dataclass
 class Endpoint:
     """One end of an interpolation: a seed (the model's own kick for it, no controls) or a prepared clip."""
 
@@ -159,7 +174,9 @@ class KickGenerator(Protocol):
     config: Config  # the model's config (artifact.config)
     control_quantiles: list[list[float]]  # per control: the training kicks' quantiles its 0..1 values map to
     sample_rate: int  # the model's own rate
-    length: int  # samples per kick at that rate
+    length: int  # samples per kick at that rate (the render; a kick-synth kick with a long decay renders longer)
+    max_length: int  # the most samples a kick renders at that rate (length, but for a family whose kick is as
+    # long as its decay: kick-synth's MAX_KICK_S)
     controls: tuple[str, ...]
     unit_controls: tuple[str, ...]  # controls it also takes in units (UNITS: decay_s, pitch_hz, click_db), else ()
     samplers: tuple[str, ...]  # () for a one-pass family: steps and sampler do not apply
@@ -204,7 +221,8 @@ class KickGenerator(Protocol):
 class Encodes(Protocol):
     """ENCODE: a latent encoder. Prepared clips [n, length] at the model's rate -> latents [n, latent_dim]; and the
     way back, latents [n, latent_dim] (items: one per row, their controls) -> raw kicks [n, length] at the model's
-    rate (finished by the mode that asked: from_map; a kit map's latents are these)."""
+    rate, or Ragged where a kick renders longer (kick-synth's long decays), finished by the mode that asked
+    (from_map; a kit map's latents are these)."""
 
     latent_dim: int
 
@@ -250,6 +268,7 @@ class GeneratorBase:
         self.name = artifact.name
         self.sample_rate = int(cfg.data.sample_rate)
         self.length = int(cfg.data.length)
+        self.max_length = self.length  # a family that renders a long decay longer raises it
         self.controls = tuple(cfg.controls)
         self.control_quantiles = artifact.control_quantiles
         self.device = device
@@ -323,13 +342,19 @@ class GeneratorBase:
 
     def unit_range(self, unit: str) -> tuple[str, float, float]:
         """(the dial it stands for, lowest, highest) of a control in units for this model: descriptors.UNIT_CONTROLS,
-        with decay_s at most 90 % of the clip (a decay is measured within the clip: a longer one cannot be)."""
+        with decay_s at most 90 % of the longest kick it renders (max_length: a decay is measured within the kick, a
+        longer one cannot be)."""
         from .descriptors import UNIT_CONTROLS
 
         dial, lo, hi = UNIT_CONTROLS[unit]
         if unit == "decay_s":
-            hi = min(hi, round(0.9 * self.length / self.sample_rate, 2))
+            hi = min(hi, round(0.9 * self.max_length / self.sample_rate, 2))
         return dial, lo, hi
+
+    def render_length(self, controls: dict[str, float]) -> int:
+        """The samples (at the model's rate) a kick asked with these controls is rendered at, as far as the request
+        tells: `length`, but where a family renders a long decay longer (what the daemon prices a kick at)."""
+        return self.length
 
     def dials(self, controls: dict[str, float]) -> dict[str, float]:
         """An item's controls as 0..1 dials: a control given in units (decay_s, pitch_hz, click_db) becomes the dial
@@ -546,13 +571,21 @@ class GeneratorBase:
             raise ValueError(f"model {self.name!r} (a {self.family} model) cannot {what}; what it can do: "
                              f"{', '.join(sorted(self.capabilities)) or 'fresh kicks only'}")
 
-    def _finish(self, raw: np.ndarray, sample_rate: int | None, highpass_hz: float = SUBSONIC_HZ,
+    def _finish(self, raw: np.ndarray | Ragged, sample_rate: int | None, highpass_hz: float = SUBSONIC_HZ,
                 fade_in_ms: float = 0.5, fade_ms: float = 20.0) -> np.ndarray:
         """The core every mode ends in: raw kicks at the model's rate, resampled to sample_rate (default: the model's)
-        and finished (kickmodel.dsp.finish_kick). A kick the model made with NaN or inf in it comes back all NaN, never
-        as the silence finish_kick would make of it: whoever writes it refuses it (the daemon's writer answers that
-        kick with an error), and the batch's other kicks are unchanged."""
+        and finished (kickmodel.dsp.finish_kick); Ragged raw kicks each over its own length, padded with zeros to the
+        longest. A kick the model made with NaN or inf in it comes back all NaN, never as the silence finish_kick
+        would make of it: whoever writes it refuses it (the daemon's writer answers that kick with an error), and the
+        batch's other kicks are unchanged."""
         out_rate = int(sample_rate or self.sample_rate)
+        if isinstance(raw, Ragged):  # each kick over its own length, then padded with zeros to the longest
+            done = [self._finish(raw.audio[i:i + 1, :n], out_rate, highpass_hz, fade_in_ms, fade_ms)[0]
+                    for i, n in enumerate(raw.lengths)]
+            out = np.zeros((len(done), max(len(d) for d in done)), dtype=np.float32)
+            for i, d in enumerate(done):
+                out[i, :len(d)] = d
+            return out
         raw = np.asarray(raw, dtype=np.float32)
         bad = ~np.isfinite(raw.reshape(raw.shape[0], -1)).all(axis=1) if raw.ndim == 2 else None
         if bad is not None and bad.any():  # finish_kick would make those rows silence: they stay NaN (NOT_FINITE)

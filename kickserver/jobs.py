@@ -177,6 +177,10 @@ class Job:
     # what the queue counts it as, in kicks (kickserver.pricing.price; None: one per kick), and why, in a few words
     price: int | None = None
     price_note: str = ""
+    # how many of the model's renders each of its kicks is (resolve: a kick-synth kick asked for a long decay_s is
+    # played, and adjusted, at up to 3 s, about three of its ordinary kicks' length): pricing counts its renders so
+    length_factor: int = 1
+    length_s: float = 0.0  # that kick's render, in seconds (0: the model's own length), for the price's note
 
     @property
     def count(self) -> int:
@@ -241,6 +245,13 @@ class KickJob(Job):
             self.unusable = ""
         except SettingsError as e:  # refused when its kicks' turn comes (render), so replies keep the queue's order
             self.settings, self.unusable = e.settings, str(e)
+        render_length = getattr(gen, "render_length", None)  # a model longer than its length for these controls
+        samples = int(render_length(self.controls)) if render_length is not None else 0
+        length = int(getattr(gen, "length", 0) or 0)
+        if samples > length > 0:
+            self.length_factor, self.length_s = -(-samples // length), samples / float(gen.sample_rate)
+        else:
+            self.length_factor, self.length_s = 1, 0.0
 
     def reply_seed(self, seed: int) -> int | None:
         """The seed a kick's /kick/done carries: the seed /kick/generate turns into this very kick, else None."""

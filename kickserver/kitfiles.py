@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kickmodel.dsp import trim_tail
 from kickmodel.fsutil import fsync_dir
 from kickmodel.kitrules import MAX_LAYERS, MAX_ROBINS, check_counts
 from kickmodel.notes import midi_to_hz, midi_to_name, note_to_midi, parse_key
@@ -301,7 +302,8 @@ def kit_contents(kit: Kit) -> tuple[dict[str, bytes], KitFiles]:
                 "comment": f"kit={kit.name} layer={lay + 1}/{layers} velocity={lo}-{hi} robin={r + 1}/{robins} "
                            f"note={midi_to_name(midi)}" + (f" key={kit.key}" if kit.key else "")
                            + (f" {kit.info}" if kit.info else "")}
-        files[name] = encode_wav(audio, kit.sample_rate, tags, pitch_hz=pitch)
+        # each hit as long as it sounds (kickmodel.dsp.trim_tail): a soft layer's tail may end before the loud one's
+        files[name] = encode_wav(trim_tail(audio, kit.sample_rate), kit.sample_rate, tags, pitch_hz=pitch)
         wavs.append(name)
     sfz = f"{kit.name}.sfz"
     files[sfz] = sfz_text(kit, layers, robins, midi).encode("utf-8")

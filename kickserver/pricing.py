@@ -6,8 +6,10 @@ The unit is one kick of the serving model at its default settings, counted as at
 worker: the limits' defaults (64 and 32 kicks) were sized for kicks of about that time (the bundled model's, 0.3 s
 on a 2-core CPU), and a model whose kicks take 0.05 s would otherwise price its own 2 s fit at 40 kicks, more than
 one host's whole share. A job's price (`price`): one per kick it renders (a morph's file end inverted counts one
-more, per batch), plus each encoding of a source file its work holds (jobs.Job.work) at `Prices.encode` kicks, at
-least 1 in all. Until the model is timed, an encoding counts as UNTIMED kicks.
+more, per batch; a kick rendered longer than the model's length, a kick-synth kick asked for a long decay_s, counts
+as that many lengths, jobs.Job.length_factor: up to 3 s is 3 of the shipped model's kicks), plus each encoding of a
+source file its work holds (jobs.Job.work) at `Prices.encode` kicks, at least 1 in all. Until the model is timed,
+an encoding counts as UNTIMED kicks.
 
 `jobs.measure_prices` prices a model once, in the worker thread before it serves (after its warm-up and
 capture): the model's own estimate of encoding one source file (GeneratorBase.encode_seconds: an encoder pass,
@@ -73,11 +75,14 @@ def price(job: Any, prices: Prices, max_batch: int) -> tuple[int, str]:
     """(a kickserver.jobs.Job's price in kicks, why, in a few words) at these prices, batched up to max_batch at a
     time (jobs imports this module: the job is read through its `work` and `count` only)."""
     renders, encodes = job.work(max_batch)
-    cost = max(1, renders + encodes * prices.encode)
+    factor = max(1, int(getattr(job, "length_factor", 1)))
+    cost = max(1, renders * factor + encodes * prices.encode)
+    longer = (f"kicks {job.length_s:.1f} s long, {factor} kicks' worth each" if factor > 1 else "")
     if not encodes or cost == job.count:
-        return cost, ""
+        return cost, longer
     what = f"{encodes} x {prices.encoder}" if encodes > 1 else prices.encoder
     each = " each" if encodes > 1 else ""
     took = f"about {prices.encode_s:.1f} s here" if prices.timed else "not timed yet: the model is warming up"
     return cost, (f"{what} ({took}, {prices.encode} kicks' worth{each})"
-                  + (f" beside its {renders} kick{'s' if renders > 1 else ''}" if renders else ""))
+                  + (f" beside its {renders} kick{'s' if renders > 1 else ''}" if renders else "")
+                  + (f" ({longer})" if longer else ""))

@@ -50,6 +50,7 @@ import numpy as np
 import soundfile as sf
 
 from kickmodel import safejson
+from kickmodel.dsp import trim_tail
 from kickmodel.naming import DEFAULT_PATTERN, KIT_PATTERN, TIME_PATTERN, check_pattern, kick_name, name_regex
 from kickmodel.wavfile import KickInfo, encode_wav, with_measures
 
@@ -286,13 +287,16 @@ class KickWriter:
     # ------------------------------------------------------------ writing
     def write(self, audio: np.ndarray, info: KickInfo, *, sample_rate: int | None = None) -> Path:
         """Write one finished kick ([L] float, at sample_rate: the rate it was rendered at; default self.sample_rate)
-        and return its final absolute path."""
+        and return its final absolute path. The file is as long as the kick: it ends where the kick has decayed
+        (kickmodel.dsp.trim_tail: its tail under -60 dB re its peak, then a 10 ms fade-out), not where the model's
+        render does; what it keeps is the kick's samples bit for bit."""
         x = np.asarray(audio, dtype=np.float32).reshape(-1)
         if not np.isfinite(x).all():
             raise WriteError("the model's output for this kick is not finite (NaN or inf): nothing written")
         x = np.clip(x, -1.0, 1.0)
         dir_fd = self._folder()  # the folder opened (made again if it was removed); WriteError if it was replaced
         rate = int(sample_rate or self.sample_rate)
+        x = trim_tail(x, rate)
         info, pitch = with_measures(x, rate, info)  # named by what it measures
         name = self.final_name(info, pitch)
         tmp = f".{name}.{os.getpid()}.part"

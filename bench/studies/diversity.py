@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.sound_check import measure, spread, summarise
     from kickmodel.dsp import finish_kick
-    from kickmodel.generator import Item
+    from kickmodel.generator import Item, Ragged
     from kickmodel.kitmap import clean_name
     from trainer.evaluation.sets import collect
 
@@ -161,8 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     train_z = latents_of(sets.train, sets.train_sources)
     held_z = latents_of(sets.real, sets.real_sources)
-    codec = finish_kick(gen.decode_latents(train_z.astype(np.float32), [Item(seed=i) for i in range(len(train_z))]),
-                        sr)
+    raw = gen.decode_latents(train_z.astype(np.float32), [Item(seed=i) for i in range(len(train_z))])
+    raw = raw.audio[:, :gen.length] if isinstance(raw, Ragged) else raw  # over the model's length, as the real kicks
+    codec = finish_kick(raw, sr)
     print(f"codec: {len(train_z)} training kicks decoded in {time.perf_counter() - t0:.0f} s", flush=True)
 
     groups: dict[str, np.ndarray] = {"real held-out": sets.real, "real training": sets.train, "codec(train)": codec}
@@ -189,8 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             label = (f"{settings.sampler}@{settings.steps}" + (f":tp{gen.time_power:g}" if gen.samplers else "")
                      if gen.samplers else "generated")
             t1 = time.perf_counter()
-            clips = np.concatenate([gen.generate([Item(seed=s) for s in range(i, min(args.n, i + 8))], settings)
-                                    for i in range(0, args.n, 8)])
+            # over the model's length, as the real kicks are (a kick-synth kick with a long tail renders longer)
+            clips = np.concatenate([gen.generate([Item(seed=s) for s in range(i, min(args.n, i + 8))],
+                                                 settings)[:, :gen.length] for i in range(0, args.n, 8)])
             print(f"{label}: {args.n} kicks in {time.perf_counter() - t1:.0f} s", flush=True)
         finally:
             if orig is not None:

@@ -100,5 +100,7 @@ def test_any_strength_makes_a_finished_kick_of_the_sources_length(generators, wh
     source = finished_source(gen)
     for strength in (1e-3, 0.3, 1.0):
         y = vary(gen, source, strength)
-        assert len(y) == len(source) and np.isfinite(y).all()
+        # the source's length; a kick-synth kick whose tail outlasts the model's length plays at its max_length (3 s)
+        assert (len(y) == len(source) or abs(len(y) - gen.max_length * RATE / gen.sample_rate) <= 1) and \
+            np.isfinite(y).all(), (len(y), len(source))
         assert abs(np.abs(y).max() - 10 ** (-1 / 20)) < 1e-4

@@ -130,4 +130,5 @@ def test_daemon_serves_the_bundled_model_on_cpu(tmp_path):
         _, path, seed = replies[0][1]
         assert seed == 5
         audio, sr = sf.read(path)
-        assert sr == 44100 and audio.ndim == 1 and len(audio) == 45056
+        # the model renders 45056 samples; the file ends where the kick has decayed (kickmodel.dsp.trim_tail)
+        assert sr == 44100 and audio.ndim == 1 and 0 < len(audio) <= 45056 and audio[-1] == 0.0

@@ -61,14 +61,16 @@ def test_a_kit_counts_as_one_and_is_pruned_as_a_whole_oldest_first(daemon):
 
 
 def test_a_kit_counts_against_max_mb_with_its_whole_size(tmp_path):
-    """A 2 x 2 kit (4 hits of about 135 kB) fits 0.6 MB alone; a kick after it does not: the kit goes, whole."""
+    """A 2 x 2 kit (4 hits of about 93 kB, each file as long as its hit sounds) fits 0.45 MB alone; a 3 s kick after
+    it (decay_s 2.0, about 400 kB) does not: the kit goes, whole."""
     with start_daemon(tmp_path, models_folder(tmp_path / "models", SYNTH), model="kick-synth",
-                      extra_args=["--max-mb", "0.6"]) as d:
+                      extra_args=["--max-mb", "0.45"]) as d:
         kit = _one(d, "/kick/kit", "seed", 5, "layers", 2, "robins", 2, "id", 1)
         size = sum(f.stat().st_size for f in kit.iterdir())
-        assert 0.5e6 < size < 0.6e6, size
-        kick = _one(d, "/kick/generate", "seed", 6, "id", 2)
+        assert 0.3e6 < size < 0.45e6, size
+        kick = _one(d, "/kick/generate", "seed", 6, "decay_s", 2.0, "id", 2)
+        assert 0.3e6 < kick.stat().st_size < 0.45e6, kick.stat().st_size
         assert wait_until(lambda: not kit.exists(), timeout=10), sorted(p.name for p in d.out_dir.iterdir())
         assert kick.is_file()
         assert d.wait_for_log(f"retention removed 1 old kit folder(s) from {d.out_dir}, oldest first ({kit.name}/): "
-                              "it keeps under 0.6 MB (max_mb", timeout=10), d.stderr_text()
+                              "it keeps under 0.45 MB (max_mb", timeout=10), d.stderr_text()

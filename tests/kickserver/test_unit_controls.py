@@ -139,18 +139,23 @@ def test_the_daemon_refuses_units_clearly(daemon, address, first):
 
 
 def test_the_advertised_maximum_is_taken_as_a_float32_and_a_refusal_prints_what_came(daemon):
-    """The advertised maximum (`decay_s 0.92` for the shipped kick-synth model; 0.33 for this one)
-    sent as a float32 (0.92000002) was refused, and a dial of float32 1.0000001 was refused with "got 1", a value in
-    range. The bound is compared in the wire's precision; a refusal prints the value received."""
+    """The advertised maximum (`decay_s 0.92` for the shipped kick-synth model before its kicks grew past the clip;
+    0.33 for this one then) sent as a float32 (0.92000002) was refused, and a dial of float32 1.0000001 was refused
+    with "got 1", a value in range. The bound is compared in the wire's precision (a bound whose float32 lies above
+    it, 0.92, checked where requests are parsed; decay_s now goes to 2.5, which a float32 holds exactly); the daemon
+    takes its advertised maximum, and a refusal prints the value received."""
     import re
     import struct
 
     def f32(v: float) -> float:
         return struct.unpack("<f", struct.pack("<f", v))[0]
 
+    old = Limits(controls=DIALS, units=(UnitControl("decay_s", "decay", 0.05, 0.92),))
+    assert f32(0.92) > 0.92  # what this test is about: the bound's float32 lies above it
+    assert parse("/kick/generate", ["decay_s", f32(0.92)], old).controls == {"decay_s": 0.92}
     _, reason = refused(daemon, "/kick/generate", "decay_s", 10.0, "id", 12)
     hi = float(re.search(r"decay_s must be within 0\.05\.\.([0-9.]+),", reason).group(1))
-    assert f32(hi) > hi, hi  # what this test is about: the bound's float32 lies above it
+    assert hi == 2.5, reason  # 90 % of a kick-synth kick's longest render, 3 s
     path, = dones(daemon, "/kick/generate", "seed", 4, "decay_s", ("f", hi), "id", 13)
     with sf.SoundFile(path) as f:
         assert f"decay_s={hi:.4f}" in f.comment, f.comment  # taken as the bound itself

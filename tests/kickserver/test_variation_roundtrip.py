@@ -49,6 +49,9 @@ def sub_share(x: np.ndarray, rate: int = 44100) -> float:
 
 
 def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Of two kicks, the shorter file zero-padded to the longer (a file ends where its kick has decayed)."""
+    n = max(len(a), len(b))
+    a, b = np.pad(a, (0, n - len(a))), np.pad(b, (0, n - len(b)))
     return float(a @ b / np.sqrt((a @ a) * (b @ b)))
 
 
@@ -63,7 +66,8 @@ def test_strength_zero_returns_the_source_and_a_chain_keeps_the_low_end(daemon):
         _, path, seed = one(daemon, "/kick/variation", Path(path).name, "strength", 0.0, "seed", 60 + i)
         x = samples(path)
         assert seed == osc_api.NO_SEED
-        assert len(x) == len(src) and correlation(x, src) >= 0.999, (i, correlation(x, src))
+        # as long as the source within 1 ms: each file is cut where its own 24-bit samples fall under -60 dB re peak
+        assert abs(len(x) - len(src)) <= 44 and correlation(x, src) >= 0.999, (i, len(x), len(src))
         shares.append(sub_share(x))
     per_pass = np.diff(10 * np.log10(shares))
     assert np.abs(per_pass).max() <= 0.5, (shares, per_pass)

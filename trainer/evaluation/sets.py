@@ -121,7 +121,9 @@ def generate(gen, n: int, steps: int | None, sampler: str | None, seed: int,
     t0 = CLOCK()
     for s in range(0, n, batch):
         items = [Item(seed=seed + i) for i in range(s, min(n, s + batch))]
-        out.append(gen.generate(items, settings))
+        # over the model's length, as the real kicks it is compared with are (a kick-synth kick with a long tail
+        # renders longer: kickmodel.families.kick_synth.generator)
+        out.append(gen.generate(items, settings)[:, :gen.length])
     elapsed = CLOCK() - t0
     threads = torch.get_num_threads()
     torch.set_num_threads(LATENCY_THREADS)

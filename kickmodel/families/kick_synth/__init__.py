@@ -120,9 +120,15 @@ class KickSynthFamily(Family):
             return net(torch.zeros(1, numbers), torch.zeros(1), *cond)
 
         synth = synth_for(version, cfg.data.sample_rate, cfg.data.length).to("meta")
+        # a kick with a long decay is played (and its decay_s adjusted) at up to MAX_KICK_S: counted at that length,
+        # the most one kick's play costs
+        from .generator import MAX_KICK_S
+
+        longest = synth_for(version, cfg.data.sample_rate,
+                            max(cfg.data.length, int(round(MAX_KICK_S * cfg.data.sample_rate)))).to("meta")
 
         def play() -> torch.Tensor:
-            return synth(torch.zeros(1, numbers))
+            return longest(torch.zeros(1, numbers))
 
         def fit_step() -> torch.Tensor:  # forward only: the backward costs about twice as much again
             return distance(synth(torch.zeros(1, numbers)), Target(torch.zeros(1, cfg.data.length),

@@ -2,7 +2,13 @@
 controls), the synth plays them. A control given in units is then set exactly: the kick is measured as the
 descriptors measure it (pitch, decay, click) and the one number that moves it is corrected, a few times over.
 
-Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked)."""
+Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked).
+
+A kick is as long as its decay needs, up to MAX_KICK_S: each is played at the model's length first (the shipped
+model's kicks that decay within it are the bits they always were); one whose finished tail is still above the floor
+where that render's fade-out begins (kickmodel.dsp.tail_end: -60 dB re its peak) is played again at max_length, and so
+is, from the start, one asked for a decay_s longer than the model's length can measure (adjusted at max_length). The
+raw kicks then come back Ragged, each finished over its own length (kickmodel.generator._finish)."""
 
 from __future__ import annotations
 
@@ -15,12 +21,15 @@ from ...artifact import Artifact
 from ...batching import in_render_shape
 from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
-from ...dsp import finish_kick
-from ...generator import ENCODE, KIT_NUMBERS, UNITS, Endpoint, Hook, Item, Settings
+from ...dsp import TAIL_FADE_MS, finish_kick, tail_end
+from ...generator import ENCODE, KIT_NUMBERS, UNITS, Endpoint, Hook, Item, Ragged, Settings
 from ..diffusion_common import DiffusionGenerator
 from .fit import adjust, fit, fit_seconds, serve_restart_iters
 from .network import prior_net
 from .synth import from_params, n_params, params_for, synth_for, to_params
+
+MAX_KICK_S = 3.0  # the longest kick, in seconds: a decay_s up to 2.5 s (measured 40 dB down) and its tail
+END_FADE_MS = 20.0  # finish_kick's fade-out at the end of a render (its default)
 
 
 def seeds_of(items: Sequence[Item]) -> torch.Tensor:
@@ -61,6 +70,13 @@ class KickSynthGenerator(DiffusionGenerator):
 
         synth = synth_for(version, self.sample_rate, self.length).to(device)
         self.codec = SynthCodec(synth, fit_served, numbers, device)
+        # a kick whose decay outlasts the model's length: played again (and a long decay_s adjusted) at max_length
+        self.max_length = max(self.length, int(round(MAX_KICK_S * self.sample_rate)))
+        # its noise the model's length's draw, repeated: a kick played longer is, over that length, the kick it was
+        self.long_synth = synth_for(version, self.sample_rate, self.max_length, period=self.length).to(device)
+        # the longest decay_s the model's own length measures (what unit_range allowed before kicks grew): a longer
+        # one is adjusted at max_length from the start
+        self.short_decay_s = round(0.9 * self.length / self.sample_rate, 2)
         self.latent_shape = (numbers,)
         self.latent_dim = numbers
 
@@ -91,12 +107,77 @@ class KickSynthGenerator(DiffusionGenerator):
         u = self.codec.encode(audio[:1], hook).expand(audio.shape[0], -1)
         return self.net.normalise(u) * self.denoiser.data_scale
 
-    def from_latent(self, z: torch.Tensor, items: Sequence[Item], hook: Hook) -> np.ndarray:
-        return self.codec.decode(self.set_units(self.numbers(z), items, hook), hook, seeds_of(items))
+    def from_latent(self, z: torch.Tensor, items: Sequence[Item], hook: Hook) -> np.ndarray | Ragged:
+        u, long = self.settle(self.numbers(z), items, hook)
+        return self.play(u, seeds_of(items), hook, long)
 
-    def set_units(self, u: torch.Tensor, items: Sequence[Item], hook: Hook) -> torch.Tensor:
+    def render_length(self, controls: dict[str, float]) -> int:
+        """max_length for a kick asked for a decay_s longer than the model's length measures, else the model's
+        length (a kick the prior makes long is known to be only once it is played)."""
+        return self.max_length if self._asks_long(controls) else self.length
+
+    def _asks_long(self, controls: dict[str, float]) -> bool:
+        return float(controls.get("decay_s", 0.0)) > self.short_decay_s
+
+    def _decayed(self, raw: np.ndarray) -> np.ndarray:
+        """[n] bool: each raw kick of the model's length, finished, has fallen under the tail floor before its
+        render's fade-out (and the trimmed file's own fade) begins: it is whole at that length."""
+        sr = self.sample_rate
+        margin = int(round(sr * END_FADE_MS / 1000)) + int(round(sr * TAIL_FADE_MS / 1000))
+        ends = np.array([tail_end(finish_kick(row, sr)) for row in raw])  # one at a time: as alone, in any batch
+        return ends <= raw.shape[1] - margin
+
+    def play(self, u: torch.Tensor, seeds: torch.Tensor, hook: Hook,
+             long: torch.Tensor | None = None) -> np.ndarray | Ragged:
+        """Numbers [n, N] -> raw kicks: at the model's length, where each kick has decayed within it ([n, length],
+        the bits it always was); else Ragged, the kicks that had not (and those `long` [n] bool marks) played at
+        max_length. Each kick alone: its length and samples do not depend on its batch."""
+        n = u.shape[0]
+        long = torch.zeros(n, dtype=torch.bool) if long is None else long.clone()
+        short = (~long).nonzero()[:, 0]
+        raw_short = None
+        if len(short):
+            raw_short = self.codec.decode(u if len(short) == n else u[short], hook,
+                                          seeds if len(short) == n else seeds[short])
+            grew = torch.from_numpy(~self._decayed(raw_short))
+            long[short[grew]] = True
+            if not bool(long.any()):
+                return raw_short
+        rows = long.nonzero()[:, 0]
+        hook({"stage": "play"})
+        raw_long = in_render_shape(self.long_synth, u[rows], seeds[rows]).float().cpu().numpy()
+        out = np.zeros((n, self.max_length), dtype=np.float32)
+        out[rows.numpy()] = raw_long
+        lengths = [self.max_length] * n
+        for j, i in enumerate(short.tolist()):
+            if not bool(long[i]):
+                out[i, :self.length] = raw_short[j]
+                lengths[i] = self.length
+        return Ragged(out, tuple(lengths))
+
+    def settle(self, u: torch.Tensor, items: Sequence[Item], hook: Hook) -> tuple[torch.Tensor, torch.Tensor]:
+        """(numbers with each item's controls in units set, [n] bool: which kicks are played at max_length). A kick
+        asked for a decay_s beyond the model's length is adjusted at max_length; one adjusted at the model's length
+        whose tail then outlasts it is adjusted again at max_length, from the prior's numbers, so it measures as
+        asked in the kick it is played as."""
+        long = torch.tensor([self._asks_long(it.controls) for it in items], dtype=torch.bool)
+        out = self.set_units(u, items, hook, long)
+        units = torch.tensor([any(k in it.controls for k in self.unit_controls) for it in items], dtype=torch.bool)
+        rows = (units & ~long).nonzero()[:, 0]
+        if len(rows):
+            grew = rows[torch.from_numpy(~self._decayed(self.codec.decode(out[rows], hook, seeds_of(items)[rows])))]
+            if len(grew):
+                long[grew] = True
+                out = out.clone()
+                out[grew] = self.set_units(u[grew], [items[i] for i in grew.tolist()], hook,
+                                           torch.ones(len(grew), dtype=torch.bool))
+        return out, long
+
+    def set_units(self, u: torch.Tensor, items: Sequence[Item], hook: Hook,
+                  long: torch.Tensor | None = None) -> torch.Tensor:
         """Kicks whose item gives a control in units get the numbers that move it corrected until they measure so
-        (fit.adjust, on the finished kick); the others are left as the prior made them."""
+        (fit.adjust, on the finished kick: played at max_length where `long` [n] bool says so, else at the model's
+        length); the others are left as the prior made them."""
         if len(items) != u.shape[0]:
             raise ValueError(f"{len(items)} items for {u.shape[0]} kicks")
         names = ("decay_s", "pitch_hz", "click_db")  # descriptors.measure's order
@@ -109,8 +190,12 @@ class KickSynthGenerator(DiffusionGenerator):
         def finish(y: torch.Tensor) -> torch.Tensor:
             return torch.from_numpy(finish_kick(y.float().cpu().numpy(), self.sample_rate))
 
-        u[rows] = adjust(_InRenderShape(self.codec.synth), u[rows], targets[rows], finish,
-                         check=lambda: hook({"stage": "units"}), seeds=seeds_of(items)[rows])
+        seeds = seeds_of(items)
+        for synth, take in ((self.codec.synth, False), (self.long_synth, True)):
+            part = [i for i in rows if (long is not None and bool(long[i])) == take]
+            if part:
+                u[part] = adjust(_InRenderShape(synth), u[part], targets[part], finish,
+                                 check=lambda: hook({"stage": "units"}), seeds=seeds[part])
         return u
 
     @torch.inference_mode()
@@ -141,7 +226,8 @@ class KickSynthGenerator(DiffusionGenerator):
         params = params_for(version)
         z = (self._vary_latent(source, strength, items, settings, hook) if source is not None
              else self._sample_latent(items, settings, hook))
-        u = self.set_units(self.numbers(z[:1]), items[:1], hook)[0]
+        settled, _ = self.settle(self.numbers(z[:1]), items[:1], hook)
+        u = settled[0]
         top = clamped(dict(zip((p.name for p in params), to_params(u[None], version)[0].tolist(), strict=True)))
 
         def render(numbers: list[dict[str, float]]) -> list[np.ndarray]:
@@ -149,11 +235,14 @@ class KickSynthGenerator(DiffusionGenerator):
                                                                              dtype=u.dtype, device=u.device),
                                                                version)[0]
                                 for n in numbers])
-            seeds = seeds_of(items[:1]).expand(len(numbers))
-            return list(self._finish(self.codec.decode(rows, hook, seeds), sample_rate))
+            seeds = seeds_of(items[:1]).expand(len(numbers)).clone()
+            out = self._finish(self.play(rows, seeds, hook), sample_rate)
+            # each hit as long as it was played (a batch with a long hit pads the others with zeros)
+            return [out[i] for i in range(len(numbers))]
 
         return synth_kit(top, render, sample_rate, layers, robins, int(items[0].seed))
 
     def describe(self) -> dict:
         return super().describe() | {"synth_numbers": self.latent_dim, "synth_version": self.synth_version,
+                                     "max_length": self.max_length,
                                      "unit_controls": list(self.unit_controls)}

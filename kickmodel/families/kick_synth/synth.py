@@ -11,7 +11,9 @@
 Every parameter is a squashing of one unconstrained number (PARAMS: a sigmoid onto its range, in log
 where the range spans octaves), so no value the prior or a fit produces is unphysical, and the kick's
 first sample is exactly 0 whatever the numbers are: every part starts under an envelope that is 0 at
-t = 0. The noise is one fixed draw (NOISE_SEED) filtered per kick: a kick is a function of its numbers.
+t = 0. The noise is one fixed draw (NOISE_SEED) filtered per kick: a kick is a function of its numbers. The draw is
+`period` samples long (the model's length) and a synth playing longer repeats it (its filtered noise is periodic in
+the period: the circular filter's own output), so a kick played longer is, over the period, the kick it was.
 
 Versions: the synth a model was trained on is part of the model (its config's `synth.version`; an artifact without it
 is version 1, this module's KickSynth and PARAMS, the shipped model's 34 numbers). Everything that needs the numbers'
@@ -72,14 +74,14 @@ VERSIONS = (1, 2)  # the synth versions this kickserver plays (2: synth_v2.py)
 LATEST = VERSIONS[-1]  # what a new model is trained on (the presets' synth.version)
 
 
-# version -> (its numbers, make(sample_rate, length, stage) -> the synth): each version's module registers itself
-# (version 1 below, 2 at the end of synth_v2.py, which the family's package imports), so this module imports none of
-# them and the version lookup stays in this one place
-_SYNTHS: dict[int, tuple[tuple[Param, ...], Callable[[int, int, str | None], torch.nn.Module]]] = {}
+# version -> (its numbers, make(sample_rate, length, stage, period) -> the synth): each version's module registers
+# itself (version 1 below, 2 at the end of synth_v2.py, which the family's package imports), so this module imports
+# none of them and the version lookup stays in this one place
+Make = Callable[[int, int, "str | None", "int | None"], torch.nn.Module]
+_SYNTHS: dict[int, tuple[tuple[Param, ...], Make]] = {}
 
 
-def register(version: int, params: tuple[Param, ...],
-             make: Callable[[int, int, str | None], torch.nn.Module]) -> None:
+def register(version: int, params: tuple[Param, ...], make: Make) -> None:
     _SYNTHS[int(version)] = (tuple(params), make)
 
 
@@ -100,12 +102,14 @@ def index_for(version: int) -> dict[str, int]:
     return {p.name: i for i, p in enumerate(params_for(version))}
 
 
-def synth_for(version: int, sample_rate: int, length: int, stage: str | None = None) -> torch.nn.Module:
+def synth_for(version: int, sample_rate: int, length: int, stage: str | None = None,
+              period: int | None = None) -> torch.nn.Module:
     """The synth of `version` at sample_rate, playing `length` samples: (numbers [n, n_params(version)], seeds [n] or
     None) -> audio [n, length]. stage: how much of a version's additions is on (the ablation's rows: synth_v2.STAGES;
-    None, what a model plays: all of it)."""
+    None, what a model plays: all of it). period: its noise draw's length (default `length`), repeated beyond it: a
+    model's long kicks take the model's length, so their first `period` samples' noise is its kicks' noise."""
     params_for(version)  # an unknown version is refused here, not played as another
-    return _SYNTHS[version][1](sample_rate, length, stage)
+    return _SYNTHS[version][1](sample_rate, length, stage, period)
 
 
 def _bounds(device=None, dtype=torch.float32, version: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -138,13 +142,16 @@ class KickSynth(torch.nn.Module):
     per_kick_on_cpu = True  # its oscillators' work grows with every row and fills the cores (kickmodel.batching)
     version = 1
 
-    def __init__(self, sample_rate: int, length: int) -> None:
+    def __init__(self, sample_rate: int, length: int, period: int | None = None) -> None:
         super().__init__()
         self.sample_rate, self.length = int(sample_rate), int(length)
+        self.period = self.length if period is None else int(period)  # the noise's, repeated beyond it
+        if not 0 < self.period <= self.length:
+            raise ValueError(f"synth noise period {self.period}: give 1..length ({self.length})")
         g = torch.Generator().manual_seed(NOISE_SEED)
-        noise = torch.randn(2, self.length, generator=g)
+        noise = torch.randn(2, self.period, generator=g)
         self.register_buffer("noise_spec", torch.fft.rfft(noise), persistent=False)  # click, residual
-        freqs = torch.fft.rfftfreq(self.length, 1.0 / self.sample_rate)
+        freqs = torch.fft.rfftfreq(self.period, 1.0 / self.sample_rate)
         self.register_buffer("log2f", torch.log2(freqs.clamp(min=1.0)), persistent=False)
         # residual bands: gains at RESIDUAL_BANDS centres, linear in log frequency between them
         centres = torch.linspace(math.log2(RESIDUAL_LO_HZ), math.log2(RESIDUAL_HI_HZ), RESIDUAL_BANDS)
@@ -164,9 +171,18 @@ class KickSynth(torch.nn.Module):
 
     def _shaped_noise(self, which: int, mag: torch.Tensor) -> torch.Tensor:
         """The fixed noise `which` through the magnitude response mag [n, bins], at unit RMS."""
-        spec = self.noise_spec[which][None] * mag
-        x = torch.fft.irfft(spec, n=self.length)
-        return x / x.pow(2).mean(dim=1, keepdim=True).add(1e-12).sqrt()
+        return self._shaped(self.noise_spec[which][None], mag)
+
+    def _shaped(self, spec: torch.Tensor, mag: torch.Tensor) -> torch.Tensor:
+        """Noise spectra [1 or n, bins] through mag [n, bins], one period at unit RMS, repeated to the length."""
+        x = torch.fft.irfft(spec * mag, n=self.period)
+        return self._repeat(x / x.pow(2).mean(dim=1, keepdim=True).add(1e-12).sqrt())
+
+    def _repeat(self, x: torch.Tensor) -> torch.Tensor:
+        """[n, period] -> [n, length]: the period repeated (x itself when they are equal)."""
+        if self.period == self.length:
+            return x
+        return x.repeat(1, -(-self.length // self.period))[:, :self.length]
 
     def for_restarts(self) -> KickSynth:
         """The synth a fit's first stage plays (fit.py: a few sweep shapes tried, one kept): version 1's whole."""
@@ -199,10 +215,10 @@ class KickSynth(torch.nn.Module):
         return db(P["level_db"]) * (mix + residual)
 
 
-def _version_1(sample_rate: int, length: int, stage: str | None) -> KickSynth:
+def _version_1(sample_rate: int, length: int, stage: str | None, period: int | None = None) -> KickSynth:
     if stage is not None:
         raise ValueError("synth version 1 has no stages")
-    return KickSynth(sample_rate, length)
+    return KickSynth(sample_rate, length, period)
 
 
 register(1, PARAMS, _version_1)

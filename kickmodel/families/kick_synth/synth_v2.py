@@ -86,8 +86,8 @@ class KickSynth2(KickSynth):
     version = 2
 
     def __init__(self, sample_rate: int, length: int, stage: str | None = None,
-                 parts: frozenset[str] | None = None) -> None:
-        super().__init__(sample_rate, length)
+                 parts: frozenset[str] | None = None, period: int | None = None) -> None:
+        super().__init__(sample_rate, length, period)
         self.parts = stage_of(stage)[0] if parts is None else parts
         self.register_buffer("partial_k", torch.arange(2, N_PARTIALS + 1, dtype=torch.float32)[None, :, None],
                              persistent=False)
@@ -97,19 +97,16 @@ class KickSynth2(KickSynth):
         """The synth a fit's first stage plays, where a few sweep shapes are tried and one kept: without the partials
         and the modes (its numbers stay where they start; the second stage fits them), so trying shapes costs what
         version 1's does."""
-        return KickSynth2(self.sample_rate, self.length, parts=self.parts & RESTART_PARTS).to(self.t.device)
+        return KickSynth2(self.sample_rate, self.length, parts=self.parts & RESTART_PARTS,
+                          period=self.period).to(self.t.device)
 
     def _noise(self, seeds: torch.Tensor | None, n: int) -> torch.Tensor:
         """[1 or n, 2, bins]: the noise spectra (click, residual): one draw per kick from its seed, else the fixed."""
         if seeds is None or "noise" not in self.parts:
             return self.noise_spec[None]
-        draws = [torch.randn(2, self.length, generator=torch.Generator().manual_seed(noise_seed(s)))
+        draws = [torch.randn(2, self.period, generator=torch.Generator().manual_seed(noise_seed(s)))
                  for s in seeds.reshape(-1).tolist()]
         return torch.fft.rfft(torch.stack(draws)).to(self.noise_spec.device)
-
-    def _shaped(self, spec: torch.Tensor, mag: torch.Tensor) -> torch.Tensor:
-        x = torch.fft.irfft(spec * mag, n=self.length)
-        return x / x.pow(2).mean(dim=1, keepdim=True).add(1e-12).sqrt()
 
     def _unaliased(self, hz: torch.Tensor) -> torch.Tensor:
         top = ALIAS_HZ_FRACTION * self.sample_rate
@@ -166,4 +163,8 @@ class KickSynth2(KickSynth):
         return db(P["level_db"]) * (mix + residual)
 
 
-register(2, PARAMS_V2, KickSynth2)
+def _version_2(sample_rate: int, length: int, stage: str | None, period: int | None = None) -> KickSynth2:
+    return KickSynth2(sample_rate, length, stage, period=period)
+
+
+register(2, PARAMS_V2, _version_2)
