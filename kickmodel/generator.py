@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .artifact import Artifact
-from .dsp import SUBSONIC_HZ, finish_kick, resample  # the core every mode ends in (_finish)
+from .dsp import SUBSONIC_HZ, finish_kick, resample, trim_tail  # the core every mode ends in (_finish)
 
 if TYPE_CHECKING:
     from .config import Config
@@ -432,12 +432,13 @@ class GeneratorBase:
         """(x, y) of a file this model made from its kit map, placed by the kick's own latent rather than by encoding
         its sound: made is what the file's tags say (kickmodel.wavfile.made_on_map), audio [frames] its samples at
         sample_rate. The tags are a claim, not a fact: the kick is made again from them (from_map, at the file's
-        rate) and must match the file sample for sample, within MADE_MATCH_DB of its peak, over the file's length
-        (a file may end early, never late). Then its latent, kit_map.near(point, spread, seed), is placed by
-        KitMap.locate: where that latent lies, exactly (a kick asked with spread 0 at (x, y) comes back at (x, y)).
-        None when the tags ask what this model cannot make or the sound differs (the file was edited, bounced by a
-        DAW, made by another model): the caller locates it by its sound. The caller checks that made.model names the
-        model serving (a daemon's name for it may not be its artifact's)."""
+        rate, then clipped and cut where it has decayed, as a writer writes it) and must match the file sample for
+        sample, within MADE_MATCH_DB of its peak, over the file's length (a file may end early, never late). Then its
+        latent, kit_map.near(point, spread, seed), is placed by KitMap.locate: where that latent lies, exactly (a kick
+        asked with spread 0 at (x, y) comes back at (x, y)). None when the tags ask what this model cannot make or
+        the sound differs (the file was edited, bounced by a DAW, made by another model): the caller locates it by
+        its sound. The caller checks that made.model names the model serving (a daemon's name for it may not be its
+        artifact's)."""
         if self.kit_map is None:
             return None
         a = np.asarray(audio, dtype=np.float32).reshape(-1)
@@ -446,6 +447,7 @@ class GeneratorBase:
                                   sample_rate=sample_rate)[0]
         except ValueError:  # a point or spread out of range, a control this model's map kicks do not take
             return None
+        again = trim_tail(np.clip(again, -1.0, 1.0), sample_rate)  # as a writer writes it (kickserver.writer)
         n = a.shape[0]
         peak = float(np.abs(again).max()) if again.size else 0.0
         if not (MIN_MADE_S * sample_rate <= n <= again.shape[0]) or not np.isfinite(again).all() or peak <= 0.0:
