@@ -190,6 +190,21 @@ def test_a_fit_from_the_guess_takes_no_restarts(net, gen):
     assert torch.equal(only, again) and only.shape == (2, N1)
 
 
+def test_a_served_fit_keeps_each_kicks_nearer_of_the_guess_and_the_measured_starts(net, gen):
+    """fit(keep_nearer=True), as served, gives for each kick whichever of the fit from the guess and the fit from the
+    measured starts plays nearer it (fit.nearer: not level-free), and so is never farther than either by that."""
+    x = kit_sources(gen, ["BJA_Pacific_BD_02.flac", "BJA_Pacific_BD_03.flac"])
+    opts = {"iters": 12, "restart_iters": 4, "guess": net.guess, "guess_iters": 12}
+    both, d = F.fit(x, SR, **opts, keep_nearer=True)
+    guessed, _ = F.fit(x, SR, **opts)
+    started, _ = F.fit(x, SR, iters=12, restart_iters=4)
+    want, want_d = F.nearer([guessed, started], x, SR)
+    assert torch.equal(both, want) and torch.allclose(d, want_d)
+    _, dg = F.nearer([guessed], x, SR)
+    _, ds = F.nearer([started], x, SR)
+    assert bool((d <= torch.minimum(dg, ds) + 1e-6).all())
+
+
 def heard(gen, x: torch.Tensor, u: torch.Tensor) -> np.ndarray:
     """fit.distance of each clip from its numbers played as the daemon plays them (bench/synth_inverse.py)."""
     synth = synth_for(1, SR, x.shape[1])
@@ -252,8 +267,9 @@ def test_the_daemon_locates_a_file_from_the_inverses_guess(daemon, gen):
 
 def test_fit_seconds_prices_a_fit_from_the_guess_by_its_own_work(net, monkeypatch):
     """What the daemon prices a served fit by (kickserver.pricing) follows the fit from the guess: on a clock that
-    advances one per kick the loss is taken of, the estimate is REFINE_PRICED of its most steps (one row a kick; a
-    measured start beside the guess doubles it), and the fit itself takes at most its most steps and a closing one."""
+    advances one per kick the loss is taken of, the estimate is REFINE_PRICED of its most steps (one row a kick), plus
+    the whole fit from the measured starts where the nearer of both is kept (keep_nearer, as served), and the fit
+    from the guess alone takes at most its most steps and a closing one."""
     ticks = [0]
     real = F.distance
 
@@ -264,12 +280,14 @@ def test_fit_seconds_prices_a_fit_from_the_guess_by_its_own_work(net, monkeypatc
     monkeypatch.setattr(F, "distance", counted)
     clip = synth_for(1, SR, 16384)(torch.zeros(1, N1)).detach()
     clip = clip / clip.abs().max()
-    for starts in (0, 1):
-        est = F.fit_seconds(clip, SR, iters=40, restart_iters=12, clock=lambda: float(ticks[0]), guess=net.guess,
-                            guess_iters=40, guess_starts=starts)
-        assert abs(est - F.REFINE_PRICED * 40 * (1 + starts)) <= 1, (starts, est)
     plain = F.fit_seconds(clip, SR, iters=40, restart_iters=12, clock=lambda: float(ticks[0]))
     assert plain > 40 + 12 * len(F.RESTARTS) - 5  # the measured starts' two stages
+    alone = F.fit_seconds(clip, SR, iters=40, restart_iters=12, clock=lambda: float(ticks[0]), guess=net.guess,
+                          guess_iters=40)
+    assert abs(alone - F.REFINE_PRICED * 40) <= 1, alone
+    both = F.fit_seconds(clip, SR, iters=40, restart_iters=12, clock=lambda: float(ticks[0]), guess=net.guess,
+                         guess_iters=40, keep_nearer=True)
+    assert abs(both - alone - plain) <= 1, (both, alone, plain)
     ticks[0] = 0
     F.fit(clip, SR, iters=40, guess=net.guess, guess_iters=40)
     assert 0 < ticks[0] <= 40 + 1, ticks[0]

@@ -92,7 +92,7 @@ class KickSynthGenerator(DiffusionGenerator):
             return fit_seconds(x, self.sample_rate, iters=o["iters"], restart_iters=o["restart_iters"], lr=o["lr"],
                                check=lambda: hook({"stage": "fit"}), version=self.synth_version,
                                guess=o.get("guess"), guess_iters=o.get("guess_iters"),
-                               guess_starts=o.get("guess_starts", 0))
+                               keep_nearer=o.get("keep_nearer", False))
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:
