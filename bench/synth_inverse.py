@@ -40,7 +40,6 @@ sys.path.insert(0, str(REPO))
 from bench.common import machine, now, user_results, write_json  # noqa: E402
 from kickmodel.families.kick_synth import fit as F  # noqa: E402
 from kickmodel.families.kick_synth import inverse as inv  # noqa: E402
-from kickmodel.families.kick_synth.synth import synth_for  # noqa: E402
 
 KIT = REPO / "kickserver" / "data" / "kicks"
 MODEL = REPO / "kickserver" / "models" / "kick-synth.safetensors"
@@ -80,21 +79,8 @@ def speed(gen, net: inv.InverseNet) -> dict:
 
 
 def heard_distances(gen, clips: torch.Tensor, u: torch.Tensor) -> np.ndarray:
-    """fit.distance of each clip [L] from its numbers played as the daemon plays them (the synth at the clip's rate
-    and length, finished: kickmodel.dsp.finish_kick, peak -1 dBFS as a prepared clip is), over the clip's fitted
-    length (fit.fit_lengths), at full rate and not level-free. One yardstick for every way of fitting: a fit's own
-    figure is taken at half the rate, on a shorter render, and (from a guess) at the clip's level."""
-    from kickmodel.dsp import finish_kick
-
-    rate, out = gen.sample_rate, []
-    synth = synth_for(gen.synth_version, rate, clips.shape[1])
-    with torch.no_grad():
-        for x, row in zip(clips, u):
-            x = x[None]
-            y = torch.from_numpy(finish_kick(synth(row[None]).numpy(), rate)).float()
-            n = int(F.fit_lengths(x, rate)[0])
-            out.append(float(F.distance(y[:, :n], F.Target(x[:, :n], rate))[0]))
-    return np.asarray(out)
+    """fit.heard_distance: each clip's distance from its numbers as the daemon plays them (what fit.nearer picks by)."""
+    return F.heard_distance(u, clips, gen.sample_rate, gen.synth_version).numpy()
 
 
 def kit(gen, net: inv.InverseNet, n_kicks: int | None) -> dict:
@@ -123,7 +109,7 @@ def kit(gen, net: inv.InverseNet, n_kicks: int | None) -> dict:
     t, c = time.perf_counter(), time.process_time()
     for a in range(0, len(clips), f.batch):
         u["served"][a:a + f.batch] = F.nearer([u["guess_refined"][a:a + f.batch], u["today"][a:a + f.batch]],
-                                              clips[a:a + f.batch], gen.sample_rate, version, onset=version >= 2)[0]
+                                              clips[a:a + f.batch], gen.sample_rate, version)[0]
     wall["served"] = wall["today"] + wall["guess_refined"] + time.perf_counter() - t
     cpu["served"] = cpu["today"] + cpu["guess_refined"] + time.process_time() - c
     steps["served"] = steps["today"] + steps["guess_refined"]

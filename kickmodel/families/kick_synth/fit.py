@@ -539,14 +539,29 @@ def _guess_seconds(x: torch.Tensor, sample_rate: int, synth: torch.nn.Module, ta
     return first + REFINE_PRICED * max(0, int(guess_iters)) * step + (ADJUST_PASSES + (version >= 2)) * one_pass
 
 
-def nearer(fits: list[torch.Tensor], x: torch.Tensor, sample_rate: int, version: int = 1,
-           stage: str | None = None, onset: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """(each kick's nearest of fits [k][n, N], its distance [n]) to clips x [n, L]: distance() at the fit's rate over
-    each clip's fit length, the clip's level and all (not level-free), of the numbers as adjust left them."""
-    rate = fit_rate(sample_rate)
-    synth, _, target = _problem(x, sample_rate, rate, version, stage, onset)
+def heard_distance(u: torch.Tensor, x: torch.Tensor, sample_rate: int, version: int = 1,
+                   stage: str | None = None) -> torch.Tensor:
+    """[n]: distance() of each clip of x [n, L] (prepared) from its numbers u [n, N] played as the daemon plays them
+    (the synth at the clip's rate and length, its fixed noise, finished: kickmodel.dsp.finish_kick), over the clip's
+    fit length (fit_lengths), at the full rate, level and all. One yardstick for fits made any way: a descent's own
+    figure is taken at half the rate, on a shorter render, and (from a guess) level-free."""
+    from ...dsp import finish_kick
+
+    synth = synth_for(version, sample_rate, x.shape[1], stage)
+    out = []
     with torch.no_grad():
-        d = torch.stack([distance(synth(u), target) for u in fits], dim=1)  # [n, k]
+        for clip, row in zip(x, u):
+            clip = clip[None].float()
+            y = torch.from_numpy(finish_kick(synth(row[None].float()).numpy(), sample_rate)).float()
+            n = int(fit_lengths(clip, sample_rate)[0])
+            out.append(distance(y[:, :n], Target(clip[:, :n], sample_rate))[0])
+    return torch.stack(out)
+
+
+def nearer(fits: list[torch.Tensor], x: torch.Tensor, sample_rate: int, version: int = 1,
+           stage: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(each kick's nearest of fits [k][n, N], its heard_distance [n]) to clips x [n, L] (ties: the first)."""
+    d = torch.stack([heard_distance(u, x, sample_rate, version, stage) for u in fits], dim=1)  # [n, k]
     best = d.argmin(dim=1)
     rows = torch.arange(len(x))
     return torch.stack(fits, dim=1)[rows, best], d[rows, best]
@@ -566,8 +581,8 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
     steps (default iters; 0: the guess as pitch_tracked and adjust leave it), stopping early once the distance stops
     falling (REFINE_PATIENCE), tethered to the guess (REFINE_TETHER), at the clips' level (Target.level_free),
     instead of from the measured starts. keep_nearer (with a guess): the fit from the measured starts as well, and
-    each kick's nearer of the two kept (nearer()): over the starter kit the guess's fit is the nearer for 57 of 101
-    kicks, the other 44 it misses by more than the measured starts do.
+    each kick's nearer of the two kept (nearer(): its distance is then heard_distance's): over the starter kit the
+    guess's fit is the nearer for 57 of 101 kicks, the other 44 it misses by more than the measured starts do.
 
     log: a line per batch of clips fitted, with their median distance and what it means (DISTANCE_MEANING); with
     progress_s, also a line at least that many seconds (on `clock`) apart while a batch is being fitted: how far
@@ -633,8 +648,8 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
                 fits = [adjust(synth_for(version, sample_rate, full.shape[1], stage), u,
                                descriptors.measure(full, sample_rate), finish=_level_like_a_clip, check=check)
                         for u in fits]
-                if len(fits) > 1:  # each kick's nearer, as the fit's distance weighs it (not level-free)
-                    u, d = nearer(fits, x, sample_rate, version, stage, onset)
+                if len(fits) > 1:  # each kick's nearer as the daemon plays it (heard_distance)
+                    u, d = nearer(fits, x, sample_rate, version, stage)
                 else:
                     u = fits[0]
             out_u[a:a + len(x)], out_d[a:a + len(x)] = u, d
