@@ -477,8 +477,8 @@ def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_ite
     encoding by (kickserver.pricing) without running a whole fit, which could take minutes.
 
     With guess (fit's): the guess and the pitch track timed, and the refinement's steps counted at REFINE_PRICED of
-    guess_iters (it stops early), instead of the measured starts' two stages; keep_nearer: both, and both adjusted,
-    and the two evaluations that pick the nearer."""
+    guess_iters (it stops early), instead of the measured starts' two stages; keep_nearer: both, and the two
+    evaluations that pick the nearer (heard_distance)."""
     x = clip.detach().float().cpu()[:1]
     r, probe = len(starts_for(version >= 2)), max(1, int(probe))
     with torch.enable_grad():
@@ -491,8 +491,12 @@ def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_ite
                                         iters if guess_iters is None else guess_iters)
             if not keep_nearer:
                 return setup + from_guess
-            return 2 * setup + from_guess + fit_seconds(clip, sample_rate, iters=iters, restart_iters=restart_iters,
-                                                        lr=lr, probe=probe, check=check, clock=clock, version=version)
+            t0 = clock()
+            heard_distance(starts[:1], x, sample_rate, version)  # the pick: each fit heard once
+            pick = 2 * (clock() - t0)
+            return 2 * setup + from_guess + pick + fit_seconds(clip, sample_rate, iters=iters, lr=lr, probe=probe,
+                                                               restart_iters=restart_iters, check=check, clock=clock,
+                                                               version=version)
         each = (lambda i: check()) if check is not None else None
 
         def step_s(play: torch.nn.Module, u: torch.Tensor, tgt: Target) -> tuple[float, torch.Tensor]:
