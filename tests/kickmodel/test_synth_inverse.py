@@ -225,16 +225,17 @@ def kit_sources(gen, names: list[str]) -> torch.Tensor:
     return torch.from_numpy(np.stack(out))
 
 
-@pytest.mark.slow  # two served fits of four kit kicks: about a minute on the loaded 2-core box
+@pytest.mark.slow  # today's fit and the served one of five kit kicks: minutes on the loaded 2-core box
 def test_a_served_fit_from_the_guess_is_no_worse_than_from_the_measured_starts(net, gen):
-    """On starter kit kicks (real files, not the synth's own), the served fit from the guess is, over the kicks, no
-    farther from them (as the daemon plays the numbers) than today's fit from its measured starts."""
+    """On starter kit kicks (real files, not the synth's own), the served fit with the guess is, kick by kick, no
+    farther from them (as the daemon plays the numbers: fit.heard_distance) than today's fit from its measured
+    starts."""
     x = kit_sources(gen, sorted(p.name for p in KIT.glob("*.flac"))[::25])
     today, _ = F.fit(x, SR, **F.serve_options(gen.fit_config, 1))
     guessed, _ = F.fit(x, SR, **gen.fit_options)
     a, b = heard(gen, x, today), heard(gen, x, guessed)
     print(f"today {a.round(3).tolist()}, from the guess {b.round(3).tolist()}")
-    assert float(np.median(b)) <= float(np.median(a)) + 0.05, (a, b)
+    assert bool((b <= a + 1e-5).all()), (a, b)  # each kick's nearer of the two fits is served
 
 
 @pytest.fixture(scope="module")
