@@ -494,7 +494,7 @@ def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_ite
             t0 = clock()
             heard_distance(starts[:1], x, sample_rate, version)  # the pick: each fit heard once
             pick = 2 * (clock() - t0)
-            return 2 * setup + from_guess + pick + fit_seconds(clip, sample_rate, iters=iters, lr=lr, probe=probe,
+            return setup + from_guess + pick + fit_seconds(clip, sample_rate, iters=iters, lr=lr, probe=probe,
                                                                restart_iters=restart_iters, check=check, clock=clock,
                                                                version=version)
         each = (lambda i: check()) if check is not None else None
