@@ -42,6 +42,14 @@ RESTARTS = ((1.0, 0.01), (3.0, 0.02), (6.0, 0.008), (0.4, 0.05))
 # (distance about 7; the track's start won 5, (3.0, 0.02) 11), and the second stage, whose synth plays the partials
 # and modes, costs about 1.45 times version 1's a step: three starts keep a served fit near version 1's cost
 TRACKED_STARTS = (RESTARTS[0], RESTARTS[1], RESTARTS[3])
+# a refinement from an amortised guess (inverse.py) stops once no kick of the batch has bettered its best objective by
+# REFINE_TOL (relative) in REFINE_PATIENCE steps: a good guess takes few steps, a poor one up to its iteration limit
+REFINE_TOL = 0.002
+REFINE_PATIENCE = 10
+REFINE_TETHER = 0.3  # the refinement's pull back to the guess (_descend's tether)
+# the share of its guess_iters a refinement is priced at (fit_seconds): it stops when the distance stops falling;
+# served one at a time, 4 starter kicks took 19, 40, 59 and 60 of 120 steps (2026-12-05)
+REFINE_PRICED = 0.5
 
 
 def starts_for(track: bool) -> tuple[tuple[float, float], ...]:
@@ -93,9 +101,14 @@ class Target:
     onset, its first ONSET10_MS in short windows)."""
 
     def __init__(self, x: torch.Tensor, sample_rate: int, mask: torch.Tensor | None = None,
-                 onset: bool = False) -> None:
+                 onset: bool = False, level_free: bool = False) -> None:
         self.sample_rate = sample_rate
         self.mask = torch.ones_like(x) if mask is None else mask  # what of each clip is fitted (its own length)
+        # level_free: a render is compared at the target's RMS (over the mask), so the synth's output gain (level_db)
+        # is no part of the distance: a file is levelled when written and when read, so its level says nothing of
+        # the numbers (a refinement that matched it moved a located kick's level_db, a kit spread or more)
+        self.level_free = level_free
+        self.rms = _rms(x * self.mask, self.mask)
         longest = 1 << max(4, int(math.log2(max(x.shape[1] // 2, 16))))  # torch.stft's padding needs n < 2 L
         self.sizes = sorted({min(n, longest) for n in FFT_SIZES}, reverse=True)
         self.mags = [_stft_mag(x, n) for n in self.sizes]
@@ -117,6 +130,12 @@ class Target:
             self.onset_sum = self.onset_mag.sum(dim=(1, 2)).clamp(min=1e-8)
             self.onset_scale = head.abs().mean(dim=1).clamp(min=1e-4)
 
+    def level_free_copy(self) -> Target:
+        """The same targets, compared level-free (a render at each target's RMS)."""
+        out = Target.__new__(Target)
+        out.__dict__ = dict(self.__dict__, level_free=True)
+        return out
+
     def repeat(self, r: int) -> Target:
         """The same targets, each r times in a row (a kick's restarts)."""
         out = Target.__new__(Target)
@@ -127,9 +146,16 @@ class Target:
         return out
 
 
+def _rms(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return (x.pow(2).sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp(min=1)).add(1e-12).sqrt()
+
+
 def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
-    """Per kick [n]: how far synthesised y [n, L] is from its target (over the target's own length: its mask)."""
+    """Per kick [n]: how far synthesised y [n, L] is from its target (over the target's own length: its mask; at the
+    target's RMS when the target is level_free)."""
     y = y * target.mask
+    if target.level_free:
+        y = y * (target.rms / _rms(y, target.mask))
     total = torch.zeros(y.shape[0], device=y.device)
     for n, log_x, mag_x, sum_x in zip(target.sizes, target.logs, target.mags, target.sums):
         sy = _stft_mag(y, n)
@@ -247,15 +273,47 @@ def initial_params(x: torch.Tensor, sample_rate: int, version: int = 1, track: b
     return torch.stack(starts, dim=1).reshape(-1, len(params))  # clip-major: clip i's restarts are rows i*R..
 
 
+Guess = Callable[[torch.Tensor, int], torch.Tensor]  # (clips [n, L], sample_rate) -> unconstrained numbers [n, N]
+
+
 def _descend(synth: torch.nn.Module, u: torch.Tensor, target: Target, iters: int, lr: float,
-             progress: Callable[[int], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+             progress: Callable[[int], None] | None = None, patience: int = 0,
+             tether: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Adam on distance from u for iters steps (lr on a cosine schedule); (numbers, their distance). patience > 0 (a
+    refinement from a guess): each kick's best numbers so far are kept rather than the last (from a good start Adam's
+    first steps can overshoot), and the descent stops once no kick has bettered its best by REFINE_TOL in `patience`
+    steps. tether > 0 adds tether times the mean square of how far each kick's numbers have moved from u: where the
+    sound cannot tell numbers apart, they stay where the guess put them."""
+    start = u.detach().clone()
+
+    def objective(d: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return d + tether * (v - start).pow(2).mean(dim=1) if tether > 0 else d
+
+    if iters <= 0:
+        with torch.no_grad():
+            return start, distance(synth(u), target)
     u = u.clone().requires_grad_(True)
     opt = torch.optim.Adam([u], lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters, eta_min=lr * 0.05)
+    best_u, best_d = start.clone(), torch.zeros(u.shape[0])
+    best_o = torch.full((u.shape[0],), float("inf"))
+    since = 0
     for i in range(iters):
         opt.zero_grad(set_to_none=True)
         d = distance(synth(u), target)
-        d.sum().backward()
+        o = objective(d, u)
+        if patience > 0:
+            with torch.no_grad():
+                od = o.detach()
+                better = od < best_o - REFINE_TOL * best_o.abs()
+                now = od < best_o
+                best_u = torch.where(now[:, None], u.detach(), best_u)
+                best_d = torch.where(now, d.detach(), best_d)
+                best_o = torch.minimum(best_o, od)
+                since = 0 if bool(better.any()) else since + 1
+            if since >= patience:
+                break
+        o.sum().backward()
         opt.step()
         sched.step()
         with torch.no_grad():
@@ -264,6 +322,9 @@ def _descend(synth: torch.nn.Module, u: torch.Tensor, target: Target, iters: int
             progress(i)
     with torch.no_grad():
         final = distance(synth(u), target)
+        if patience > 0:
+            keep = objective(final, u) < best_o
+            return torch.where(keep[:, None], u.detach(), best_u), torch.where(keep, final, best_d)
     return u.detach(), final
 
 
@@ -348,9 +409,31 @@ def _miss(got: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return torch.where(targets.isnan(), torch.zeros_like(off), off).amax(dim=1)
 
 
+def pitch_tracked(u: torch.Tensor, clips: torch.Tensor, sample_rate: int, version: int = 1,
+                  check: Callable[[], None] | None = None) -> torch.Tensor:
+    """Numbers u [n, n_params(version)] (an amortised guess) with their frequency track scaled until they measure the
+    pitch their clips [n, L] measure (kickmodel.descriptors' pitch: one pass of adjust, pitch only). An oscillator's
+    frequency is what a descent finds worst (its loss is full of local minima: Hayes et al., ICASSP 2023), and the
+    guess reads it from mel bands a semitone or more wide at a kick's 40-60 Hz."""
+    want = descriptors.measure(clips, sample_rate)
+    want[:, 0] = float("nan")
+    want[:, 2] = float("nan")
+    return adjust(synth_for(version, sample_rate, clips.shape[1]), u, want, finish=_level_like_a_clip, passes=1,
+                  check=check)
+
+
 def serve_restart_iters(f) -> int:
     """The steps from each start when a served model fits a source file (half of training's)."""
     return max(1, f.restart_iters // 2)
+
+
+def serve_options(f, version: int = 1, guess: Guess | None = None) -> dict:
+    """fit()'s options when a served model fits a source file (a variation's, a morph's end, a located file), from its
+    config's fit section f: serve_iters from the best of the measured starts; with an amortised inverse's guess
+    (inverse.shipped), also at most serve_iters from the guess (stopping early), each kick's nearer fit kept."""
+    opts = {"iters": f.serve_iters, "restart_iters": serve_restart_iters(f), "lr": f.lr, "batch": f.batch,
+            "version": version}
+    return opts if guess is None else opts | {"guess": guess, "guess_iters": f.serve_iters, "keep_nearer": True}
 
 
 def fit_lengths(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
@@ -370,10 +453,10 @@ def fit_rate(sample_rate: int) -> int:
 
 
 def _problem(x: torch.Tensor, sample_rate: int, rate: int, version: int = 1, stage: str | None = None,
-             onset: bool = False) -> tuple[torch.nn.Module, torch.Tensor, Target]:
+             onset: bool = False, level_free: bool = False) -> tuple[torch.nn.Module, torch.Tensor, Target]:
     """What the descent fits clips x [n, L] with: the synth (of `version`, at `stage`) at the fit's rate and length,
     every clip's starts (initial_params; the sweep from a pitch track when onset), and the targets weighed over each
-    clip's own length (fit_lengths), with the onset term when onset."""
+    clip's own length (fit_lengths), with the onset term when onset (level_free: Target's)."""
     import torchaudio.functional as AF
 
     lengths = (fit_lengths(x, sample_rate) * rate) // sample_rate
@@ -381,22 +464,39 @@ def _problem(x: torch.Tensor, sample_rate: int, rate: int, version: int = 1, sta
     xf = xf[:, :int(lengths.max())]
     mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
     return (synth_for(version, rate, xf.shape[1], stage), initial_params(x, sample_rate, version, track=onset),
-            Target(xf * mask, rate, mask, onset=onset))
+            Target(xf * mask, rate, mask, onset=onset, level_free=level_free))
 
 
 def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_iters: int, lr: float = 0.05,
                 probe: int = 3, check: Callable[[], None] | None = None,
-                clock: Callable[[], float] = time.perf_counter, version: int = 1) -> float:
+                clock: Callable[[], float] = time.perf_counter, version: int = 1, guess: Guess | None = None,
+                guess_iters: int | None = None, keep_nearer: bool = False) -> float:
     """About how long fit(clip [1, L], ...) takes on this machine now, from a few of its steps (a few per cent of
     the fit's work): its set-up, `probe` steps of each stage (every start at once, then the best one), and one of
     adjust's passes, each timed and counted as often as the fit runs it. What the daemon prices a source file's
-    encoding by (kickserver.pricing) without running a whole fit, which could take minutes."""
+    encoding by (kickserver.pricing) without running a whole fit, which could take minutes.
+
+    With guess (fit's): the guess and the pitch track timed, and the refinement's steps counted at REFINE_PRICED of
+    guess_iters (it stops early), instead of the measured starts' two stages; keep_nearer: both, and the two
+    evaluations that pick the nearer (heard_distance)."""
     x = clip.detach().float().cpu()[:1]
     r, probe = len(starts_for(version >= 2)), max(1, int(probe))
     with torch.enable_grad():
         t0 = clock()
-        synth, starts, target = _problem(x, sample_rate, fit_rate(sample_rate), version, onset=version >= 2)
+        synth, starts, target = _problem(x, sample_rate, fit_rate(sample_rate), version, onset=version >= 2,
+                                         level_free=guess is not None)
         setup = clock() - t0
+        if guess is not None:
+            from_guess = _guess_seconds(x, sample_rate, synth, target, lr, probe, check, clock, version, guess,
+                                        iters if guess_iters is None else guess_iters)
+            if not keep_nearer:
+                return setup + from_guess
+            t0 = clock()
+            heard_distance(starts[:1], x, sample_rate, version)  # the pick: each fit heard once
+            pick = 2 * (clock() - t0)
+            return setup + from_guess + pick + fit_seconds(clip, sample_rate, iters=iters, lr=lr, probe=probe,
+                                                               restart_iters=restart_iters, check=check, clock=clock,
+                                                               version=version)
         each = (lambda i: check()) if check is not None else None
 
         def step_s(play: torch.nn.Module, u: torch.Tensor, tgt: Target) -> tuple[float, torch.Tensor]:
@@ -421,13 +521,72 @@ def fit_seconds(clip: torch.Tensor, sample_rate: int, *, iters: int, restart_ite
     return setup + restart_iters * first + iters * second + (ADJUST_PASSES + (version >= 2)) * one_pass
 
 
+def _guess_seconds(x: torch.Tensor, sample_rate: int, synth: torch.nn.Module, target: Target, lr: float, probe: int,
+                   check: Callable[[], None] | None, clock: Callable[[], float], version: int, guess: Guess,
+                   guess_iters: int) -> float:
+    """fit_seconds' estimate of a fit from a guess (after its set-up)."""
+    each = (lambda i: check()) if check is not None else None
+    t0 = clock()
+    with torch.no_grad():
+        u = guess(x, sample_rate).float().cpu().clamp(-U_LIMIT, U_LIMIT)
+        u = pitch_tracked(u, x, sample_rate, version, check)
+    first = clock() - t0
+    _descend(synth, u, target, 1, lr, each)  # lazy initialisation
+    t0 = clock()
+    _descend(synth, u, target, probe, lr, each)
+    step = (clock() - t0) / (probe + 1)  # probe steps and the closing evaluation (about a step's forward)
+    t0 = clock()
+    with torch.no_grad():
+        adjust(synth_for(version, sample_rate, x.shape[1]), u, descriptors.measure(x, sample_rate),
+               finish=_level_like_a_clip, passes=1, check=check)
+    one_pass = clock() - t0
+    return first + REFINE_PRICED * max(0, int(guess_iters)) * step + (ADJUST_PASSES + (version >= 2)) * one_pass
+
+
+def heard_distance(u: torch.Tensor, x: torch.Tensor, sample_rate: int, version: int = 1,
+                   stage: str | None = None) -> torch.Tensor:
+    """[n]: distance() of each clip of x [n, L] (prepared) from its numbers u [n, N] played as the daemon plays them
+    (the synth at the clip's rate and length, its fixed noise, finished: kickmodel.dsp.finish_kick), over the clip's
+    fit length (fit_lengths), at the full rate, level and all. One yardstick for fits made any way: a descent's own
+    figure is taken at half the rate, on a shorter render, and (from a guess) level-free."""
+    from ...dsp import finish_kick
+
+    synth = synth_for(version, sample_rate, x.shape[1], stage)
+    out = []
+    with torch.no_grad():
+        for clip, row in zip(x, u):
+            clip = clip[None].float()
+            y = torch.from_numpy(finish_kick(synth(row[None].float()).numpy(), sample_rate)).float()
+            n = int(fit_lengths(clip, sample_rate)[0])
+            out.append(distance(y[:, :n], Target(clip[:, :n], sample_rate))[0])
+    return torch.stack(out)
+
+
+def nearer(fits: list[torch.Tensor], x: torch.Tensor, sample_rate: int, version: int = 1,
+           stage: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(each kick's nearest of fits [k][n, N], its heard_distance [n]) to clips x [n, L] (ties: the first)."""
+    d = torch.stack([heard_distance(u, x, sample_rate, version, stage) for u in fits], dim=1)  # [n, k]
+    best = d.argmin(dim=1)
+    rows = torch.arange(len(x))
+    return torch.stack(fits, dim=1)[rows, best], d[rows, best]
+
+
 def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iters: int = 60, lr: float = 0.05,
         batch: int = 32, log: Callable[[str], None] | None = None,
         check: Callable[[], None] | None = None, progress_s: float | None = None,
         clock: Callable[[], float] = time.monotonic, version: int = 1,
-        stage: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        stage: str | None = None, guess: Guess | None = None, guess_iters: int | None = None,
+        keep_nearer: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(numbers [n, n_params(version)] unconstrained, distance [n]) fitted to clips [n, L] (prepared, on the CPU), for
     synth `version` (stage: how much of its synth and fit is on, for the ablation: synth_v2.STAGES; None: all).
+
+    guess: an amortised inverse ((clips, sample_rate) -> numbers: inverse.InverseNet.guess, for this version): each
+    batch starts from its guesses, their pitch set from the clips' (pitch_tracked), and descends at most guess_iters
+    steps (default iters; 0: the guess as pitch_tracked and adjust leave it), stopping early once the distance stops
+    falling (REFINE_PATIENCE), tethered to the guess (REFINE_TETHER), at the clips' level (Target.level_free),
+    instead of from the measured starts. keep_nearer (with a guess): the fit from the measured starts as well, and
+    each kick's nearer of the two kept (nearer(): its distance is then heard_distance's): over the starter kit the
+    guess's fit is the nearer for 57 of 101 kicks, the other 44 it misses by more than the measured starts do.
 
     log: a line per batch of clips fitted, with their median distance and what it means (DISTANCE_MEANING); with
     progress_s, also a line at least that many seconds (on `clock`) apart while a batch is being fitted: how far
@@ -448,8 +607,10 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
         onset = stage_of(stage)[1]
     out_u, out_d = torch.zeros(n, numbers), torch.zeros(n)
     r = len(starts_for(onset))
+    refine = iters if guess_iters is None else max(0, int(guess_iters))
     # the work in all, in kick-steps: a first-stage step descends every start of its kicks (r rows a kick)
-    n_work = -(-n // batch) * (restart_iters * r + iters)
+    n_work = -(-n // batch) * ((refine if guess is not None else 0)
+                               + (restart_iters * r + iters if guess is None or keep_nearer else 0))
     started = clock()
     said = [started, 0]  # when the last progress line was logged, kick-steps done
 
@@ -473,15 +634,28 @@ def fit(clips: torch.Tensor, sample_rate: int, *, iters: int = 300, restart_iter
             # fitted beside it; training fits each clip once and keeps it, serving fits one file at a time)
             synth, starts, target = _problem(x, sample_rate, rate, version, stage, onset)
             each = check is not None or log is not None  # a cancel between two steps, a progress line
-            u, d = _descend(synth.for_restarts(), starts, target.repeat(r), restart_iters, lr,
-                            (lambda i: tick(r)) if each else None)
-            best = d.reshape(-1, r).argmin(dim=1)
-            u = u.reshape(-1, r, numbers)[torch.arange(len(x)), best]
-            u, d = _descend(synth, u, target, iters, lr, (lambda i: tick(1)) if each else None)
+            if guess is not None:
+                u = guess(x, sample_rate).float().cpu().clamp(-U_LIMIT, U_LIMIT)
+                u = pitch_tracked(u, x, sample_rate, version, check)
+                u, d = _descend(synth, u, target.level_free_copy(), refine, lr, (lambda i: tick(1)) if each else None,
+                                patience=REFINE_PATIENCE, tether=REFINE_TETHER)
+                fits = [u]
+            if guess is None or keep_nearer:
+                u, d = _descend(synth.for_restarts(), starts, target.repeat(r), restart_iters, lr,
+                                (lambda i: tick(r)) if each else None)
+                best = d.reshape(-1, r).argmin(dim=1)
+                u = u.reshape(-1, r, numbers)[torch.arange(len(x)), best]
+                u, d = _descend(synth, u, target, iters, lr, (lambda i: tick(1)) if each else None)
+                fits = [u] if guess is None else fits + [u]
             with torch.no_grad():
                 full = x_all[a:a + batch]
-                u = adjust(synth_for(version, sample_rate, full.shape[1], stage), u,
-                           descriptors.measure(full, sample_rate), finish=_level_like_a_clip, check=check)
+                fits = [adjust(synth_for(version, sample_rate, full.shape[1], stage), u,
+                               descriptors.measure(full, sample_rate), finish=_level_like_a_clip, check=check)
+                        for u in fits]
+                if len(fits) > 1:  # each kick's nearer as the daemon plays it (heard_distance)
+                    u, d = nearer(fits, x, sample_rate, version, stage)
+                else:
+                    u = fits[0]
             out_u[a:a + len(x)], out_d[a:a + len(x)] = u, d
             if log is not None:
                 log(f"fitted the synth to clips {a + 1}..{a + len(x)} of {n} in {clock() - started:.0f} s "

@@ -2,7 +2,9 @@
 controls), the synth plays them. A control given in units is then set exactly: the kick is measured as the
 descriptors measure it (pitch, decay, click) and the one number that moves it is corrected, a few times over.
 
-Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked).
+Variations and morphs of a file start from that file's fitted numbers (analysis by synthesis when asked), and a
+file's place on the map is its fit's: the fit starts from the guess of the synth's amortised inverse (inverse.py)
+where one is shipped for the model's synth version, else from its measured starts.
 
 A kick is as long as its decay needs, up to MAX_KICK_S: each is played at the model's length first (the shipped
 model's kicks that decay within it are the bits they always were); one whose finished tail is still above the floor
@@ -24,7 +26,8 @@ from ...diffusion import Denoiser
 from ...dsp import TAIL_FADE_MS, finish_kick, tail_end
 from ...generator import ENCODE, KIT_NUMBERS, UNITS, Endpoint, Hook, Item, Ragged, Settings
 from ..diffusion_common import DiffusionGenerator
-from .fit import adjust, fit, fit_seconds, serve_restart_iters
+from . import inverse
+from .fit import adjust, fit, fit_seconds, serve_options
 from .network import prior_net
 from .synth import from_params, n_params, params_for, synth_for, to_params
 
@@ -64,9 +67,14 @@ class KickSynthGenerator(DiffusionGenerator):
         self.synth_version = version = cfg.synth.version
         numbers = n_params(version)
 
+        # the synth's amortised inverse (None: none shipped for this version, or refused: the measured starts)
+        self.inverse = inverse.shipped(version)
+        self.fit_options = serve_options(f, version, self.inverse.guess if self.inverse is not None else None)
+        if self.inverse is not None:  # what the daemon's price lines call an encoding (kickserver.pricing)
+            self.encoder_name = "a fit of the synth from its inverse's guess"
+
         def fit_served(x: torch.Tensor, check) -> torch.Tensor:
-            return fit(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
-                       batch=f.batch, check=check, version=version)[0]
+            return fit(x, self.sample_rate, **self.fit_options, check=check)[0]
 
         synth = synth_for(version, self.sample_rate, self.length).to(device)
         self.codec = SynthCodec(synth, fit_served, numbers, device)
@@ -93,11 +101,14 @@ class KickSynthGenerator(DiffusionGenerator):
 
     def encode_seconds(self, clip: np.ndarray, hook: Hook | None = None) -> float:
         """A served fit's time, estimated from a few of its steps (fit.fit_seconds): a whole fit may take minutes."""
-        f, hook = self.fit_config, hook or (lambda info: None)
+        hook = hook or (lambda info: None)
         x = torch.as_tensor(np.asarray(clip, dtype=np.float32)).reshape(1, -1)
+        o = self.fit_options
         with torch.inference_mode(False):
-            return fit_seconds(x, self.sample_rate, iters=f.serve_iters, restart_iters=serve_restart_iters(f), lr=f.lr,
-                               check=lambda: hook({"stage": "fit"}), version=self.synth_version)
+            return fit_seconds(x, self.sample_rate, iters=o["iters"], restart_iters=o["restart_iters"], lr=o["lr"],
+                               check=lambda: hook({"stage": "fit"}), version=self.synth_version,
+                               guess=o.get("guess"), guess_iters=o.get("guess_iters"),
+                               keep_nearer=o.get("keep_nearer", False))
 
     # the numbers <-> the denoiser's space
     def numbers(self, z: torch.Tensor) -> torch.Tensor:
@@ -245,4 +256,5 @@ class KickSynthGenerator(DiffusionGenerator):
     def describe(self) -> dict:
         return super().describe() | {"synth_numbers": self.latent_dim, "synth_version": self.synth_version,
                                      "max_length": self.max_length,
-                                     "unit_controls": list(self.unit_controls)}
+                                     "unit_controls": list(self.unit_controls),
+                                     "synth_inverse": self.inverse is not None}
