@@ -20,7 +20,7 @@ count, the procedural synth; generated and synth kicks finished like the daemon'
 - pitch_start_hz / pitch_end_hz: the strongest frequency below 250 Hz in 10..50 ms and in
   80..160 ms after the onset (Hann window, zero-padded to 1 Hz bins). pitch_drop is the share of
   clips whose start is at least 5 % above their end: the sweep that makes a kick sound like one.
-- second_hit: the share of clips with a second hit (`trainer.evaluation.measures.second_hit_ms`: a new attack 40 ms
+- second_hit: the share of clips with a second hit (`kickmodel.descriptors.second_hit_ms`: a new attack 40 ms
   or more after the first, with the body's level climbing again: a flam or a loop's next beat). A one-shot has
   none; the target is 0 in 512 generated kicks.
 - tail_hiss_db: `trainer.evaluation.measures.tail_hiss_db` (energy above 4 kHz, 400..900 ms, re the peak).
@@ -72,8 +72,9 @@ from pathlib import Path
 
 import numpy as np
 
+from kickmodel.descriptors import second_hit_ms
 from trainer.evaluation.distances import diversity, real_halves_1nn, standardiser, two_sample_1nn
-from trainer.evaluation.measures import body_haze_db, second_hit_ms, tail_hiss_db
+from trainer.evaluation.measures import body_haze_db, tail_hiss_db
 from trainer.evaluation.sets import collect
 
 REPO = Path(__file__).resolve().parents[1]

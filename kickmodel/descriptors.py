@@ -197,3 +197,64 @@ def from_dial(u: torch.Tensor, quantiles: list[list[float]]) -> torch.Tensor:
         fp = torch.tensor(q, dtype=torch.float64, device=v.device)
         cols.append(_interp(v[:, c], xp, fp))
     return torch.stack(cols, dim=1).to(u.dtype if u.is_floating_point() else torch.float32)
+
+
+# A second hit: a loop's next beat or a flam inside what should be a one-shot (second_hit_ms)
+SECOND_HIT_ONSET_DB = -30.0  # the first onset: the first sample within this of the clip's peak
+SECOND_HIT_FRAME_MS = 5.0
+SECOND_HIT_AFTER_MS = 40.0  # a second hit starts at least this long after the first onset (a flam, a loop's next beat)
+SECOND_HIT_JUMP_DB = 15.0  # its attack is this much above every frame of the SECOND_HIT_BEFORE_MS before it...
+SECOND_HIT_BEFORE_MS = 30.0
+SECOND_HIT_LEVEL_DB = -20.0  # ...and within this of the first attack
+SECOND_HIT_BODY_DB = 3.0  # and the kick's own level (not only its click) climbs this much in 10 ms: a hit, not a tick
+_SECOND_HIT_FLOOR_DB = -120.0
+
+
+def _frame_db(v: np.ndarray, frames: int, hop: int) -> np.ndarray:
+    return np.maximum(10 * np.log10(np.maximum((v[:frames * hop].reshape(frames, hop) ** 2).mean(axis=1), 1e-300)),
+                      _SECOND_HIT_FLOOR_DB)
+
+
+def second_hit_ms(clips: np.ndarray, sample_rate: int, *, from_start: bool = False) -> np.ndarray:
+    """Per clip ([L] or [n, L], numpy): when a second hit starts, in ms after the first onset (from_start: after the
+    clip's first sample), or NaN for a one-shot.
+
+    What is followed is the attack, not the body: the energy of the signal's first difference (a gentle high-pass,
+    +6 dB an octave, so a body at 50 Hz counts little and a beater's click much) in 5 ms frames from the onset (the
+    first sample within 30 dB of the peak). A kick's click dies within tens of milliseconds and its body only rings
+    out (beating by a few dB; an 808's tail decays for seconds without a new attack); a loop's next beat or a flam is
+    a sudden new click: a frame at least SECOND_HIT_AFTER_MS after the onset, SECOND_HIT_JUMP_DB above every frame of
+    the SECOND_HIT_BEFORE_MS before it and within SECOND_HIT_LEVEL_DB of the first attack, whose plain level (the
+    body, not the click) climbs SECOND_HIT_BODY_DB over the same stretch within 10 ms (an edit's tick or a pedal's
+    squeak clicks without it). The time is that frame's start. Calibrated on the starter kit as first shipped: its
+    two loops (beats_rave_kick01/02) hit again at 329 ms, none of its other 99 kicks (68 of the first 70, the 31
+    added later) does; without the body condition two ticks were flagged, and a plain 5 ms RMS envelope flagged 45
+    kicks whose low body beats."""
+    x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
+    hop = max(1, int(round(sample_rate * SECOND_HIT_FRAME_MS / 1000)))
+    back = max(1, int(round(SECOND_HIT_BEFORE_MS / SECOND_HIT_FRAME_MS)))
+    after = max(back, int(np.ceil(SECOND_HIT_AFTER_MS / SECOND_HIT_FRAME_MS)))
+    a = np.abs(x)
+    peak = a.max(axis=1, keepdims=True)
+    onsets = np.argmax(a >= peak * 10 ** (SECOND_HIT_ONSET_DB / 20), axis=1)
+    out = np.full(len(x), np.nan)
+    for i, (clip, onset) in enumerate(zip(x, onsets)):
+        if not peak[i, 0] > 0:
+            continue
+        d = np.diff(clip[onset:])
+        frames = len(d) // hop
+        if frames <= after:
+            continue
+        env = _frame_db(d, frames, hop)
+        body = _frame_db(clip[onset:], frames, hop)
+        # for frame k: the largest of the `back` frames before it (k >= after >= back), and of it and the next
+        env_before = np.lib.stride_tricks.sliding_window_view(env[:-1], back).max(axis=1)[after - back:]
+        body_before = np.lib.stride_tricks.sliding_window_view(body[:-1], back).max(axis=1)[after - back:]
+        body_now = np.maximum(body, np.append(body[1:], -np.inf))[after:]
+        hit = ((env[after:] >= env[:after].max() + SECOND_HIT_LEVEL_DB)
+               & (env[after:] >= env_before + SECOND_HIT_JUMP_DB)
+               & (body_now >= body_before + SECOND_HIT_BODY_DB))
+        if hit.any():
+            k = after + int(np.argmax(hit))
+            out[i] = (k * hop + (onset if from_start else 0)) * 1000.0 / sample_rate
+    return out
