@@ -186,7 +186,9 @@ def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
     from trainer.cli import main
 
     clips = synth_batch(12, seed=11, length=6000)
-    _write_kicks(tmp_path / "real", clips[:6])
+    flam = clips[0].copy()
+    flam[int(0.06 * SR):] += 0.8 * clips[0][: len(flam) - int(0.06 * SR)]  # a second stroke 60 ms after the first
+    _write_kicks(tmp_path / "real", [flam / np.abs(flam).max(), *clips[1:6]])
     _write_kicks(tmp_path / "train", clips[6:])
     run = tmp_path / "run"
     run.mkdir()
@@ -218,6 +220,11 @@ def test_kicktrain_eval_end_to_end(tmp_path, tiny_artifact, capsys):
             assert r["seconds_per_kick"] > 0 and r["n"] == 6 and "kid_at_most_tenth_of_synth" in r["targets"]
             assert 0 < r["latency_s"] and r["family"] == "waveform_diffusion"
     assert report["rows"][0]["haze_vs_real_db"] == 0.0
+    # the kicks that hit twice: the real flam counted, with the share's interval; no kick a model wrote hits twice
+    real_hits = report["rows"][0]["second_hit"]
+    assert (real_hits["kicks"], real_hits["n"]) == (1, 6) and real_hits["lo"] < 1 / 6 < real_hits["hi"], real_hits
+    assert all(r["second_hit"]["kicks"] == 0 for r in report["rows"] if r["kind"] == "model"), report["rows"]
+    assert "1/6 [" in printed.splitlines()[2] and "2nd hit" in printed.splitlines()[0], printed
     for r in report["rows"]:  # the 1-NN two-sample test: held-out (the real row: its halves) and training
         for key in ("nn1", "nn1_train"):
             t = r[key]
@@ -320,3 +327,16 @@ def test_one_nn_two_sample_test_tells_alike_clustered_and_copied_sets_apart():
     assert one_nn_accuracy(same, same.copy())[0] == 0.0
     with pytest.raises(ValueError, match="same size"):
         one_nn_accuracy(real, real[:5])
+
+
+def test_wilson_interval_of_a_share():
+    from trainer.evaluation.distances import wilson_interval
+
+    lo, hi = wilson_interval(5, 10)
+    assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)  # the textbook case
+    assert wilson_interval(0, 512) == (0.0, pytest.approx(1.959964 ** 2 / (512 + 1.959964 ** 2)))  # not [0, 0]
+    lo, hi = wilson_interval(512, 512)
+    assert hi == pytest.approx(1.0) and 0.99 < lo < 1.0
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
