@@ -371,6 +371,25 @@ def test_split_keeps_velocity_layers_together():
         assert bja <= v or bja <= t, (frac, sorted(v))  # the layers land on one side together
 
 
+def test_the_starter_kits_two_loops_train_on_their_first_hit(tmp_path):
+    """The kit keeps its two loops as the shipped models recorded them; preparing them (what `kicktrain fit` and
+    scripts/train_default_model.sh do with the kit) keeps each to its first hit, with a line naming it."""
+    from kickmodel.descriptors import second_hit_ms
+
+    kit = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    for name in ("beats_rave_kick01.flac", "beats_rave_kick02.flac"):
+        shutil.copy(kit / name, folder / name)
+    lines: list[str] = []
+    ps = D.prepare([folder], CFG, tmp_path / "cache", log=lines.append)
+    said = sorted(ln for ln in lines if "hits again" in ln)
+    assert len(said) == 2 and "rave_kick01" in said[0] and "rave_kick02" in said[1], lines
+    assert all(" at 33" in ln or " at 329" in ln for ln in said), said
+    assert np.isnan(second_hit_ms(ps.audio, CFG.sample_rate)).all()
+    assert not ps.audio[:, int(0.33 * CFG.sample_rate):].any()
+
+
 def test_a_file_that_hits_twice_trains_on_its_first_hit_only(tmp_path, capsys):
     """A loop or a flam in a folder of one-shots (the starter kit had two: a second kick 330 ms after the first,
     which the bundled model learned to copy) is kept to its first hit by `kicktrain prepare`, with one line naming
