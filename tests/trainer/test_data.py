@@ -385,7 +385,7 @@ def test_the_starter_kits_two_loops_train_on_their_first_hit(tmp_path):
     ps = D.prepare([folder], CFG, tmp_path / "cache", log=lines.append)
     said = sorted(ln for ln in lines if "hits again" in ln)
     assert len(said) == 2 and "rave_kick01" in said[0] and "rave_kick02" in said[1], lines
-    assert all(" at 33" in ln or " at 329" in ln for ln in said), said
+    assert all(290 <= float(ln.split("hits again at ")[1].split(" ms")[0]) <= 335 for ln in said), said
     assert np.isnan(second_hit_ms(ps.audio, CFG.sample_rate)).all()
     assert not ps.audio[:, int(0.33 * CFG.sample_rate):].any()
 
@@ -407,7 +407,7 @@ def test_a_file_that_hits_twice_trains_on_its_first_hit_only(tmp_path, capsys):
     said = [ln for ln in lines if "hits again" in ln]
     assert len(said) == 1 and str(tmp_path / "in" / "loop.wav") in said[0] and "first hit only" in said[0], lines
     at_ms = float(said[0].split("hits again at ")[1].split(" ms")[0])
-    assert 325 <= at_ms <= 335, said  # the time, from the clip's start (its onset is 0.5 ms in)
+    assert 290 <= at_ms <= 335, said  # where the second hit's rise begins, from the clip's start, before 330 ms
     ps = D.prepare([tmp_path / "in"], CFG, tmp_path / "cache", log=lines.append)  # the cache the CLI wrote
     assert "using cached" in lines[-1], lines[-1]
     rows = {Path(m["source"]).name: ps.audio[i] for i, m in enumerate(ps.manifest)}
