@@ -20,9 +20,12 @@ count, the procedural synth; generated and synth kicks finished like the daemon'
 - pitch_start_hz / pitch_end_hz: the strongest frequency below 250 Hz in 10..50 ms and in
   80..160 ms after the onset (Hann window, zero-padded to 1 Hz bins). pitch_drop is the share of
   clips whose start is at least 5 % above their end: the sweep that makes a kick sound like one.
-- second_hit: the share of clips with a second hit (`trainer.evaluation.measures.second_hit_ms`: a new attack 40 ms
-  or more after the first, with the body's level climbing again: a flam or a loop's next beat). A one-shot has
-  none; the target is 0 in 512 generated kicks.
+- second_hit: the clips with a second hit (`kickmodel.descriptors.second_hit_ms`: a new attack 40 ms or more after
+  the first, with the body's level climbing again: a flam or a loop's next beat), shown as kicks/n; its interval is
+  Wilson's, not the bootstrap's (which is [0, 0] when no clip hits twice: 0 of 512 leaves up to 0.74 %). A one-shot
+  has none; the target is 0 in 512 generated kicks. Generated kicks are finished as the daemon finishes them, with
+  the guard that fades a second hit out (kickmodel.dsp.finish_kick): bench/studies/second_hits.py measures a model
+  before it.
 - tail_hiss_db: `trainer.evaluation.measures.tail_hiss_db` (energy above 4 kHz, 400..900 ms, re the peak).
 - end_jump_db: the largest sample-to-sample step in the last 50 ms, dB re the peak (a click at
   the end of the file shows as a step far above the signal's own slope).
@@ -54,9 +57,10 @@ Three columns describe a set as a whole:
   measured (nothing there to notch). The column shows the signed depth of the largest |depth| and its
   frequency; the target is |depth| <= 3 dB.
 
-Prints a table of medians (with the 25..75 % range), then the 95 % bootstrap intervals of the pitch_drop
-and step_share shares and of the haze and attack medians (what another draw of as many clips could give: with 20
-real and 64 generated kicks they are several points and dB wide; --n 512 narrows the model's), and writes
+Prints a table of medians (with the 25..75 % range), then the 95 % intervals (bootstrap; second_hit: Wilson) of
+the pitch_drop, second_hit and step_share shares and of the haze and attack medians (what another draw of as many
+clips could give: with 20 real and 64 generated kicks they are several points and dB wide; --n 512 narrows the
+model's), and writes
 OUT/sound_check.json (or sound_check-TAG.json with --tag); OUT is ~/.cache/kickserver/bench unless --out names
 another folder (--out bench/results: the figures the docs quote). --real-name labels the real row (e.g. "new kicks").
 """
@@ -72,8 +76,9 @@ from pathlib import Path
 
 import numpy as np
 
-from trainer.evaluation.distances import diversity, real_halves_1nn, standardiser, two_sample_1nn
-from trainer.evaluation.measures import body_haze_db, second_hit_ms, tail_hiss_db
+from kickmodel.descriptors import second_hit_ms
+from trainer.evaluation.distances import diversity, real_halves_1nn, standardiser, two_sample_1nn, wilson_interval
+from trainer.evaluation.measures import body_haze_db, tail_hiss_db
 from trainer.evaluation.sets import collect
 
 REPO = Path(__file__).resolve().parents[1]
@@ -252,10 +257,16 @@ def bootstrap_interval(v: np.ndarray, stat, n_boot: int = BOOT_N, seed: int = BO
 
 def summarise(m: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
     """Per measure: the share (pitch_drop) or the median and quartiles, each with its 95 % bootstrap interval
-    (ci_lo, ci_hi); with start_pct, also step_share: the share of clips whose start_pct is above STEP_PCT."""
+    (ci_lo, ci_hi); second_hit: its share and count (kicks of n) with the 95 % Wilson interval; with start_pct, also
+    step_share: the share of clips whose start_pct is above STEP_PCT."""
     out = {}
     for k, v in m.items():
-        if k in SHARES:
+        if k == "second_hit":  # a share that is often 0: Wilson's interval, which is not [0, 0] then
+            kicks = int(np.asarray(v).sum())
+            lo, hi = wilson_interval(kicks, len(v))
+            out[k] = {"share": float(np.mean(v)) if len(v) else 0.0, "kicks": kicks, "n": len(v), "ci_lo": lo,
+                      "ci_hi": hi, "interval": "wilson"}
+        elif k in SHARES:
             lo, hi = bootstrap_interval(v, np.mean)
             out[k] = {"share": float(v.mean()), "ci_lo": lo, "ci_hi": hi}
         else:
@@ -317,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = []
         for c in cols:
             v = r[c]
-            cells.append(f"{v['share']:>18.2f}" if "share" in v else
+            cells.append(f"{v['kicks']}/{v['n']}".rjust(18) if "kicks" in v else
+                         f"{v['share']:>18.2f}" if "share" in v else
                          f"{v['median']:>7.1f} [{v['q25']:.0f}..{v['q75']:.0f}]".rjust(18))
         g = grid[name]
         cells.append(f"{div[name]:>8.2f}")
@@ -326,8 +338,8 @@ def main(argv: list[str] | None = None) -> int:
             cells.append((f"{t['accuracy']:.2f} [{t['lo']:.2f}..{t['hi']:.2f}]" if t else "-").rjust(18))
         cells.append((f"{g['depth_db']:+.1f} @ {g['hz']:.0f}" if g["hz"] is not None else "-").rjust(16))
         print(f"{name:<{width}} {len(groups[name]):>3}  " + "  ".join(cells))
-    print("95 % bootstrap intervals (resampling each set's clips): pitch_drop, second_hit and step_share shares, "
-          "body_hf_db and attack_ms medians")
+    print("95 % intervals: bootstrap (resampling each set's clips) of the pitch_drop and step_share shares and the "
+          "body_hf_db and attack_ms medians; Wilson of the second_hit share")
     for name, r in rows.items():
         print(f"{name:<{width}} {len(groups[name]):>3}  "
               + "  ".join(f"{c} {r[c]['ci_lo']:.{d}f}..{r[c]['ci_hi']:.{d}f}"

@@ -2,6 +2,7 @@
 raised-cosine fades and the high-pass filter, with the two high-pass corners named for what they do.
 
     finish_kick(audio, sr)           a generated clip made ready to drop into a DAW ([L] or [n, L])
+    first_hit_only(x, sr)            clips that hit twice (a loop, a flam) faded out before their second hit
     resample(x, from_rate, to_rate)  torchaudio's windowed sinc along the last axis, its kernel bounded
     rise(n), fall(n)                 half a Hann window up (0 -> 1) and down (1 -> 0)
     highpass(x, sr, hz, q)           torchaudio's 2nd-order high-pass biquad on float arrays
@@ -29,6 +30,7 @@ OUTPUT_PEAK_DB = -1.0  # a finished kick's peak
 # as long as its kick, not as the model's render (a kick that has not decayed by the end of the render keeps it all).
 TAIL_FLOOR_DB = -60.0
 TAIL_FADE_MS = 10.0
+CUT_BEFORE_MS = 10.0  # first_hit_only: a cut ends this long before the second hit's attack, faded over as long
 
 MAX_RESAMPLE_KERNEL = 1 << 20  # values: 4 MB of float32, about 20 MB while it is built
 _LOWPASS_WIDTH, _ROLLOFF = 6, 0.99  # torchaudio.functional.resample's defaults, which it is called with
@@ -54,11 +56,38 @@ def highpass(x: np.ndarray, sample_rate: int, hz: float, q: float = 0.707) -> np
     return AF.highpass_biquad(torch.from_numpy(np.ascontiguousarray(x)), sample_rate, hz, Q=q).numpy()
 
 
+def first_hit_only(clips: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
+    """(clips, when each one's second hit starts in ms after its first sample, NaN for a one-shot) for float clips
+    [L] or [n, L]: a clip that hits twice (kickmodel.descriptors.second_hit_ms: a loop's next beat, a flam) is
+    silent from CUT_BEFORE_MS before its second attack on, faded out (raised cosine) over the CUT_BEFORE_MS before
+    that; a one-shot is returned as it was, bit for bit (the same array when no clip hits twice)."""
+    from .descriptors import second_hit_ms
+
+    x = np.asarray(clips)
+    at_ms = second_hit_ms(x, sample_rate, from_start=True)
+    if np.isnan(at_ms).all():
+        return clips, at_ms
+    out = np.array(np.atleast_2d(x), copy=True)
+    n = int(round(CUT_BEFORE_MS * sample_rate / 1000))
+    for i in np.flatnonzero(~np.isnan(at_ms)):
+        end = max(0, int(round(at_ms[i] * sample_rate / 1000)) - n)
+        start = max(0, end - n)
+        out[i, start:end] *= fall(end - start).astype(out.dtype)
+        out[i, end:] = 0
+    return (out[0] if x.ndim == 1 else out), at_ms
+
+
 def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = OUTPUT_PEAK_DB, fade_ms: float = 20.0,
-                highpass_hz: float = SUBSONIC_HZ, fade_in_ms: float = 0.5) -> np.ndarray:
+                highpass_hz: float = SUBSONIC_HZ, fade_in_ms: float = 0.5, one_hit: bool = True) -> np.ndarray:
     """Make a generated clip ready to drop into a DAW: finite, a fade_in_ms raised-cosine rise at the start (so the
     first sample is 0, no step), a 2nd-order subsonic high-pass at highpass_hz (0: off; it also takes out DC), a
-    short raised-cosine fade at the end (so the last sample is 0, no click), peak at peak_db. Works on [L] or [n, L].
+    short raised-cosine fade at the end (so the last sample is 0, no click), peak at peak_db, and one hit only
+    (one_hit; first_hit_only). Works on [L] or [n, L].
+
+    One hit: a kick that hits again (a loop's next beat or a flam, which the bundled model learned from two loops in
+    the starter kit and made in about 1 kick of 80) is faded out before its second attack and levelled again; the
+    detector reads the finished kick, so a kick that hits once is not changed by a single bit. one_hit=False is for
+    measuring what a model makes before the guard (bench/studies/second_hits.py).
 
     The high-pass is what a sample-pack editor does by hand: the bundled model's raw output carries a
     slow drift below 20 Hz that sits as a floor about 65 dB under the peak through the whole tail (a
@@ -87,9 +116,12 @@ def finish_kick(audio: np.ndarray, sample_rate: int, peak_db: float = OUTPUT_PEA
     n_fade = min(n_fade, x.shape[1])
     if n_fade > 1:
         x[:, -n_fade:] *= fall(n_fade)
-    peak = np.abs(x).max(axis=1, keepdims=True)
-    target = 10 ** (peak_db / 20)
-    x = np.where(peak > 1e-9, x * (target / np.maximum(peak, 1e-12)), 0.0)
+    x = _level(x, peak_db)
+    if one_hit:
+        cut, at_ms = first_hit_only(x, sample_rate)
+        if not np.isnan(at_ms).all():  # only the kicks that hit twice are levelled again
+            again = ~np.isnan(at_ms)
+            x[again] = _level(cut[again], peak_db)
     out = x.astype(np.float32)
     return out[0] if squeeze else out
 
@@ -122,6 +154,13 @@ def trim_tail(x: np.ndarray, sample_rate: int, floor_db: float = TAIL_FLOOR_DB,
     out = x[:end + n_fade].copy()
     out[end:] = (out[end:].astype(np.float64) * fall(n_fade)).astype(np.float32)
     return out
+
+
+def _level(x: np.ndarray, peak_db: float) -> np.ndarray:
+    """Rows of x with their peak at peak_db (a silent row: zeros)."""
+    peak = np.abs(x).max(axis=1, keepdims=True)
+    target = 10 ** (peak_db / 20)
+    return np.where(peak > 1e-9, x * (target / np.maximum(peak, 1e-12)), 0.0)
 
 
 def kernel_size(down: int, up: int) -> int:

@@ -7,7 +7,7 @@
 Every clip is mono float32 at `cfg.sample_rate`, exactly `cfg.length` samples, its transient at
 sample 0 (after a 0.5 ms pre-roll), DC removed, peak at `cfg.peak_db` dBFS, faded out at the end.
 Files that cannot be used are skipped with one log line each and listed in `PreparedSet.skipped`. A file that
-hits twice (a loop, a flam: trainer.evaluation.measures.second_hit_ms) is kept to its first hit, with a log line:
+hits twice (a loop, a flam: kickmodel.dsp.first_hit_only) is kept to its first hit, with a log line:
 a model learns what its clips hold, and one-shots are what it should make.
 
 The cache is `<cache_dir>/audio.f32` (raw float32, row-major [N, length]) and `manifest.json`
@@ -31,9 +31,11 @@ import soundfile as sf
 from kickmodel import safejson
 from kickmodel.clips import AUDIO_EXTENSIONS, MAX_SAMPLES, BadAudio, check_header, load_clip
 from kickmodel.config import DataConfig
+from kickmodel.dsp import CUT_BEFORE_MS, first_hit_only
 from kickmodel.fsutil import atomic_write, clean_stale_temp_files
 
-CACHE_VERSION = 2  # 2: a clip that hits twice is cut to its first hit (first_hit_only)
+CACHE_VERSION = 3  # 2: a clip that hits twice is cut to its first hit (first_hit_only); 3: at its second attack's
+# own sample (5 ms frames are 220 samples at 44.1 kHz, not 220.5: the old cut ended up to a millisecond late)
 AUDIO_FILE = "audio.f32"
 MANIFEST_FILE = "manifest.json"
 SIDECAR_SUFFIXES = frozenset({".asd", ".reapeaks", ".reapindex"})
@@ -273,26 +275,6 @@ def _open(cache_dir: Path, manifest: dict, cfg: DataConfig) -> PreparedSet:
                        config=cfg, cache_dir=cache_dir)
 
 
-CUT_BEFORE_MS = 10.0  # a cut ends this long before the second hit's attack, faded over as long
-
-
-def first_hit_only(clip: np.ndarray, sample_rate: int) -> tuple[np.ndarray, float | None]:
-    """(clip, None) for a one-shot; for a clip that hits twice, (the clip silent from CUT_BEFORE_MS before its second
-    hit on, faded out over the CUT_BEFORE_MS before that, and when the second hit starts in ms after the onset)."""
-    from .evaluation.measures import _onsets, second_hit_ms
-
-    at_ms = float(second_hit_ms(clip[None], sample_rate)[0])
-    if np.isnan(at_ms):
-        return clip, None
-    n = int(round(CUT_BEFORE_MS * sample_rate / 1000))
-    end = int(_onsets(clip[None])[0]) + int(round(at_ms * sample_rate / 1000)) - n
-    out = np.array(clip, dtype=np.float32)
-    start = max(0, end - n)
-    out[start:end] *= (0.5 * (1 + np.cos(np.linspace(0, np.pi, end - start)))).astype(np.float32)
-    out[end:] = 0.0
-    return out, at_ms
-
-
 def _no_usable(paths: list[Path], n_files: int, n_skipped: int) -> NoUsableAudio:
     where = ", ".join(str(p) for p in paths)
     return NoUsableAudio(f"no usable audio in {where}: {n_files} audio file(s) found, {n_skipped} skipped")
@@ -360,9 +342,10 @@ def prepare(paths: list[str | Path], cfg: DataConfig, cache_dir: Path,
                 log(f"skipped {f}: {reason}")
                 skipped.append((str(f), reason))
                 continue
-            clip, cut_ms = first_hit_only(clip, cfg.sample_rate)
-            if cut_ms is not None:
-                log(f"{f}: hits again {cut_ms:.0f} ms after its onset (a loop or a flam?): using its first hit only")
+            clip, at_ms = first_hit_only(clip, cfg.sample_rate)
+            if not np.isnan(at_ms[0]):
+                log(f"{f}: hits again at {at_ms[0]:.0f} ms (a loop or a flam?): using its first hit only, faded out "
+                    f"{CUT_BEFORE_MS:g} ms before the second")
             rows.append(clip)
         clips.append({"source": fp["source"], "sha256": fp["sha256"], "duration": duration,
                       "size": fp["size"], "mtime_ns": fp["mtime_ns"]})

@@ -50,6 +50,11 @@ Distances (on a clip-level embedding, `trainer.embeddings`, default "mfcc-stats"
   ringing when the clip is cut.
 - Haze: `body_haze_db`, the body's energy between 1 and 8 kHz (30..200 ms after the onset) re. the
   window's energy; the table shows each set's median minus the real held-out kicks' (0: as real).
+- 2nd hit: the kicks of the set that hit again after their first hit (kickmodel.descriptors.second_hit_ms: a
+  flam, a loop's next beat), with the share's 95 % Wilson interval (not [0, 0] when none does). A one-shot has
+  none; every finished kick goes through the guard that fades a second hit out (kickmodel.dsp.finish_kick), so a
+  model's row shows what a user gets (bench/studies/second_hits.py measures a model before the guard); the real
+  row counts the held-out files as they are.
 - Cost: s/kick is one kick rendered alone after a warm-up kick at the same settings, on LATENCY_THREADS CPU
   thread (median of LATENCY_REPS, the daemon's case: `kickserver serve --threads 1`) on the eval's device; the
   training columns (hours in training steps, samples/s, peak memory) come from the artifact's training summary,

@@ -203,3 +203,32 @@ def test_spread_gives_the_1nn_test_beside_diversity():
     assert out["alike"]["nn1"]["lo"] < 0.5 < out["alike"]["nn1"]["hi"]
     assert out["narrow"]["nn1"]["accuracy"] > 0.9 and out["narrow"]["nn1_train"]["gen_nn_gen"] > 0.95
     assert out["narrow"]["diversity_ratio"] < 0.2 < out["alike"]["diversity_ratio"]
+
+
+def test_second_hit_counts_the_kicks_that_hit_again_with_the_wilson_interval(monkeypatch, tmp_path, capsys):
+    """A loop's next beat 330 ms after the first (what the bundled model learned from the starter kit's two loops)
+    is counted in the table as kicks/n, with Wilson's interval (0 of n is not [0, 0])."""
+    import json
+    from types import SimpleNamespace
+
+    from trainer.evaluation.distances import wilson_interval
+
+    one = synth_batch(8, seed=3)
+    at = int(0.33 * SR)
+    two = one.copy()
+    two[:2, at:] += one[:2, : N - at]  # two of the eight hit again
+    sets = EvalSets(sample_rate=SR, real=one, train=None, synth=one, real_sources=["a.wav"],
+                    models=[ModelRow(label="m @ 10", artifact="a", name="m", family="waveform_diffusion", steps=10,
+                                     clips=two, seconds_per_kick=0.0, latency_s=0.0)])
+    monkeypatch.setattr(SC, "collect", lambda *a, **kw: ([SimpleNamespace(name="m", artifact=SimpleNamespace(step=1))],
+                                                         sets))
+    assert SC.main(["--out", str(tmp_path), "--n", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "2/8" in next(line for line in out.splitlines() if line.startswith("m @ 10")).split(), out
+    assert "0/8" in next(line for line in out.splitlines() if line.startswith("real held-out")).split(), out
+    got = json.loads((tmp_path / "sound_check.json").read_text())["sets"]
+    lo, hi = wilson_interval(2, 8)
+    assert got["m @ 10"]["second_hit"] == {"share": 0.25, "kicks": 2, "n": 8, "ci_lo": lo, "ci_hi": hi,
+                                           "interval": "wilson"}
+    assert got["real held-out"]["second_hit"]["ci_lo"] == 0.0 < got["real held-out"]["second_hit"]["ci_hi"]
+    assert f"second_hit {lo:.3f}..{hi:.3f}" in out

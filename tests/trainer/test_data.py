@@ -371,25 +371,49 @@ def test_split_keeps_velocity_layers_together():
         assert bja <= v or bja <= t, (frac, sorted(v))  # the layers land on one side together
 
 
-def test_a_file_that_hits_twice_trains_on_its_first_hit_only(tmp_path):
+def test_the_starter_kits_two_loops_train_on_their_first_hit(tmp_path):
+    """The kit keeps its two loops as the shipped models recorded them; preparing them (what `kicktrain fit` and
+    scripts/train_default_model.sh do with the kit) keeps each to its first hit, with a line naming it."""
+    from kickmodel.descriptors import second_hit_ms
+
+    kit = Path(__file__).resolve().parents[2] / "kickserver" / "data" / "kicks"
+    folder = tmp_path / "loops"
+    folder.mkdir()
+    for name in ("beats_rave_kick01.flac", "beats_rave_kick02.flac"):
+        shutil.copy(kit / name, folder / name)
+    lines: list[str] = []
+    ps = D.prepare([folder], CFG, tmp_path / "cache", log=lines.append)
+    said = sorted(ln for ln in lines if "hits again" in ln)
+    assert len(said) == 2 and "rave_kick01" in said[0] and "rave_kick02" in said[1], lines
+    assert all(290 <= float(ln.split("hits again at ")[1].split(" ms")[0]) <= 335 for ln in said), said
+    assert np.isnan(second_hit_ms(ps.audio, CFG.sample_rate)).all()
+    assert not ps.audio[:, int(0.33 * CFG.sample_rate):].any()
+
+
+def test_a_file_that_hits_twice_trains_on_its_first_hit_only(tmp_path, capsys):
     """A loop or a flam in a folder of one-shots (the starter kit had two: a second kick 330 ms after the first,
-    which the bundled model learned to copy) is kept to its first hit, with one line saying so; a one-shot is left
-    as it was."""
+    which the bundled model learned to copy) is kept to its first hit by `kicktrain prepare`, with one line naming
+    the file and when it hits again; a one-shot is left as it was."""
+    from kickmodel.descriptors import second_hit_ms
+    from trainer.cli import main as kicktrain
+
     sr = 44100
     one = kick(1, length=sr)
     loop = one + np.concatenate([np.zeros(int(0.33 * sr)), kick(2, length=sr)[: sr - int(0.33 * sr)]])
     write(tmp_path / "in" / "one.wav", one)
     write(tmp_path / "in" / "loop.wav", loop / np.abs(loop).max())
-    lines: list[str] = []
-    ps = D.prepare([tmp_path / "in"], CFG, tmp_path / "cache", log=lines.append)
-    rows = {Path(m["source"]).name: ps.audio[i] for i, m in enumerate(ps.manifest)}
+    assert kicktrain(["prepare", str(tmp_path / "in"), "--cache", str(tmp_path / "cache")]) == 0
+    lines = capsys.readouterr().out.splitlines()
     said = [ln for ln in lines if "hits again" in ln]
-    assert len(said) == 1 and "loop.wav" in said[0] and "first hit only" in said[0], lines
-    from trainer.evaluation.measures import second_hit_ms
-
+    assert len(said) == 1 and str(tmp_path / "in" / "loop.wav") in said[0] and "first hit only" in said[0], lines
+    at_ms = float(said[0].split("hits again at ")[1].split(" ms")[0])
+    assert 290 <= at_ms <= 335, said  # where the second hit's rise begins, from the clip's start, before 330 ms
+    ps = D.prepare([tmp_path / "in"], CFG, tmp_path / "cache", log=lines.append)  # the cache the CLI wrote
+    assert "using cached" in lines[-1], lines[-1]
+    rows = {Path(m["source"]).name: ps.audio[i] for i, m in enumerate(ps.manifest)}
     assert np.isnan(second_hit_ms(np.stack([rows["one.wav"], rows["loop.wav"]]), CFG.sample_rate)).all()
     second = int(0.33 * CFG.sample_rate)  # the first hit is kept whole up to just before the second
-    assert np.abs(rows["loop.wav"][second - 10:]).max() == 0.0
+    assert np.abs(rows["loop.wav"][second - int(0.005 * CFG.sample_rate):]).max() == 0.0
     assert np.abs(rows["loop.wav"][: int(0.25 * CFG.sample_rate)]).max() > 0.5
     single, _ = D.load_clip(tmp_path / "in" / "one.wav", CFG)
     np.testing.assert_array_equal(rows["one.wav"], single)

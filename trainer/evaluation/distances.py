@@ -181,3 +181,16 @@ def real_halves_1nn(real: np.ndarray, *, draws: int = 50, seed: int = 0) -> dict
     v = np.asarray(accs)
     return {"accuracy": float(v.mean()), "lo": float(np.percentile(v, 2.5)), "hi": float(np.percentile(v, 97.5)),
             "gen_nn_gen": None, "n_per_set": h, "draws": draws}
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval (95 % at the default z) of a share k / n: unlike the bootstrap's, it is not [0, 0]
+    when none of n kicks has the trait (0 of 512: 0..0.74 %), and it stays within 0..1. (0, 1) for n = 0."""
+    if n <= 0:
+        return 0.0, 1.0
+    if not 0 <= k <= n:
+        raise ValueError(f"a share of {k} in {n}")
+    p, z2 = k / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)

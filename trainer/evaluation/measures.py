@@ -4,7 +4,8 @@ haze over the body.
 They look for what the first models got wrong and what an embedding distance averages away: hiss in the
 tail where real kicks decay to near silence, a kick still ringing when the clip is cut, noise over the
 body's low tone. `kicktrain eval` reports each set's median (trainer/evaluate.py's docstring says how to
-read them); bench/sound_check.py uses them too.
+read them); bench/sound_check.py uses them too. A second hit (a loop's next beat, a flam) is measured in the runtime,
+which guards every kick against it: kickmodel.descriptors.second_hit_ms.
 """
 
 from __future__ import annotations
@@ -78,42 +79,3 @@ def end_level_db(clips: np.ndarray, sample_rate: int) -> np.ndarray:
     b = max(a + 1, length - int(round(END_MS[1] * sample_rate / 1000)))
     ms = (x[:, a:b] ** 2).mean(axis=1)
     return _db(ms / np.maximum(np.abs(x).max(axis=1) ** 2, 1e-300))
-
-
-SECOND_HIT_FRAME_MS = 5.0
-SECOND_HIT_AFTER_MS = 40.0  # a second hit starts at least this long after the first onset (a flam, a loop's next beat)
-SECOND_HIT_JUMP_DB = 15.0  # its attack is this much above every frame of the SECOND_HIT_BEFORE_MS before it...
-SECOND_HIT_BEFORE_MS = 30.0
-SECOND_HIT_LEVEL_DB = -20.0  # ...and within this of the first attack
-SECOND_HIT_BODY_DB = 3.0  # and the kick's own level (not only its click) climbs this much in 10 ms: a hit, not a tick
-
-
-def second_hit_ms(clips: np.ndarray, sample_rate: int) -> np.ndarray:
-    """Per clip: when a second hit starts, in ms after the first onset, or NaN for a one-shot. What is followed is
-    the attack, not the body: the energy of the signal's first difference (a gentle high-pass, +6 dB an octave, so
-    a body at 50 Hz counts little and a beater's click much) in 5 ms frames. A kick's click dies within tens of
-    milliseconds and its body only rings out (beating by a few dB); a loop's next beat or a flam is a sudden new
-    click: a frame at least SECOND_HIT_AFTER_MS after the onset, SECOND_HIT_JUMP_DB above every frame of the
-    SECOND_HIT_BEFORE_MS before it and within SECOND_HIT_LEVEL_DB of the first attack, whose plain level (the
-    body, not the click) climbs SECOND_HIT_BODY_DB over the same stretch within 10 ms (an edit's tick or a pedal's
-    squeak clicks without it). The starter kit's two loops (beats_rave_kick01/02) hit again 330 ms after their
-    onset; none of its other 99 kicks does."""
-    x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
-    hop = max(1, int(round(sample_rate * SECOND_HIT_FRAME_MS / 1000)))
-    back = max(1, int(round(SECOND_HIT_BEFORE_MS / SECOND_HIT_FRAME_MS)))
-    after = int(np.ceil(SECOND_HIT_AFTER_MS / SECOND_HIT_FRAME_MS))
-    out = np.full(len(x), np.nan)
-    for i, (clip, onset) in enumerate(zip(x, _onsets(x))):
-        d = np.diff(clip[onset:])
-        frames = len(d) // hop
-        if frames <= after:
-            continue
-        env = _db((d[:frames * hop].reshape(frames, hop) ** 2).mean(axis=1))
-        body = _db((clip[onset:onset + frames * hop].reshape(frames, hop) ** 2).mean(axis=1))
-        first = env[:after].max()
-        for k in range(after, frames):
-            if (env[k] >= first + SECOND_HIT_LEVEL_DB and env[k] >= env[k - back:k].max() + SECOND_HIT_JUMP_DB
-                    and body[k:k + 2].max() >= body[k - back:k].max() + SECOND_HIT_BODY_DB):
-                out[i] = k * SECOND_HIT_FRAME_MS
-                break
-    return out

@@ -27,7 +27,7 @@ def _pm(v: float | None, sd: float | None) -> str:
 
 
 TABLE_COLUMNS = ("set", "family", "n", "FAD", "KID", "KID(train)", "1-NN", "1-NN(train)", "gen nn gen",
-                 "nov/real", "ncc max", "copies", "div/real", "haze dB", "hiss dB", "s/kick", "train h",
+                 "nov/real", "ncc max", "copies", "div/real", "haze dB", "hiss dB", "2nd hit", "s/kick", "train h",
                  "train kicks/s", "train MB")
 
 
@@ -54,6 +54,7 @@ def column_legend() -> dict[str, str]:
                    "+ hazier",
         "hiss dB": f"energy above {TAIL_HZ / 1000:g} kHz in the tail (400..900 ms), dB re. peak; real kicks are near "
                    "silence",
+        "2nd hit": "kicks that hit again (a flam, a loop's next beat), of n [95 % Wilson]; a one-shot: 0",
         "s/kick": "seconds for one kick alone after a warm-up, on 1 CPU thread (serve --threads 1); median of 3",
         "train h": "hours the model spent in training steps (from the artifact)",
         "train kicks/s": "training speed in clips a second (from the artifact, on the machine that trained it)",
@@ -81,6 +82,14 @@ def _gen_side(r: dict) -> float | None:
     return t.get("gen_nn_gen")
 
 
+def _second_hit(r: dict) -> str:
+    """Kicks that hit twice with the share's interval, e.g. 0/512 [0..0.7 %]."""
+    t = r.get("second_hit")
+    if not t:
+        return "-"
+    return f"{t['kicks']}/{t['n']} [{100 * t['lo']:.2g}..{100 * t['hi']:.2g} %]"
+
+
 def _family_short(name: str | None) -> str:
     """A family's name as the table's narrow column shows it (latent_diffusion -> latent, kick_synth -> kick-synth):
     from the name, so a new family needs no line here."""
@@ -102,7 +111,7 @@ def format_table(report: dict[str, Any]) -> str:
                       _fmt(_gen_side(r), ".2f"), _fmt(r["novelty_ratio"], ".2f"),
                       _fmt(r["ncc_max"], ".3f"), _fmt(r["copies"], "d"), _fmt(r["diversity_ratio"], ".2f"),
                       _fmt(r.get("haze_vs_real_db"), "+.1f"), _fmt(r["tail_hiss_db"], ".1f"),
-                      _fmt(r.get("latency_s"), ".3f"), _fmt(hours / 3600 if hours else None, ".2f"),
+                      _second_hit(r), _fmt(r.get("latency_s"), ".3f"), _fmt(hours / 3600 if hours else None, ".2f"),
                       _fmt(r.get("train_samples_per_s"), ".1f"), _fmt(r.get("train_peak_memory_mb"), ".0f")])
     widths = [max(len(c), *(len(row[i]) for row in lines)) for i, c in enumerate(TABLE_COLUMNS)]
     fmt_row = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731

@@ -27,6 +27,7 @@ from .distances import (
     real_halves_1nn,
     standardiser,
     two_sample_1nn,
+    wilson_interval,
 )
 from .measures import body_haze_db, end_level_db, tail_hiss_db
 from .sets import BASELINE, EvalSets, Log, log_stderr
@@ -73,7 +74,7 @@ def _median(v: np.ndarray) -> float:
 def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int = 0,
           log: Log = log_stderr) -> dict[str, Any]:
     """Rows of the table (a dict per set) plus the recommended steps; see the module docstring."""
-    from kickmodel.descriptors import CONTROL_NAMES, measure
+    from kickmodel.descriptors import CONTROL_NAMES, measure, second_hit_ms
 
     sr = sets.sample_rate
     t0 = time.perf_counter()
@@ -141,6 +142,10 @@ def score(sets: EvalSets, embedding, *, splits: int = DEFAULT_SPLITS, seed: int 
                     "train_seconds": tr.get("train_seconds"), "train_samples_per_s": tr.get("samples_per_s"),
                     "train_peak_memory_mb": tr.get("peak_memory_mb"), "train_device": tr.get("device"),
                     "train_steps": tr.get("steps")})
+        hits = int((~np.isnan(second_hit_ms(clips, sr))).sum())
+        lo, hi = wilson_interval(hits, len(clips))
+        row["second_hit"] = {"kicks": hits, "n": len(clips), "share": hits / len(clips) if len(clips) else 0.0,
+                             "lo": lo, "hi": hi}
         desc = measure(torch.from_numpy(np.ascontiguousarray(clips)), sr).numpy()
         row["descriptors"] = {c: float(np.median(desc[:, i])) for i, c in enumerate(CONTROL_NAMES)}
         rows.append(row)
