@@ -26,8 +26,8 @@ from ...diffusion import Denoiser
 from ...dsp import TAIL_FADE_MS, finish_kick, tail_end
 from ...generator import ENCODE, KIT_NUMBERS, UNITS, Endpoint, Hook, Item, Ragged, Settings
 from ..diffusion_common import DiffusionGenerator
-from . import inverse
 from .fit import adjust, fit, fit_seconds, serve_options
+from .inverse import shipped as shipped_inverse
 from .network import prior_net
 from .synth import from_params, n_params, params_for, synth_for, to_params
 
@@ -68,7 +68,7 @@ class KickSynthGenerator(DiffusionGenerator):
         numbers = n_params(version)
 
         # the synth's amortised inverse (None: none shipped for this version, or refused: the measured starts)
-        self.inverse = inverse.shipped(version)
+        self.inverse = shipped_inverse(version)
         self.fit_options = serve_options(f, version, self.inverse.guess if self.inverse is not None else None)
         if self.inverse is not None:  # what the daemon's price lines call an encoding (kickserver.pricing)
             self.encoder_name = "a fit of the synth from its inverse's guess"
