@@ -76,8 +76,8 @@ def test_near_then_locate_comes_back_to_the_point(daemon):
 
 def test_a_spread_kick_is_located_where_its_own_latent_lies(daemon):
     """With the default spread (0.2) a kick's latent is its point's plus seeded noise, which moves it on the map (that
-    is what spread means: median 0.014 of the map, 4.6 % of kicks beyond 0.05, for 1,800 latents of this map): each
-    kick is located exactly where the latent it was made from lies."""
+    is what spread means: median 0.014 of the map, 4.6 % of kicks beyond 0.05, for 1,800 latents of this map,
+    `python bench/studies/map_spread.py`): each kick is located exactly where the latent it was made from lies."""
     d, km = daemon
     got, want = [], []
     for x, y in ((0.2, 0.8), (0.5, 0.5), (0.8, 0.2)):
