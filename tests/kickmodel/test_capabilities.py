@@ -75,7 +75,8 @@ def test_each_generator_can_do_what_it_declares_and_declares_what_it_can(generat
     if INTERPOLATION in caps:
         morph = gen.morph(Endpoint(seed=1), Endpoint(source=src), [0.0, 0.5], [Item(seed=0), Item(seed=0)],
                           gen.settings(steps, sampler))
-        assert morph.shape == (2, gen.length)
+        # as long as the model's render, or longer where a family plays a kick as long as its decay (kick-synth)
+        assert morph.shape[0] == 2 and gen.length <= morph.shape[1] <= getattr(gen, "max_length", gen.length)
     if ENCODE in caps:
         z = gen.encode(np.stack([src, src]))
         assert z.shape == (2, gen.latent_dim) and np.isfinite(z).all()

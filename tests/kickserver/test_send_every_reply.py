@@ -108,5 +108,9 @@ def test_a_variation_at_strength_0_gives_its_source_back(daemon, rate):
         a, b, c = (sf.read(p, dtype="float64")[0] for p in (src, var, var2))
         peak = np.abs(a).max()
         for x, y in ((a, b), (b, c)):
-            worst = max(worst, 20 * np.log10(np.abs(x - y).max() / peak + 1e-12))
+            # each file ends where its kick has decayed (its tail under -60 dB, then a 10 ms fade): read again from a
+            # 24-bit file, that point may move a few samples inside the fade, never more than the fade
+            assert abs(len(x) - len(y)) <= rate // 100, (len(x), len(y))
+            n = min(len(x), len(y))
+            worst = max(worst, 20 * np.log10(np.abs(x[:n] - y[:n]).max() / peak + 1e-12))
     assert worst <= -50, f"a variation at strength 0 is {worst:.1f} dB re peak from its source"
