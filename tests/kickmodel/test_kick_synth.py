@@ -183,7 +183,7 @@ def test_a_clip_is_weighed_over_its_own_length_only():
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_fit_seconds_counts_the_fits_own_work(monkeypatch, version):
+def test_fit_seconds_counts_the_fits_own_work(fit_ticks, version):
     """What the daemon prices a source's fit by (kickserver.pricing) is the fit's own work, from a
     few of its steps: on a clock that advances one per kick the loss is taken of (the descent's cost), the estimate
     comes within one evaluation per start of what the whole fit takes, for a short and a long fit alike, with either
@@ -191,14 +191,7 @@ def test_fit_seconds_counts_the_fits_own_work(monkeypatch, version):
     from kickmodel.families.kick_synth import fit as F
     from kickmodel.families.kick_synth.synth import n_params, synth_for
 
-    ticks = [0]
-    real = F.distance
-
-    def counted(y, target):
-        ticks[0] += y.shape[0]
-        return real(y, target)
-
-    monkeypatch.setattr(F, "distance", counted)
+    ticks = fit_ticks
     clip = synth_for(version, SR, 8192)(torch.zeros(1, n_params(version))).detach()
     clip = clip / clip.abs().max()
     r = len(F.starts_for(version >= 2))

@@ -266,19 +266,12 @@ def test_the_daemon_locates_a_file_from_the_inverses_guess(daemon, gen):
     assert daemon.wait_for_log("inverse's guess", timeout=30), daemon.stderr_text()[-2000:]
 
 
-def test_fit_seconds_prices_a_fit_from_the_guess_by_its_own_work(net, monkeypatch):
+def test_fit_seconds_prices_a_fit_from_the_guess_by_its_own_work(net, fit_ticks):
     """What the daemon prices a served fit by (kickserver.pricing) follows the fit from the guess: on a clock that
     advances one per kick the loss is taken of, the estimate is REFINE_PRICED of its most steps (one row a kick), plus
     the whole fit from the measured starts where the nearer of both is kept (keep_nearer, as served), and the fit
     from the guess alone takes at most its most steps and a closing one."""
-    ticks = [0]
-    real = F.distance
-
-    def counted(y, target):
-        ticks[0] += y.shape[0]
-        return real(y, target)
-
-    monkeypatch.setattr(F, "distance", counted)
+    ticks = fit_ticks
     clip = synth_for(1, SR, 16384)(torch.zeros(1, N1)).detach()
     clip = clip / clip.abs().max()
     plain = F.fit_seconds(clip, SR, iters=40, restart_iters=12, clock=lambda: float(ticks[0]))
