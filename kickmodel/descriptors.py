@@ -283,3 +283,62 @@ def second_hit_ms(clips: np.ndarray, sample_rate: int, *, from_start: bool = Fal
         if starts:
             out[i] = (min(starts) * hop + (onset if from_start else 0)) * 1000.0 / sample_rate
     return out
+
+
+TUNER_WINDOW_MS = (80.0, 200.0)  # after the onset: the settled body, where a tuner reads a kick
+TUNER_LOWPASS_HZ = 300.0
+TUNER_SPREAD = 0.1  # largest spread of the periods (std over mean) of a tone a tuner reads
+
+
+@torch.no_grad()
+def tuner_hz(batch: torch.Tensor, sample_rate: int) -> torch.Tensor:
+    """[B] the body's frequency as a tuner reads it: the clip low-passed at 300 Hz (three cascaded 2nd-order
+    low-passes), its rising zero crossings 80..200 ms after the onset (as `measure` finds it), each placed by linear
+    interpolation between samples; the frequency is (crossings - 1) over the time from the first to the last. NaN
+    where fewer than three crossings lie in the window, or where the periods between them spread by more than
+    TUNER_SPREAD of their mean (no steady tone there: a body gone by 80 ms leaves noise or a partial's beating, which a
+    tuner cannot read either).
+
+    `measure`'s pitch is the strongest spectral peak of 40..250 ms, which a sweep still falling at 40 ms pulls up; a
+    sampler's root note is what the settled body plays, which this reads."""
+    x = batch.detach().to(torch.float32)
+    if x.dim() == 1:
+        x = x[None]
+    onset = _onsets(x, sample_rate)
+    a = int(round(TUNER_WINDOW_MS[0] * sample_rate / 1000))
+    n = int(round((TUNER_WINDOW_MS[1] - TUNER_WINDOW_MS[0]) * sample_rate / 1000))
+    lead = int(round(0.02 * sample_rate))  # the filter settles over the 20 ms before the window
+    seg = _segments(x, (onset + a - lead).clamp(min=0), n + lead)
+    seg = seg * (0.25 / seg.abs().amax(dim=1, keepdim=True).clamp(min=_EPS))  # headroom: torchaudio's biquads clamp
+    for _ in range(3):
+        seg = AF.lowpass_biquad(seg, sample_rate, TUNER_LOWPASS_HZ, Q=0.7071)
+    seg = seg[:, lead:].double().cpu().numpy()
+    out = np.full(seg.shape[0], np.nan)
+    for i, s in enumerate(seg):
+        up = np.nonzero((s[:-1] < 0) & (s[1:] >= 0))[0]
+        if len(up) < 3:
+            continue
+        t = up + (-s[up]) / (s[up + 1] - s[up])  # where the line between the two samples crosses 0
+        periods = np.diff(t)
+        if periods.std() > TUNER_SPREAD * periods.mean():
+            continue
+        out[i] = (len(t) - 1) * sample_rate / (t[-1] - t[0])
+    return torch.from_numpy(out).to(torch.float32)
+
+
+SETTLED_SPAN_CENTS = 600.0  # a tuner reading this far from the spectral peak read a partial or noise, not the body
+
+
+@torch.no_grad()
+def settled_pitch_hz(batch: torch.Tensor, sample_rate: int, peak_hz: torch.Tensor | None = None) -> torch.Tensor:
+    """[B] the pitch a kick settles on, what a pitch asked in Hz and a sampler's root note mean: `tuner_hz` where it
+    reads within half an octave of `measure`'s pitch (peak_hz [B] where the caller has it), else that pitch (a body
+    gone before 200 ms, or a second partial strong enough to double the crossings)."""
+    x = batch.detach().to(torch.float32)
+    if x.dim() == 1:
+        x = x[None]
+    peak = measure(x, sample_rate)[:, 1] if peak_hz is None else peak_hz.to(torch.float32).cpu()
+    tuned = tuner_hz(x, sample_rate)
+    near = tuned.isfinite() & ((1200 * torch.log2(tuned.clamp(min=1e-3) / peak.clamp(min=1e-3))).abs()
+                               <= SETTLED_SPAN_CENTS)
+    return torch.where(near, tuned, peak)

@@ -226,17 +226,21 @@ def insert_chunk_before_data(wav: bytes, chunk: bytes) -> bytes:
 
 
 def with_measures(x: np.ndarray, sample_rate: int, info: KickInfo) -> tuple[KickInfo, float | None]:
-    """info with what the finished kick x measures (kickmodel.descriptors.measure: pitch Hz, decay s, click dB; its
-    tags then say them, the pitch as Hz and note), and the pitch its `smpl` chunk carries so a sampler maps it: the
-    pitch asked (a pitch_hz control, which a note also becomes), else as measured (None: none measured, no chunk)."""
+    """info with what the finished kick x measures (kickmodel.descriptors.measure: decay s, click dB; the pitch as a
+    tuner reads the settled body, descriptors.settled_pitch_hz; its tags then say them, the pitch as Hz and note),
+    and the pitch its `smpl` chunk carries so a sampler maps it: the pitch asked (a pitch_hz control, which a note
+    also becomes), else as measured (None: none measured, no chunk)."""
     import dataclasses
     import math
 
     import torch
 
-    from kickmodel.descriptors import measure
+    from kickmodel.descriptors import measure, settled_pitch_hz
 
-    decay, pitch, click = (float(v) for v in measure(torch.from_numpy(np.ascontiguousarray(x))[None], sample_rate)[0])
+    clip = torch.from_numpy(np.ascontiguousarray(x))[None]
+    got = measure(clip, sample_rate)[0]
+    decay, click = float(got[0]), float(got[2])
+    pitch = float(settled_pitch_hz(clip, sample_rate, got[1:2])[0])  # the settled body's, as a tuner reads it
     ok = [v if math.isfinite(v) else None for v in (pitch, decay, click)]
     if ok[0] is not None and ok[0] <= 0:
         ok[0] = None

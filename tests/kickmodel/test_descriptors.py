@@ -147,3 +147,45 @@ def test_measure_runs_on_the_clips_device_and_to_dial_follows():
     raw = measure(x, 44100)
     assert raw.device.type == "meta" and raw.shape == (3, 3)
     assert to_dial(raw, [[0.0, 1.0, 2.0]] * 3).device.type == "meta"
+
+
+def _swept(hz: float, sweep: float, tau: float, decay: float = 0.4, second: float = 0.0) -> torch.Tensor:
+    """A kick body settling on hz: f(t) = hz (1 + sweep exp(-t / tau)), decaying in `decay` s; `second`: the level
+    of its second harmonic."""
+    t = torch.arange(SR, dtype=torch.float64) / SR
+    phase = 2 * np.pi * torch.cumsum(hz * (1 + sweep * torch.exp(-t / tau)), 0) / SR
+    x = (torch.sin(phase) + second * torch.sin(2 * phase)) * torch.exp(-t / decay) * (1 - torch.exp(-t / 0.001))
+    return x.float()
+
+
+@pytest.mark.parametrize("hz", [43.65, 61.74, 98.0])
+def test_the_tuner_reads_the_body_80_to_200_ms_after_the_onset(hz):
+    """A steady tone and a sweep over by 80 ms read as their settled pitch; a sweep still falling then reads as its
+    mean frequency over 80..200 ms (the crossings counted over the window), not the peak's 40..250 ms."""
+    from kickmodel.descriptors import settled_pitch_hz, tuner_hz
+
+    tau = 0.025
+    clips = torch.stack([_swept(hz, 0.0, 0.01), _swept(hz, 3.0, 0.012), _swept(hz, 3.0, tau)])
+    cents = 1200 * np.log2(tuner_hz(clips, SR).numpy() / hz)
+    a, b = 0.08, 0.2
+    mean = 1 + 3.0 * tau / (b - a) * (np.exp(-a / tau) - np.exp(-b / tau))  # of f(t) / hz over the window
+    assert abs(cents[0]) < 0.5 and abs(cents[1]) < 2, cents
+    assert abs(cents[2] - 1200 * np.log2(mean)) < 8, (cents[2], 1200 * np.log2(mean))
+    assert torch.equal(settled_pitch_hz(clips, SR), tuner_hz(clips, SR))
+
+
+def test_the_tuner_reads_no_tone_where_the_body_is_gone():
+    """Noise, or a body decayed by 80 ms under a noise floor, has no steady tone: NaN, and settled_pitch_hz falls back
+    to the spectral peak; so does a tuner reading an octave off the peak (a second harmonic doubling the crossings)."""
+    from kickmodel.descriptors import settled_pitch_hz, tuner_hz
+
+    g = torch.Generator().manual_seed(0)
+    noise = torch.randn(SR, generator=g) * 0.1
+    gone = _swept(55.0, 1.0, 0.01, decay=0.008) + 1e-4 * torch.randn(SR, generator=g)
+    doubled = _swept(55.0, 0.0, 0.01, second=0.8)
+    clips = torch.stack([noise, gone, doubled])
+    tuned = tuner_hz(clips, SR)
+    assert bool(tuned[:2].isnan().all()), tuned
+    assert float(tuned[2]) > 100, "a strong second harmonic doubles a zero-crossing tuner's reading"
+    peak = measure(clips, SR)[:, 1]
+    assert torch.equal(settled_pitch_hz(clips, SR), peak)

@@ -334,9 +334,12 @@ _NEPERS_40DB = 40.0 / 20.0 * math.log(10.0)  # the decay measure's 40 dB in nepe
 
 def adjust(synth: torch.nn.Module, u: torch.Tensor, targets: torch.Tensor,
            finish: Callable[[torch.Tensor], torch.Tensor], passes: int = ADJUST_PASSES,
-           check: Callable[[], None] | None = None, seeds: torch.Tensor | None = None) -> torch.Tensor:
+           check: Callable[[], None] | None = None, seeds: torch.Tensor | None = None,
+           settled: bool = False) -> torch.Tensor:
     """Numbers u [n, N] (of synth.version) moved until each kick measures as targets [n, 3] says (decay s, pitch Hz,
-    click dB, as kickmodel.descriptors.measure gives them; NaN: leave it). Measured on finish(synth(u, seeds)) (the
+    click dB, as kickmodel.descriptors.measure gives them; NaN: leave it; with `settled`, the pitch as a tuner reads
+    the settled body, descriptors.settled_pitch_hz: what a pitch asked in Hz means, where a fit matches its clip's
+    descriptors). Measured on finish(synth(u, seeds)) (the
     file a listener gets: seeds [n], each kick's, where the synth draws its noise per kick), then the number that
     moves each measure is corrected, `passes` times:
     - pitch: the whole frequency track scaled (f_end; where f_end is at its range's end, the sweep made shorter,
@@ -364,6 +367,9 @@ def adjust(synth: torch.nn.Module, u: torch.Tensor, targets: torch.Tensor,
                                   for i in range(len(u))]).cpu())
         # one kick at a time: measured in a batch, a kick's figures (and so its correction) move with its neighbours
         got = torch.cat([descriptors.measure(kicks[i:i + 1], synth.sample_rate) for i in range(len(kicks))])
+        if settled:
+            got[:, 1] = torch.cat([descriptors.settled_pitch_hz(kicks[i:i + 1], synth.sample_rate, got[i:i + 1, 1])
+                                   for i in range(len(kicks))])
         if keep_best:
             # the measures are steps, not slopes, where a low kick's tail is a few of its cycles (a 10 ms RMS crosses
             # -40 dB half a period early or late): a correction can overshoot, so the closest pass is the answer

@@ -188,7 +188,7 @@ class KickSynthGenerator(DiffusionGenerator):
                   long: torch.Tensor | None = None) -> torch.Tensor:
         """Kicks whose item gives a control in units get the numbers that move it corrected until they measure so
         (fit.adjust, on the finished kick: played at max_length where `long` [n] bool says so, else at the model's
-        length); the others are left as the prior made them."""
+        length; a pitch as a tuner reads the settled body); the others are left as the prior made them."""
         if len(items) != u.shape[0]:
             raise ValueError(f"{len(items)} items for {u.shape[0]} kicks")
         names = ("decay_s", "pitch_hz", "click_db")  # descriptors.measure's order
@@ -206,7 +206,7 @@ class KickSynthGenerator(DiffusionGenerator):
             part = [i for i in rows if (long is not None and bool(long[i])) == take]
             if part:
                 u[part] = adjust(_InRenderShape(synth), u[part], targets[part], finish,
-                                 check=lambda: hook({"stage": "units"}), seeds=seeds[part])
+                                 check=lambda: hook({"stage": "units"}), seeds=seeds[part], settled=True)
         return u
 
     @torch.inference_mode()
