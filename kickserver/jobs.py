@@ -111,6 +111,11 @@ class Opened:
     def __str__(self) -> str:
         return str(self.source)
 
+    @property
+    def comment(self) -> str | None:
+        """The file's RIFF comment as its source read it when decoded (bounded there), or None."""
+        return self.source.comment
+
     def decoded(self) -> tuple[np.ndarray, int]:
         if self._error is not None:
             raise self._error
@@ -562,7 +567,7 @@ class Locate(Job):
         """(x, y) of a file whose tags say the serving model made it from its kit map, checked against its sound
         (kickmodel.generator.GeneratorBase.locate_made: the kick made again must match the file); None otherwise."""
         audio, rate = self.source.decoded()
-        made = made_on_map(self.source.source.comment)
+        made = made_on_map(self.source.comment)
         if made is None or made.model != model_name:
             return None
         return gen.locate_made(made, audio, rate)
