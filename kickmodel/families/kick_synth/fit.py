@@ -71,10 +71,22 @@ DISTANCE_MEANING = ("0: the kick itself; another kick of the starter kit scores 
 DISTANCE_MEANING_V2 = DISTANCE_MEANING + "; version 2 adds its onset term, about 15 % more for the same two kicks"
 
 
-def _stft_mag(x: torch.Tensor, n: int) -> torch.Tensor:
+def stft_mag(x: torch.Tensor, n: int) -> torch.Tensor:
     win = torch.hann_window(n, device=x.device, dtype=x.dtype)
     s = torch.view_as_real(torch.stft(x, n, hop_length=n // 4, window=win, return_complex=True, center=True))
     return s.pow(2).sum(-1).add(1e-12).sqrt()  # |.| with a finite gradient at 0
+
+
+def spectral_l1(sy: torch.Tensor, mag_x: torch.Tensor, log_x: torch.Tensor, sum_x: torch.Tensor) -> torch.Tensor:
+    """Per kick [n]: two STFT magnitudes [n, bins, frames] apart, in log (mean L1; log_x = log(mag_x + 1e-5)) plus in
+    magnitude (L1 relative to the target's sum_x [n]): the onset term's spectral half."""
+    return (torch.log(sy + 1e-5) - log_x).abs().mean(dim=(1, 2)) + (sy - mag_x).abs().sum(dim=(1, 2)) / sum_x
+
+
+def relative_l1(y: torch.Tensor, x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """Per kick [n]: waveforms [n, k] apart (mean L1), over the target's own mean magnitude scale [n]: the onset
+    term's waveform half."""
+    return (y - x).abs().mean(dim=1) / scale
 
 
 def _envelope_db(x: torch.Tensor, sample_rate: int) -> torch.Tensor:
@@ -111,7 +123,7 @@ class Target:
         self.rms = _rms(x * self.mask, self.mask)
         longest = 1 << max(4, int(math.log2(max(x.shape[1] // 2, 16))))  # torch.stft's padding needs n < 2 L
         self.sizes = sorted({min(n, longest) for n in FFT_SIZES}, reverse=True)
-        self.mags = [_stft_mag(x, n) for n in self.sizes]
+        self.mags = [stft_mag(x, n) for n in self.sizes]
         self.mel_fb = _mel_bank(self.sizes[0], sample_rate, x.device)
         self.log_mel = _log_mel(self.mags[0], self.mel_fb)
         self.logs = [torch.log(m + 1e-5) for m in self.mags]
@@ -125,7 +137,7 @@ class Target:
         self.k10 = int(sample_rate * ONSET10_MS / 1000) if onset else 0
         if self.k10:
             head = x[:, :self.k10]
-            self.onset_mag = _stft_mag(head, ONSET10_FFT)
+            self.onset_mag = stft_mag(head, ONSET10_FFT)
             self.onset_log = torch.log(self.onset_mag + 1e-5)
             self.onset_sum = self.onset_mag.sum(dim=(1, 2)).clamp(min=1e-8)
             self.onset_scale = head.abs().mean(dim=1).clamp(min=1e-4)
@@ -158,7 +170,7 @@ def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
         y = y * (target.rms / _rms(y, target.mask))
     total = torch.zeros(y.shape[0], device=y.device)
     for n, log_x, mag_x, sum_x in zip(target.sizes, target.logs, target.mags, target.sums):
-        sy = _stft_mag(y, n)
+        sy = stft_mag(y, n)
         log_term = (torch.log(sy + 1e-5) - log_x).abs().mean(dim=(1, 2))
         total = total + log_term + (sy - mag_x).abs().sum(dim=(1, 2)) / sum_x
         if n == target.sizes[0]:  # the log-mel of the longest window: the 30..250 Hz body in many bands, as an ear
@@ -169,10 +181,9 @@ def distance(y: torch.Tensor, target: Target) -> torch.Tensor:
     total = total + ONSET_WEIGHT * early
     if target.k10:
         head = y[:, :target.k10]
-        sy = _stft_mag(head, ONSET10_FFT)
-        onset = ((torch.log(sy + 1e-5) - target.onset_log).abs().mean(dim=(1, 2))
-                 + (sy - target.onset_mag).abs().sum(dim=(1, 2)) / target.onset_sum
-                 + (head - target.early[:, :target.k10]).abs().mean(dim=1) / target.onset_scale)
+        sy = stft_mag(head, ONSET10_FFT)
+        onset = (spectral_l1(sy, target.onset_mag, target.onset_log, target.onset_sum)
+                 + relative_l1(head, target.early[:, :target.k10], target.onset_scale))
         total = total + ONSET10_WEIGHT * onset
     return total
 
