@@ -7,8 +7,11 @@ learns the distribution of those numbers given the controls (the project's diffu
 vector, with latent diffusion's residual MLP). Serving samples numbers and plays them: the sweep, the
 attack from silence and the pitch exist by construction, and a control given in units (pitch_hz, decay_s,
 click_db) is set exactly. Sections: `model` (the prior's network), `diffusion`, `sampling`, `fit`, `synth` (which
-synth version plays the numbers: absent in configs written before versions, which are version 1).
-Artifact part: `denoiser` (the prior, with the numbers' normalisation); the synth has no weights. Its training (the
+synth version plays the numbers: absent in configs written before versions, which are version 1), `transient` (a learned
+transient played after the synth, transient.py: absent or not enabled in every model made before it, which play the
+synth alone).
+Artifact parts: `denoiser` (the prior, with the numbers' normalisation); `transient` (only when enabled); the synth has
+no weights. Its training (the
 fits kept by clip, the prior's objective): trainer/recipes/kick_synth.py; fit.py stays here, as a served model
 fits a variation's source file too.
 """
@@ -26,7 +29,7 @@ from .. import make_config
 from ..base import Family
 from ..mlp_denoiser import MLPDenoiserConfig
 from . import synth_v2  # noqa: F401  (registers synth version 2 with synth.py's version lookup)
-from .config import SynthConfig, SynthFitConfig
+from .config import SynthConfig, SynthFitConfig, TransientConfig
 
 CONTROLS = ("decay", "pitch", "click")
 NO_AUGMENT = AugmentConfig(gain_p=0.0, pitch_p=0.0, stretch_p=0.0, offset_p=0.0, noise_p=0.0, reverb_p=0.0, eq_p=0.0)
@@ -34,14 +37,16 @@ NO_AUGMENT = AugmentConfig(gain_p=0.0, pitch_p=0.0, stretch_p=0.0, offset_p=0.0,
 SYNTH_DIFFUSION = DiffusionConfig(prediction="v", stft_loss_weight=0.0, data_scale=1.0, clip_x0=5.0)
 SYNTH_SAMPLING = SamplingConfig(steps=10, time_power=0.35)
 MAX_FIT_ITERS = 2000  # a fit's steps, each bounded here: a served model runs them when asked for a file's variation
+# the transient's sizes: its network stays a few tens of thousands of weights, its window within a kick's attack
+MAX_TRANSIENT_CHANNELS, MAX_TRANSIENT_LAYERS, MAX_TRANSIENT_MS, MAX_TRANSIENT_STEPS = 64, 10, 100.0, 100_000
 
 
 class KickSynthFamily(Family):
     name = "kick_synth"
     summary = "a differentiable kick synthesiser whose numbers a diffusion prior generates (fitted to each kick)"
     sections = {"model": MLPDenoiserConfig, "diffusion": DiffusionConfig, "sampling": SamplingConfig,
-                "fit": SynthFitConfig, "synth": SynthConfig}
-    parts = ("denoiser",)
+                "fit": SynthFitConfig, "synth": SynthConfig, "transient": TransientConfig}
+    parts = ("denoiser", "transient")
 
     def presets(self) -> dict[str, Config]:
         from .synth import LATEST
@@ -88,6 +93,20 @@ class KickSynthFamily(Family):
             (cfg.synth.version in VERSIONS, f"synth.version {cfg.synth.version}: this kickserver plays synth "
                                             f"version {', '.join(map(str, VERSIONS))}"),
         ]
+        tr = cfg.transient
+        if tr.enabled:
+            checks += [
+                (tr.channels >= 1 and tr.layers >= 1, f"transient.channels ({tr.channels}) and transient.layers "
+                                                      f"({tr.layers}) must be >= 1"),
+                (1.0 <= tr.window_ms <= MAX_TRANSIENT_MS,
+                 f"transient.window_ms {tr.window_ms:g}: set it within 1..{MAX_TRANSIENT_MS:g} ms (the attack)"),
+                (tr.window_ms * cfg.data.sample_rate / 1000 < cfg.data.length,
+                 f"transient.window_ms {tr.window_ms:g} is longer than the clip (data.length): set it shorter"),
+                (-60.0 <= tr.max_db <= 0.0, f"transient.max_db {tr.max_db:g}: set it within -60..0 dB (re the kick's "
+                                            "peak)"),
+                (tr.steps >= 1 and 0 < tr.lr <= 1, f"transient.steps ({tr.steps}) must be >= 1 and transient.lr "
+                                                   f"({tr.lr:g}) within (0, 1]"),
+            ]
         for ok, msg in checks:
             if not ok:
                 raise ConfigError(msg)
@@ -97,16 +116,32 @@ class KickSynthFamily(Family):
         if (m.width > 4096 or m.blocks > 32 or m.emb_dim > 1024 or f.serve_iters > MAX_FIT_ITERS
                 or f.restart_iters > MAX_FIT_ITERS or f.iters > MAX_FIT_ITERS or f.batch > 1024):
             raise ConfigError("its model or fit section is larger than any kick model this kickserver serves")
+        tr = cfg.transient
+        if tr.enabled and (tr.channels > MAX_TRANSIENT_CHANNELS or tr.layers > MAX_TRANSIENT_LAYERS
+                           or tr.window_ms > MAX_TRANSIENT_MS or tr.steps > MAX_TRANSIENT_STEPS):
+            raise ConfigError(f"its transient section is larger than any this kickserver serves (at most "
+                              f"{MAX_TRANSIENT_CHANNELS} channels, {MAX_TRANSIENT_LAYERS} layers, "
+                              f"{MAX_TRANSIENT_MS:g} ms, {MAX_TRANSIENT_STEPS} steps)")
+
+    def part_names(self, cfg: Config, part_configs: Mapping[str, Config] | None = None) -> tuple[str, ...]:
+        """The transient's part only where the config enables it."""
+        return ("denoiser", "transient") if cfg.transient.enabled else ("denoiser",)
 
     def part_modules(self, configs: Mapping[str, Config]) -> dict[str, torch.nn.Module]:
         from .network import prior_net
+        from .synth import n_params
+        from .transient import transient_net
 
         cfg = configs["denoiser"]
-        return {"denoiser": prior_net(cfg)}
+        out = {"denoiser": prior_net(cfg)}
+        if cfg.transient.enabled:
+            out["transient"] = transient_net(configs.get("transient", cfg), n_params(cfg.synth.version))
+        return out
 
     def render_passes(self, modules: Mapping[str, torch.nn.Module], configs: Mapping[str, Config]) -> list:
-        """The prior over the numbers, once per step (twice with guidance), then the synth over the clip; a
-        source file's fit (a variation, a morph's end) is serve_iters renders and their gradients."""
+        """The prior over the numbers, once per step (twice with guidance), then the synth over the clip (and its
+        transient, where the model has one); a source file's fit (a variation, a morph's end) is serve_iters renders
+        and their gradients (the fit is the synth's alone)."""
         from ..render_cost import RenderPass, denoiser_evaluations
         from .fit import Target, distance
         from .synth import n_params, synth_for
@@ -138,8 +173,12 @@ class KickSynthFamily(Family):
 
         starts = len(starts_for(version >= 2))  # version 2's fit starts from a pitch track: fewer shapes
         fit_rows = cfg.fit.serve_iters + starts * serve_restart_iters(cfg.fit)  # one-kick passes of a fit
-        return [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
-                           steps=cfg.sampling.steps), RenderPass(play), RenderPass(fit_step, 3 * fit_rows, encode=True)]
+        passes = [RenderPass(step, denoiser_evaluations(cfg.sampling.steps, cfg.sampling.guidance, n),
+                             steps=cfg.sampling.steps), RenderPass(play)]
+        transient = modules.get("transient")
+        if transient is not None:
+            passes.append(RenderPass(lambda: transient(torch.zeros(1, longest.length), torch.zeros(1, numbers))))
+        return passes + [RenderPass(fit_step, 3 * fit_rows, encode=True)]
 
     def generator_class(self):
         from .generator import KickSynthGenerator

@@ -26,3 +26,17 @@ class SynthConfig:
     existed (the shipped kick-synth model's) has no such section: version 1, the 34-number synth it was trained on."""
 
     version: int = 1
+
+
+@dataclass(frozen=True)
+class TransientConfig:
+    """The learned transient over the synth's kick (transient.py): off unless enabled (a config without the section,
+    every model made before it, plays the synth alone). Trained after the fits, before the prior (the recipe)."""
+
+    enabled: bool = False
+    channels: int = 24  # the TCN's width
+    layers: int = 6  # dilated convolutions, dilations 1, 2, 4, ...
+    window_ms: float = 30.0  # what is added is 0 at t = 0 and from window_ms on
+    max_db: float = -6.0  # what is added is at most this, re the kick's own peak
+    steps: int = 300  # Adam steps of its training phase
+    lr: float = 0.003

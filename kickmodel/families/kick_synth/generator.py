@@ -10,7 +10,12 @@ A kick is as long as its decay needs, up to MAX_KICK_S: each is played at the mo
 model's kicks that decay within it are the bits they always were); one whose finished tail is still above the floor
 where that render's fade-out begins (kickmodel.dsp.tail_end: -60 dB re its peak) is played again at max_length, and so
 is, from the start, one asked for a decay_s longer than the model's length can measure (adjusted at max_length). The
-raw kicks then come back Ragged, each finished over its own length (kickmodel.generator._finish)."""
+raw kicks then come back Ragged, each finished over its own length (kickmodel.generator._finish).
+
+A model with a transient part (transient.py) plays it after the synth wherever numbers are played (a kick, a variation,
+a morph, a point on the map, a kit's hits): both synths below are the synth followed by its transient, so the unit
+controls are measured (fit.adjust) on the kick as it is played, transient and all. A fit of a file is the synth's
+alone."""
 
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from .fit import adjust, fit, fit_seconds, serve_options
 from .inverse import shipped as shipped_inverse
 from .network import prior_net
 from .synth import from_params, n_params, params_for, synth_for, to_params
+from .transient import WithTransient, transient_net
 
 MAX_KICK_S = 3.0  # the longest kick, in seconds: a decay_s up to 2.5 s (measured 40 dB down) and its tail
 END_FADE_MS = 20.0  # finish_kick's fade-out at the end of a render (its default)
@@ -76,12 +82,22 @@ class KickSynthGenerator(DiffusionGenerator):
         def fit_served(x: torch.Tensor, check) -> torch.Tensor:
             return fit(x, self.sample_rate, **self.fit_options, check=check)[0]
 
-        synth = synth_for(version, self.sample_rate, self.length).to(device)
+        # the learned transient, where the model has one: played after the synth, whatever plays it
+        self.transient = None
+        if cfg.transient.enabled:
+            self.transient = transient_net(artifact.config_of("transient"), numbers).eval()
+            artifact.load_part(self.transient, "transient")
+            self.transient.requires_grad_(False).to(device)
+
+        def played(s: torch.nn.Module) -> torch.nn.Module:
+            return s if self.transient is None else WithTransient(s, self.transient)
+
+        synth = played(synth_for(version, self.sample_rate, self.length).to(device))
         self.codec = SynthCodec(synth, fit_served, numbers, device)
         # a kick whose decay outlasts the model's length: played again (and a long decay_s adjusted) at max_length
         self.max_length = max(self.length, int(round(MAX_KICK_S * self.sample_rate)))
         # its noise the model's length's draw, repeated: a kick played longer is, over that length, the kick it was
-        self.long_synth = synth_for(version, self.sample_rate, self.max_length, period=self.length).to(device)
+        self.long_synth = played(synth_for(version, self.sample_rate, self.max_length, period=self.length).to(device))
         # the longest decay_s the model's own length measures (what unit_range allowed before kicks grew): a longer
         # one is adjusted at max_length from the start
         self.short_decay_s = round(0.9 * self.length / self.sample_rate, 2)
@@ -257,4 +273,5 @@ class KickSynthGenerator(DiffusionGenerator):
         return super().describe() | {"synth_numbers": self.latent_dim, "synth_version": self.synth_version,
                                      "max_length": self.max_length,
                                      "unit_controls": list(self.unit_controls),
-                                     "synth_inverse": self.inverse is not None}
+                                     "synth_inverse": self.inverse is not None,
+                                     "synth_transient": self.transient is not None}
