@@ -5,6 +5,19 @@ VAE's latents).
 
 The fits are kept by the clip's content hash in memory and in the run folder (FITS_FILE, safetensors: tensors
 only, nothing unpickled), so a resumed run, a second run over the same folder and validation fit a clip once.
+
+With `transient.enabled`, the learned transient (kickmodel/families/kick_synth/transient.py) is trained as a phase of
+its own, once the training clips are fitted and before the prior's first step (SynthObjective.fit_data,
+trainer/transient.py): what it learns from, each clip and the synth playing its fit, is fixed once the fits are, and it
+shares no gradient with the prior, so training it jointly would only render every batch's synth again at every prior
+step (the synth's render costs many times the prior's step) for the same pairs. It rides in the trained module's
+state under `transient.` (the denoiser's child, outside its forward: the prior's loss never reaches it, its weights
+take no gradient after the phase), so checkpoints, the EMA and a resume carry it as they carry the prior; an export
+splits it into the artifact's `transient` part. Each validation logs its window loss on the validation clips' fits
+(`transient`, beside `transient_off`: the synth's alone).
+
+    kicktrain fit DATA --family kick-synth --preset tiny --set transient.enabled=true --run-dir runs/t
+    kicktrain export runs/t runs/t/model.safetensors
 """
 
 from __future__ import annotations
@@ -13,15 +26,18 @@ import hashlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from kickmodel.config import Config
 from kickmodel.families.kick_synth.fit import fit
 from kickmodel.families.kick_synth.synth import U_LIMIT, n_params, params_for
+from kickmodel.families.kick_synth.transient import transient_net
 
-from .base import Contents, FitContext, Recipe
-from .diffusion import SAMPLING_KEYS, DiffusionObjective, denoiser_contents, finetune_config
+from ..transient import Pairs, figures, train_transient
+from .base import Contents, FitContext, Recipe, prefixed, unprefixed
+from .diffusion import SAMPLING_KEYS, DiffusionObjective, finetune_config
 
 FITS_FILE = "synth_fits.safetensors"
 MAX_FITS_BYTES = 256 << 20
@@ -193,21 +209,80 @@ class FitCache:
         return torch.stack([self.fits[k] for k in found])
 
 
+TRANSIENT = "transient"  # the transient's part, and its child's name in the trained module
+
+
+def split_parts(cfg: Config, weights: Mapping[str, torch.Tensor]) -> Contents:
+    """A run's module weights as the artifact's parts: the denoiser's, and the transient's (its `transient.` child,
+    where the config enables it)."""
+    head = TRANSIENT + "."
+    tensors = prefixed("denoiser", {k: v for k, v in weights.items() if not k.startswith(head)})
+    configs = {"denoiser": cfg.to_dict()}
+    if cfg.transient.enabled:
+        tensors |= prefixed(TRANSIENT, unprefixed(TRANSIENT, weights))
+        configs[TRANSIENT] = cfg.to_dict()
+    return tensors, configs
+
+
+class WithClips(NamedTuple):
+    """A prepared batch when the run trains a transient: the latents, and the clips (its validation's pairs)."""
+
+    z: torch.Tensor
+    clips: torch.Tensor
+
+
 class SynthObjective(DiffusionObjective):
     def __init__(self, cfg: Config, net: torch.nn.Module, device: torch.device, cache: FitCache) -> None:
-        super().__init__(cfg, net, parts=("denoiser",))
+        self.transient = None
+        if cfg.transient.enabled:  # the denoiser's child: see the module docstring
+            self.transient = transient_net(cfg, n_params(cfg.synth.version)).to(device).requires_grad_(False)
+            net.add_module(TRANSIENT, self.transient)
+        super().__init__(cfg, net, parts=("denoiser", TRANSIENT) if self.transient is not None else ("denoiser",))
         self.device = device
         self.cache = cache
         self._served_fits: dict[str, torch.Tensor] = {}  # clip key -> its fit as served (map_encoder)
+        self._val_pairs: dict[str, Pairs] = {}  # the validation clips' pairs, by their keys: rendered once
 
     def to_latent(self, x: torch.Tensor) -> torch.Tensor:
         return self.module.normalise(self.cache.numbers(x.detach().cpu(), self.cfg).to(self.device))
 
+    @torch.no_grad()
+    def prepare_batch(self, x: torch.Tensor):
+        z = self.to_latent(x)
+        return z if self.transient is None else WithClips(z, x)
+
     def loss(self, module, x, cond, mask, g, step):
+        x = x.z if isinstance(x, WithClips) else x
         jitter = self.cfg.fit.jitter
         if jitter > 0:  # drawn first from this step's generator: a resumed run draws the same
             x = x + jitter * torch.randn(x.shape, generator=g).to(x.device)
         return super().loss(module, x, cond, mask, g, step)
+
+    @torch.no_grad()
+    def val_loss(self, module, x, cond, mask, g):
+        if not isinstance(x, WithClips):
+            return super().val_loss(module, x, cond, mask, g)
+        out = super().val_loss(module, x.z, cond, mask, g)
+        clips = x.clips.detach().float().cpu()
+        key = ",".join(clip_key(c) for c in clips)
+        pairs = self._val_pairs.get(key)
+        if pairs is None:
+            u = self.cache.numbers(clips, self.cfg)
+            pairs = self._val_pairs[key] = Pairs.of(clips, u, self.transient, self.cfg.synth.version,
+                                                    self.cfg.data.sample_rate)
+        transient = getattr(module, TRANSIENT)  # the EMA's copy: the same weights, the phase being over
+        return out | figures(transient, pairs.to(transient.window.device), self.cfg.data.sample_rate)
+
+    def artifact_tensors(self, state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return split_parts(self.cfg, state_dict)[0]
+
+    def load_init(self, art) -> None:
+        """Fine-tuning: the artifact's prior, and its transient where it has one (fit_config took its transient
+        section: a fine-tune keeps the artifact's, or its having none)."""
+        state = unprefixed("denoiser", art.tensors)
+        if self.transient is not None:
+            state |= prefixed(TRANSIENT, unprefixed(TRANSIENT, art.tensors))
+        self.module.load_state_dict(state, strict=True)
 
     def map_encoder(self):
         """The kit map's encoding of a clip is its fit as the served model fits it (fit.serve_iters), about a second a
@@ -242,6 +317,14 @@ class SynthObjective(DiffusionObjective):
         u = self.cache.numbers(clips, self.cfg)
         self.module.latent_mean.copy_(u.mean(0))
         self.module.latent_std.copy_(u.std(0).clamp(min=1e-2) if len(u) > 1 else torch.ones_like(u[0]))
+        if self.transient is not None:  # its own phase, before the prior's first step (the module docstring)
+            t, sr = self.cfg.transient, self.cfg.data.sample_rate
+            self.cache.log(f"transient: training on {len(u)} clips and their fits ({t.steps} steps)")
+            pairs = Pairs.of(clips.cpu(), u, self.transient, self.cfg.synth.version, sr)
+            got = train_transient(self.transient.cpu(), pairs, sr, t.steps, t.lr, log=self.cache.log)
+            self.transient.to(self.device)
+            self.cache.log(f"transient: window loss {got['before']:.4f} -> {got['after']:.4f} on the training clips "
+                           f"(the synth alone: {got['synth_alone']:.4f})")
 
 
 class KickSynthRecipe(Recipe):
@@ -252,8 +335,8 @@ class KickSynthRecipe(Recipe):
         if ctx.init is None:
             return cfg
         art = ctx.init
-        ctx.log(f"fine-tuning: taking the prior's network and diffusion settings of {art.path.name}")
-        return finetune_config(cfg, art)
+        ctx.log(f"fine-tuning: taking the prior's network and diffusion settings (and transient) of {art.path.name}")
+        return finetune_config(cfg, art).with_section(TRANSIENT, art.config.transient)
 
     def objective(self, cfg: Config, ctx: FitContext) -> SynthObjective:
         net = self.serving.part_modules({"denoiser": cfg})["denoiser"].to(ctx.device)
@@ -261,7 +344,7 @@ class KickSynthRecipe(Recipe):
         return SynthObjective(cfg, net, ctx.device, cache)
 
     def artifact_contents(self, cfg: Config, weights: Mapping[str, torch.Tensor], ctx: FitContext) -> Contents:
-        return denoiser_contents(cfg, weights)  # the synth has no weights
+        return split_parts(cfg, weights)  # the synth has no weights
 
 
 RECIPE = KickSynthRecipe()
