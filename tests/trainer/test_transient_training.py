@@ -22,13 +22,19 @@ from trainer.synth import synth_batch
 from trainer.transient import Pairs, figures, train_transient, window_loss
 
 SR = 44100
+ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--family", "kick-synth", "--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard",
         "--set", "fit.iters=3", "--set", "fit.restart_iters=2", "--set", "fit.serve_iters=2", "--set", "fit.batch=4",
         "--set", "transient.enabled=true", "--set", "transient.steps=5"]
 
 
 def test_a_few_steps_bring_the_synths_attack_nearer_its_clips():
-    clips = torch.from_numpy(synth_batch(4, seed=3)[:, :8192].astype(np.float32))
+    """Four starter kicks, each roughly fitted: 20 steps bring the window loss down."""
+    from kickmodel.config import DataConfig
+    from trainer.evaluation.sets import load_folder
+
+    files = sorted((ROOT / "kickserver" / "data" / "kicks").iterdir())[:40:10]
+    clips = torch.from_numpy(load_folder(files, DataConfig(length=8192), lambda m: None)[0])
     u, _ = fit(clips, SR, iters=4, restart_iters=2, version=2)
     cfg = preset("tiny", "kick_synth").replace("transient", enabled=True)
     torch.manual_seed(0)
@@ -36,7 +42,7 @@ def test_a_few_steps_bring_the_synths_attack_nearer_its_clips():
     pairs = Pairs.of(clips, u, net, 2, SR)
     got = train_transient(net, pairs, SR, steps=20, lr=1e-2, log=lambda m: None)
     assert got["before"] == pytest.approx(got["synth_alone"])  # untrained, it adds nothing
-    assert got["after"] < 0.97 * got["before"], got
+    assert got["after"] < got["before"] - 0.05, got
     after = figures(net, pairs, SR)
     assert after["transient"] == pytest.approx(got["after"]) and not net.training
     assert not any(p.requires_grad for p in net.parameters())
