@@ -20,6 +20,16 @@ The ablation (what each addition to the synth bought): the same kicks for every 
     python bench/studies/synth_ceiling.py --subset 24 --version 1                 # today's synth
     python bench/studies/synth_ceiling.py --subset 24 --version 2 --stage texture # ... one row per stage
 
+The learned transient (kickmodel/families/kick_synth/transient.py) on kicks it never trained on:
+
+    python bench/studies/synth_ceiling.py --fits RUN/synth_fits.safetensors --transient MODEL --no-griffin-lim
+
+--transient takes a model with a transient part (or a run folder that trains one: its newest checkpoint's EMA
+weights) and measures the kicks its run held out (the split it recorded, by content hash): each fit played alone
+("kick-synth fit"), with the transient after the synth ("fit + transient") and so with its pitch, decay and click set
+to the clip's again with the transient on, as a fit ends ("fit + transient, adjusted"); the KID against the kicks it
+trained on.
+
 --subset N fits N kicks of the folder (a fixed draw, the same for every row: fits take seconds a kick) and measures
 the KID of those N routes' kicks against the folder's other kicks; --stage names how much of version 2's synth and
 fit is on (kickmodel/families/kick_synth/synth_v2.py: STAGES). A version that draws its noise per kick plays each fit
@@ -47,9 +57,13 @@ COLS = ("start_pct", "attack_ms", "pitch_start_hz", "pitch_end_hz", "pitch_drop"
 
 
 def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log, version: int | None = None,
-                stage: str | None = None, seeds: np.ndarray | None = None) -> np.ndarray:
+                stage: str | None = None, seeds: np.ndarray | None = None,
+                transient: torch.nn.Module | None = None, readjust: bool = False) -> np.ndarray:
     """Each clip fitted (the small preset's fit settings, at version, or the preset's) and played back: from a run's
-    fits file when given (read only), else fitted now (stage: how much of the synth and its fit is on)."""
+    fits file when given (read only), else fitted now (stage: how much of the synth and its fit is on); with a
+    transient, played after the synth as a model plays it; readjust: its fit's pitch, decay and click measured again
+    with the transient on and set to the clip's (fit.adjust, as a fit ends: what a fit made with the transient in the
+    loop would do)."""
     from kickmodel.families import preset
     from kickmodel.families.kick_synth.fit import fit
     from kickmodel.families.kick_synth.synth import synth_for
@@ -67,6 +81,17 @@ def synth_route(clips: np.ndarray, sr: int, fits: Path | None, log, version: int
         u, _ = fit(x, sr, iters=f.iters, restart_iters=f.restart_iters, lr=f.lr, batch=f.batch, version=v,
                    stage=stage, log=log, progress_s=60.0)
     synth = synth_for(v, sr, clips.shape[1], stage=stage)
+    if transient is not None:
+        from kickmodel.families.kick_synth.transient import WithTransient
+
+        synth = WithTransient(synth, transient)
+        if readjust:
+            from kickmodel.descriptors import measure as descriptors
+            from kickmodel.families.kick_synth.fit import adjust
+
+            with torch.no_grad():
+                u = adjust(synth, u, descriptors(x, sr),
+                           finish=lambda y: y / y.abs().amax(dim=1, keepdim=True).clamp(min=1e-9))
     s = None if seeds is None else torch.as_tensor(seeds, dtype=torch.int64)
     with torch.inference_mode():
         return torch.cat([synth(u[i:i + 1], None if s is None else s[i:i + 1]) for i in range(len(u))]).numpy()
@@ -79,6 +104,39 @@ def griffin_lim_route(clips: np.ndarray, artifact: Path) -> np.ndarray:
     front, _, inverter = build_parts(load_artifact(artifact), torch.device("cpu"))
     with torch.inference_mode():
         return torch.cat([inverter(front(torch.from_numpy(clips[i:i + 1]))) for i in range(len(clips))]).numpy()
+
+
+def load_transient(source: Path) -> tuple[torch.nn.Module, list[str]]:
+    """(the transient, the sha256s of the kicks its run held out) of a model with a transient part, or of a run
+    folder that trains one (its newest checkpoint's EMA weights)."""
+    from kickmodel.families.kick_synth.synth import n_params
+    from kickmodel.families.kick_synth.transient import transient_net
+
+    if source.is_dir():
+        from kickmodel.families import from_dict
+        from trainer.checkpoint import load_latest
+
+        found = load_latest(source, log=lambda m: None)
+        if found is None:
+            raise SystemExit(f"{source}: no checkpoint")
+        state = found[0]
+        cfg, training = from_dict(state["config"]), state.get("training_summary") or {}
+        head = "transient."
+        weights = {k[len(head):]: v for k, v in state["ema"]["model"].items() if k.startswith(head)}
+    else:
+        from kickmodel.loading import load_artifact
+
+        art = load_artifact(source)
+        cfg, training = art.config_of("transient"), art.training or {}
+        weights = art.part_tensors("transient")
+    if not cfg.transient.enabled or not weights:
+        raise SystemExit(f"{source}: no transient (a kick-synth model or run with transient.enabled)")
+    net = transient_net(cfg, n_params(cfg.synth.version))
+    net.load_state_dict(weights)
+    held = [row["sha256"] for row in (training.get("split") or {}).get("heldout", [])]
+    if not held:
+        raise SystemExit(f"{source}: no held-out split recorded")
+    return net.eval(), held
 
 
 KID_SPLITS, KID_SIZE = 50, 20
@@ -174,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--version", type=int, default=None, help="the synth version (default: the presets')")
     ap.add_argument("--stage", default=None, help="how much of the version's synth and fit is on (synth_v2.STAGES)")
     ap.add_argument("--no-griffin-lim", action="store_true", help="the kick-synth route only")
+    ap.add_argument("--transient", type=Path, default=None, metavar="ARTIFACT_OR_RUN",
+                    help="a model (or run folder) with a learned transient: its run's held-out kicks, each fit played "
+                         "alone and with the transient")
     ap.add_argument("--keep-audio", type=Path, default=None,
                     help="write the real kicks and each route's (finished) to this .npz, for spectrograms")
     args = ap.parse_args(argv)
@@ -186,9 +247,17 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, file=sys.stderr)
 
     cfg = DataConfig()
-    every, sources, _, _ = load_folder([args.real], cfg, log)
+    every, sources, shas, _ = load_folder([args.real], cfg, log)
     sr = cfg.sample_rate
-    chosen = pick(len(every), args.subset)
+    transient = None
+    if args.transient is not None:
+        transient, held = load_transient(args.transient)
+        chosen = np.array(sorted(i for i, h in enumerate(shas) if h in set(held)))
+        if len(chosen) != len(held):
+            raise SystemExit(f"{len(held)} held-out kicks recorded, {len(chosen)} of them in {args.real}")
+        log(f"transient of {args.transient.name}: the {len(chosen)} kicks its run held out")
+    else:
+        chosen = pick(len(every), args.subset)
     real = every[chosen]
     others = None if len(chosen) == len(every) else np.delete(every, chosen, axis=0)
     routes, seconds = {}, {}
@@ -196,6 +265,16 @@ def main(argv: list[str] | None = None) -> int:
     routes["kick-synth fit"] = finish_kick(synth_route(real, sr, args.fits, log, args.version, args.stage,
                                                        seeds=chosen + 1), sr)
     seconds["kick-synth fit"] = time.perf_counter() - t
+    if transient is not None:
+        t = time.perf_counter()
+        routes["fit + transient"] = finish_kick(synth_route(real, sr, args.fits, log, args.version, args.stage,
+                                                            seeds=chosen + 1, transient=transient), sr)
+        seconds["fit + transient"] = time.perf_counter() - t
+        t = time.perf_counter()
+        routes["fit + transient, adjusted"] = finish_kick(synth_route(
+            real, sr, args.fits, log, args.version, args.stage, seeds=chosen + 1, transient=transient, readjust=True),
+            sr)
+        seconds["fit + transient, adjusted"] = time.perf_counter() - t
     if not args.no_griffin_lim:
         t = time.perf_counter()
         routes["griffin-lim"] = finish_kick(griffin_lim_route(real, args.artifact), sr)
@@ -208,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = {"real": summarise(measure(real, sr))} | {k: summarise(measure(v, sr)) for k, v in routes.items()}
     div = diversity_ratios({"real": real} | routes, real, None, sr)
     m_real = measure(real, sr)
-    per_kick = {}
+    per_kick, onsets = {}, {}
     for name, clips in routes.items():
         m = measure(clips, sr)
         cents = 1200 * np.log2(np.maximum(m["pitch_end_hz"], 1) / np.maximum(m_real["pitch_end_hz"], 1))
@@ -216,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
 
         d_real = descriptors(torch.from_numpy(real), sr).numpy()
         d_gen = descriptors(torch.from_numpy(clips), sr).numpy()
+        onsets[name] = stft_distance(aligned(real), aligned(clips), ONSET_SIZES, int(sr * ONSET_MS / 1000) + 44)
         per_kick[name] = {
             "pitch_end_cents_median_abs": float(np.median(np.abs(cents))),
             "descriptor_pitch_cents_median_abs": float(np.median(np.abs(1200 * np.log2(d_gen[:, 1] / d_real[:, 1])))),
@@ -223,9 +303,12 @@ def main(argv: list[str] | None = None) -> int:
             "click_db_median_abs": float(np.median(np.abs(d_gen[:, 2] - d_real[:, 2]))),
             "attack_ms_median_abs": float(np.median(np.abs(m["attack_ms"] - m_real["attack_ms"]))),
             "mrstft_median": float(np.median(stft_distance(aligned(real), aligned(clips), MRSTFT_SIZES))),
-            "onset_median": float(np.median(stft_distance(aligned(real), aligned(clips), ONSET_SIZES,
-                                                          int(sr * ONSET_MS / 1000) + 44))),
+            "onset_median": float(np.median(onsets[name])),
+            "onset_mean": float(np.mean(onsets[name])),
         }
+    if transient is not None:  # paired: the same kick's onset with and without
+        for name in ("fit + transient", "fit + transient, adjusted"):
+            per_kick[name]["onset_better_share"] = float((onsets[name] < onsets["kick-synth fit"]).mean())
     print(f"{'':>16} " + " ".join(f"{c:>15}" for c in COLS) + f" {'div/real':>9}")
     for name, r in rows.items():
         cells = [f"{r[c]['share' if c == 'pitch_drop' else 'median']:>15.3g}" for c in COLS]
@@ -241,7 +324,8 @@ def main(argv: list[str] | None = None) -> int:
           "played back)")
     out = {"date": datetime.date.today().isoformat(), "machine": machine("cpu"), "kicks": len(real),
            "real": _shown(Path(args.real)), "rows": rows, "version": args.version, "stage": args.stage,
-           "subset": [Path(sources[i]).name for i in chosen] if args.subset else None,
+           "subset": [Path(sources[i]).name for i in chosen] if args.subset or transient is not None else None,
+           "transient": args.transient.name if args.transient is not None else None,
            "diversity": div,
            "per_kick": per_kick, "kid": {k: {"mean": m, "spread": s} for k, (m, s) in kids.items()},
            "seconds": seconds}
