@@ -91,6 +91,19 @@ def test_a_config_without_the_section_is_a_model_without_a_transient():
     assert sum(p.numel() for p in fam.part_modules({"denoiser": on})["transient"].parameters()) < 50_000
 
 
+def test_the_render_cost_counts_the_transients_pass():
+    from kickmodel.families.base import render_cost_of
+
+    fam = get_family("kick_synth")
+    off = preset("tiny", "kick_synth")
+    on = off.replace("transient", enabled=True)
+    alone, both = render_cost_of(fam, {"denoiser": off}), render_cost_of(fam, {"denoiser": on})
+    with torch.device("meta"):
+        net = fam.part_modules({"denoiser": on})["transient"]
+    per_sample = sum(p.numel() for p in net.convs.parameters())  # its convolutions' multiply-adds, each sample
+    assert both.flops - alone.flops >= per_sample * net.window.shape[0]
+
+
 def test_the_transients_config_is_checked_naming_the_key():
     fam = get_family("kick_synth")
     cfg = preset("tiny", "kick_synth").replace("transient", enabled=True)

@@ -12,6 +12,7 @@ import pytest
 import soundfile as sf
 import torch
 
+from kickmodel import descriptors
 from kickmodel.families import preset
 from kickmodel.families.kick_synth.fit import fit
 from kickmodel.families.kick_synth.transient import transient_net
@@ -92,3 +93,21 @@ def test_a_run_trains_exports_and_plays_its_transient(kicks, tmp_path, capsys):
         assert torch.equal(v, trained[k])
     kicks_made = gen.generate([Item(seed=s) for s in range(2)], gen.settings())
     assert kicks_made.shape[0] == 2 and np.isfinite(kicks_made).all() and np.abs(kicks_made).max() > 0.1
+    # a fine-tune of it keeps its transient (fit_config takes the artifact's section, load_init its weights)
+    tuned = tmp_path / "tuned.safetensors"
+    assert kicktrain(["fit", str(kicks), "--run-dir", str(tmp_path / "tune"), "--init", str(out), "--train-steps", "1",
+                      *FAST[:-4]]) == 0
+    assert kicktrain(["export", str(tmp_path / "tune"), "--out", str(tuned)]) == 0
+    assert load_artifact(tuned).part_tensors("transient").keys() == trained.keys()
+    assert all(torch.equal(v, trained[k]) for k, v in load_artifact(tuned).part_tensors("transient").items())
+    # and a running daemon serves it: a kick asked for its click in dB measures so, transient and all
+    from daemon_util import models_folder, start_daemon
+
+    (tmp_path / "daemon").mkdir()
+    with start_daemon(tmp_path / "daemon", models_folder(tmp_path / "models", out), model="model") as d:
+        replies = d.send("/kick/generate", 1, "seed", 4, "click_db", -20.0, expect=1, timeout=60)
+        assert [a for a, _ in replies] == ["/kick/done"], (replies, d.stderr_text()[-2000:])
+        audio, rate = sf.read(replies[0][1][1], dtype="float32")
+    assert audio[0] == 0.0
+    click = float(descriptors.measure(torch.from_numpy(np.ascontiguousarray(audio))[None], rate)[0, 2])
+    assert abs(click + 20.0) <= 1.5, click
