@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Rebuild the shipped kick-synth model (kickserver/models/kick-synth.safetensors) from the starter kit.
+# Build a kick-synth model from the starter kit, the way the shipped one (kickserver/models/kick-synth.safetensors)
+# was built. The presets now train synth version 2 (partials, modes, glide, noise per kick: docs/model.md); the shipped
+# file is version 1, built by this script before version 2 existed, and stays (MODEL_CARD.md, "The default, decided
+# on 512 kicks", says why).
 #   scripts/train_kick_synth.sh [DEVICE] [STEPS]
 # 1. kicktrain fit, family kick-synth, preset small, 20 % held out (the same split as the bundled model's): every
-#    clip is fitted by analysis by synthesis first (kept in RUN/synth_fits.safetensors; about 8 minutes for the
-#    101 kicks on the 2-core development machine), then the prior trains STEPS steps (1500: about 3.5 minutes);
+#    clip is fitted by analysis by synthesis first (kept in RUN/synth_fits.safetensors), then the prior trains STEPS
+#    steps (1500; the export keeps the step with the best validation loss: 250 for version 2 on the kit);
 # 2. export with the map of its 81 training kicks (`--map-data`: kickmodel/kitmap.py, for /kick/map and /kick/near;
-#    each kick's numbers fitted again as the daemon fits a file, about 3 minutes), then `kicktrain eval` on the
-#    held-out split the artifact records.
-# 2026-12-05, the 2-core dev box (no GPU): 12 minutes in all.
+#    each kick's numbers fitted again as the daemon fits a file), then `kicktrain eval` on the held-out split the
+#    artifact records.
+# 2026-12-05, the 2-core dev box (no GPU), load 2-6, version 2: 17 minutes in all (the 81 training fits 4.2 min, the
+# 20 held-out 1.4 min, the prior 5.6 min, the export's map fits and the eval the rest). Version 1: 12 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device="${1:-auto}"

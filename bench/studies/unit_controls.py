@@ -6,7 +6,7 @@
 Each target is asked of --n kicks (seeds 0..n-1, nothing else given), rendered as the daemon renders them
 (gen.render, finished, at the model's rate) and measured by kickmodel.descriptors.measure, the yardstick the
 training controls come from. Reported per target: the share within tolerance (pitch: 25 cents, decay: 10 %,
-click: 2 dB) with its 95 % bootstrap interval, and the median and worst error. The target: a kick asked at
+click: 1.5 dB) with its 95 % bootstrap interval, and the median and worst error. The target: a kick asked at
 pitch_hz 43.65 measures within 25 cents in at least 95 % of kicks. A pitch is read twice: by the descriptor the
 model's adjust aims at (the strongest peak of 40..250 ms) and as a tuner reads the settled body
 (kickmodel.descriptors.tuner_hz: zero crossings below 300 Hz, 80..200 ms after the onset), the row's `tuner_*`
@@ -41,7 +41,7 @@ def error(name: str, got: np.ndarray, want: float) -> tuple[np.ndarray, float]:
         return 1200 * np.log2(np.maximum(got, 1e-3) / want), 25.0
     if name == "decay_s":
         return 100 * (got / want - 1), 10.0
-    return got - want, 2.0
+    return got - want, 1.5
 
 
 def shares(name: str, got: np.ndarray, want: float) -> dict:

@@ -17,7 +17,7 @@ import soundfile as sf
 import torch
 from daemon_util import daemon_env
 
-from kickmodel.descriptors import measure
+from kickmodel.descriptors import measure, settled_pitch_hz
 from kickmodel.dsp import TAIL_FADE_MS, finish_kick, tail_end
 from kickserver import kitfiles
 from kickserver.writer import KickInfo, KickWriter
@@ -76,9 +76,12 @@ def _render(tmp_path: Path, *args: str) -> list[Path]:
 
 
 def _measured(path: Path) -> tuple[np.ndarray, tuple[float, float, float]]:
+    """(audio, (decay s, pitch Hz, click dB)): the pitch as a pitch_hz sets it, the settled body's."""
     audio, rate = sf.read(path, dtype="float32")
     assert rate == SR and audio.ndim == 1
-    return audio, tuple(measure(torch.from_numpy(np.ascontiguousarray(audio))[None], rate)[0].tolist())
+    clip = torch.from_numpy(np.ascontiguousarray(audio))[None]
+    decay, peak, click = measure(clip, rate)[0].tolist()
+    return audio, (decay, float(settled_pitch_hz(clip, rate)[0]), click)
 
 
 @pytest.mark.parametrize("decay", [2.0, 0.1])

@@ -13,7 +13,7 @@ import soundfile as sf
 import torch
 from daemon_util import make_artifact, models_folder, root_conftest, start_daemon
 
-from kickmodel.descriptors import UNIT_CONTROLS, measure
+from kickmodel.descriptors import UNIT_CONTROLS, measure, settled_pitch_hz
 from kickmodel.families import preset
 from kickserver.osc_api import Generate, Interpolate, Limits, RequestError, UnitControl, Variation, parse
 
@@ -29,10 +29,13 @@ def cents(hz: float, want: float) -> float:
 
 
 def measured(path) -> tuple[float, float, float]:
-    """(decay s, pitch Hz, click dB) of a WAV file, as kickmodel.descriptors measures it."""
+    """(decay s, pitch Hz, click dB) of a WAV file, as kickmodel.descriptors measures it (the pitch as a pitch_hz sets
+    it: the settled body's, settled_pitch_hz)."""
     audio, rate = sf.read(path, dtype="float32")
     assert audio.ndim == 1
-    return tuple(float(v) for v in measure(torch.from_numpy(np.ascontiguousarray(audio))[None], rate)[0])
+    clip = torch.from_numpy(np.ascontiguousarray(audio))[None]
+    decay, _, click = (float(v) for v in measure(clip, rate)[0])
+    return decay, float(settled_pitch_hz(clip, rate)[0]), click
 
 
 # ---------------------------------------------------------------- parsing (no socket)
