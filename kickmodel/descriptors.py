@@ -332,8 +332,8 @@ SETTLED_SPAN_CENTS = 600.0  # a tuner reading this far from the spectral peak re
 @torch.no_grad()
 def settled_pitch_hz(batch: torch.Tensor, sample_rate: int, peak_hz: torch.Tensor | None = None) -> torch.Tensor:
     """[B] the pitch a kick settles on, what a pitch asked in Hz and a sampler's root note mean: `tuner_hz` where it
-    reads within half an octave of `measure`'s pitch (peak_hz [B] where the caller has it), else that pitch (a body
-    gone before 200 ms, or a second partial strong enough to double the crossings)."""
+    reads within half an octave of `measure`'s pitch (peak_hz [B] where the caller has it), else that pitch (no steady
+    tone at 80..200 ms, or a second partial strong enough to double the crossings)."""
     x = batch.detach().to(torch.float32)
     if x.dim() == 1:
         x = x[None]

@@ -350,9 +350,8 @@ def adjust(synth: torch.nn.Module, u: torch.Tensor, targets: torch.Tensor,
     """Numbers u [n, N] (of synth.version) moved until each kick measures as targets [n, 3] says (decay s, pitch Hz,
     click dB, as kickmodel.descriptors.measure gives them; NaN: leave it; with `settled`, the pitch as a tuner reads
     the settled body, descriptors.settled_pitch_hz: what a pitch asked in Hz means, where a fit matches its clip's
-    descriptors). Measured on finish(synth(u, seeds)) (the
-    file a listener gets: seeds [n], each kick's, where the synth draws its noise per kick), then the number that
-    moves each measure is corrected, `passes` times:
+    descriptors). Measured on finish(synth(u, seeds)) (the file a listener gets: seeds [n], each kick's, where the
+    synth draws its noise per kick), then the number that moves each measure is corrected, `passes` times:
     - pitch: the whole frequency track scaled (f_end; where f_end is at its range's end, the sweep made shorter,
       which takes its share of the 40..250 ms window the pitch is measured in);
     - decay: the decay time and the residual's (where the decay time is at its range's end, its curve);
