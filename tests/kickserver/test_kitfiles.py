@@ -194,9 +194,8 @@ def test_drumgizmo_renders_a_midi_file_with_the_kit(any_kit, tmp_path):
 
     DrumGizmo 0.9.20 plays this file at half its tempo (hits written 1 s apart land 2 s apart), so the hits are found
     by their onsets. Among samples of equal power it prefers the one played least recently, by a penalty that fades
-    with the time since, against a small random term: with repeats written 0.3 s apart (0.6 s as it plays them) no
-    sample came twice in a row in our runs; written 1 s apart, one sometimes did, so the repeats come quickly, as a
-    drummer's do."""
+    with the time since, against a random term, switched off here; the repeats come 0.3 s apart (0.6 s as it plays
+    them), as a drummer's do."""
     made = any_kit
     rising = [(lo + hi) // 2 for lo, hi in velocity_ranges(LAYERS)]
     repeats = 3 * ROBINS
@@ -205,8 +204,11 @@ def test_drumgizmo_renders_a_midi_file_with_the_kit(any_kit, tmp_path):
     velocities = rising + [rising[-1]] * repeats
     (tmp_path / "hits.mid").write_bytes(midi_hits(NOTE, list(zip(times, velocities))))
     inputs = f"file={tmp_path / 'hits.mid'},midimap={made.folder / made.drumgizmo_midimap}"
+    # its sample selection's random term off (-p random=0): what is left picks by velocity and by how long ago a
+    # sample played, which is what the kit's layers and robins are for; with it on, a robin came twice in a row in 2
+    # of 40 runs of this test (0 of 40 with it off; 2026-12-05, after a full run of the suite failed on it)
     cmd = ["drumgizmo", "-i", "midifile", "-I", inputs, "-o", "wavfile", "-O", f"file={tmp_path / 'render'}",
-           "-e", str(int(SR * 2 * (times[-1] + 1))), str(made.folder / made.drumgizmo_kit)]
+           "-p", "random=0", "-e", str(int(SR * 2 * (times[-1] + 1))), str(made.folder / made.drumgizmo_kit)]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     renders = sorted(tmp_path.glob("render*.wav"))
