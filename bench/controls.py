@@ -33,53 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from bench import common
+from trainer.evaluation.dials import BATCH, VALUES, rankdata, spearman, sweep  # noqa: F401 (the bench's names)
 
 NAME = "controls"
-VALUES = (0.1, 0.3, 0.5, 0.7, 0.9)
 N_PER_VALUE = 16
-BATCH = 8
 R_TARGET = 0.8
 CROSS_TALK_MAX = 1 / 3
 UNITS = {"decay": "s", "pitch": "Hz", "click": "dB"}
-
-
-def rankdata(a: Sequence[float]) -> np.ndarray:
-    """Ranks 1..n, ties given their average rank."""
-    a = np.asarray(a, dtype=np.float64)
-    order = np.argsort(a, kind="mergesort")
-    ranks = np.empty(len(a))
-    s = a[order]
-    i = 0
-    while i < len(s):
-        j = i
-        while j + 1 < len(s) and s[j + 1] == s[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rank correlation (Pearson's on average ranks); nan when either side is constant."""
-    rx, ry = rankdata(x), rankdata(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    den = float(np.sqrt((rx * rx).sum() * (ry * ry).sum()))
-    return float((rx * ry).sum() / den) if den > 0 else float("nan")
-
-
-def sweep(gen, control: str, values: Sequence[float], n: int, seed: int) -> np.ndarray:
-    """Raw descriptors [len(values), n, 3] (CONTROL_NAMES order) of n kicks per value of `control`."""
-    import torch
-
-    from kickmodel.descriptors import measure
-    from kickmodel.generator import Item
-
-    items = [Item(seed=seed + i, controls={control: float(v)}) for v in values for i in range(n)]
-    batches = [gen.generate(items[s:s + BATCH], gen.settings()) for s in range(0, len(items), BATCH)]
-    width = max(b.shape[1] for b in batches)  # a kick-synth batch with a long kick is longer: zeros after the others
-    clips = np.concatenate([np.pad(b, ((0, 0), (0, width - b.shape[1]))) for b in batches])
-    raw = measure(torch.from_numpy(np.ascontiguousarray(clips)), gen.sample_rate).numpy()
-    return raw.reshape(len(values), n, raw.shape[1])
 
 
 def _unit(raw: np.ndarray, quantiles: list[float]) -> np.ndarray:

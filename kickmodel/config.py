@@ -103,6 +103,12 @@ class TrainConfig:
     sample_every: int = 1000
     keep_checkpoints: int = 3
     early_stop_patience: int = 0  # validation rounds without improvement before stopping; 0: off
+    # what chooses the step an export holds: "loss", the validation loss; "dials", how well the dials follow (each
+    # control asked for alone at 0.1..0.9, select_kicks kicks a value from fixed seeds, rendered as served and
+    # measured: 1 - the mean Spearman r; trainer/evaluation/dials.py), for a family whose validation loss does not
+    # follow its sound (kick-synth: the loss of its prior's numbers rises while its kicks and dials get better)
+    select_by: str = "loss"
+    select_kicks: int = 8
     # draw velocity layers and near-copies of one kick (trainer.split's groups) as one kick: a kick recorded at
     # five velocities is then drawn as often as one recorded once (the member at random), not five times
     balance_layers: bool = False
@@ -340,6 +346,9 @@ def validate(cfg: Config) -> None:
          "train.batch_size must be a positive multiple of train.micro_batch"),
         (t.mixed_precision in ("auto", "bf16", "fp16", "off"),
          f"train.mixed_precision {t.mixed_precision!r} is not auto, bf16, fp16 or off"),
+        (t.select_by in ("loss", "dials"), f"train.select_by {t.select_by!r} is not loss or dials"),
+        (t.select_by != "dials" or controls, "train.select_by=dials needs conditioning.controls (dials to sweep)"),
+        (1 <= t.select_kicks <= 64, "train.select_kicks must be within 1..64 (kicks a dial value)"),
         (cfg.data.sample_rate in SAMPLE_RATES,
          f"data.sample_rate must be one of {', '.join(map(str, SAMPLE_RATES))}"),
         (1024 <= cfg.data.length <= 4 * 48000, "data.length must be within 1024..192000 samples"),

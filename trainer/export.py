@@ -22,6 +22,7 @@ from kickmodel.config import Config
 from kickmodel.families import from_dict, get_family
 from kickmodel.loading import family_record
 
+from . import selection
 from .checkpoint import load_latest
 from .recipes import get_recipe
 from .recipes.base import FitContext, Objective
@@ -94,15 +95,16 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
     # the run by its folder's name, not its path: the artifact travels, the folder does not
     training = dict(state.get("training_summary") or {}, run=run_dir.resolve().name, checkpoint=path.name)
     best = state.get("best_val")
-    training["best_val_loss"] = best if isinstance(best, float) and best == best and abs(best) != float("inf") else None
+    key = selection.summary_key(cfg.train)  # the validation figure the run chose its best step by
+    training[key] = best if isinstance(best, float) and best == best and abs(best) != float("inf") else None
     step = int(state["step"])
     if state.get("best_ema") is not None and state.get("best_step") not in (None, step):
-        # the weights of the best validation loss, as `fit --export-dir` exports them
+        # the weights of the best validation figure, as `fit --export-dir` exports them
         step = int(state["best_step"])
         tensors, configs = recipe.artifact_contents(cfg, state["best_ema"], FitContext(
             device=torch.device("cpu"), log=log, options=options, run_dir=run_dir))
-        log(f"exporting step {step}'s weights: the best validation loss ({training['best_val_loss']}); the run is at "
-            f"step {state['step']}")
+        log(f"exporting step {step}'s weights: the best {selection.words(cfg.train)} ({training[key]}); the run is "
+            f"at step {state['step']}")
     training["exported_step"] = step
     art = artifact_of(cfg, tensors, configs, name=out.name.removesuffix(".safetensors"), step=step,
                       control_quantiles=state.get("control_quantiles"), training=training)

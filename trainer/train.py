@@ -55,7 +55,7 @@ from kickmodel.families.base import parameter_count
 from kickmodel.fsutil import atomic_write_bytes, clean_stale_temp_files
 from kickmodel.loading import load_artifact, resolve_device
 
-from . import __version__
+from . import __version__, selection
 from .augment import Augmenter
 from .checkpoint import list_checkpoints, load_latest, rng_state, save_checkpoint, set_rng_state
 from .data import default_cache_dir, prepare
@@ -647,12 +647,23 @@ class Trainer:
     # ------------------------------------------------------------------ what hooks call
     @torch.no_grad()
     def validate(self) -> dict[str, float] | None:
-        if len(self.val_idx) == 0:
-            return None
-        g = torch.Generator().manual_seed(12345)
-        x = self.audio[torch.from_numpy(self.val_idx)]
-        c, m = self.conditioning(x, g)
-        return self.objective.val_loss(self.ema.model, self.objective.prepare_batch(x.to(self.device)), c, m, g)
+        """The EMA weights' validation figures: the objective's on the held-out clips (none without any), and those
+        train.select_by chooses the exported step by (trainer/selection.py; the dials need no held-out clip). The
+        dials' kicks are drawn from seeds of their own, the RNG state kept around them: a run validated or not
+        trains the same steps."""
+        figures: dict[str, float] | None = None
+        if len(self.val_idx):
+            g = torch.Generator().manual_seed(12345)
+            x = self.audio[torch.from_numpy(self.val_idx)]
+            c, m = self.conditioning(x, g)
+            figures = self.objective.val_loss(self.ema.model, self.objective.prepare_batch(x.to(self.device)), c, m, g)
+        if self.cfg.train.select_by != "loss":
+            kept = rng_state()
+            try:
+                figures = (figures or {}) | selection.select_figures(self.cfg.train, self.preview_generator())
+            finally:
+                set_rng_state(kept)
+        return figures
 
     def training_summary(self) -> dict[str, Any]:
         """What the run learned from and what it cost, for the artifact: counts, and the split's files by name and
@@ -660,7 +671,8 @@ class Trainer:
         data = self.data
         summary = {"family": self.cfg.family, "clips": len(data), "train_clips": len(self.train_idx),
                    "val_clips": len(self.val_idx), "skipped": len(data.skipped),
-                   "preset": self.cfg.preset, "steps": self.step, "best_val_loss": _finite_or_none(self.best_val),
+                   "preset": self.cfg.preset, "steps": self.step,
+                   selection.summary_key(self.cfg.train): _finite_or_none(self.best_val),
                    "train_seconds": round(self.train_seconds, 1), "device": str(self.device),
                    "threads": torch.get_num_threads(), "peak_memory_mb": round(peak_memory_mb(self.device), 1),
                    "world_size": self.dist.world,
@@ -683,7 +695,8 @@ class Trainer:
 
     def artifact(self, name: str, training: dict[str, Any] | None = None, *, best: bool = False) -> Artifact:
         """The EMA weights as an artifact in memory (export and preview both start here); best: those of the step
-        with the lowest validation loss so far (best_step), where there was a validation."""
+        with the best validation figure so far (best_step: the loss's, or the dials', train.select_by), where there
+        was a validation."""
         if best and self.best_ema is not None:
             return artifact_from_state(self.objective, self.cfg, self.best_ema, name=name, step=int(self.best_step),
                                        control_quantiles=self.quantiles, training=training)
@@ -691,21 +704,22 @@ class Trainer:
                                    control_quantiles=self.quantiles, training=training)
 
     def export(self, path: Path, *, with_map: bool = False) -> Path:
-        """The best EMA weights by validation (best_step; the current ones without a validation) as a served artifact
-        at path (atomic), its training summary saying which step (`exported_step`) and why; with_map: holding the map
+        """The best EMA weights by validation (best_step, by the figure train.select_by names; the current ones without
+        a validation) as a served artifact at path (atomic), its training summary saying which step (`exported_step`)
+        and why; with_map: holding the map
         of its training kicks (kickmodel.kitmap, the map the daemon's /kick/map and /kick/near serve) where its family
         can encode."""
         best = self.best_ema is not None and self.best_step != self.step
         training = self.training_summary()
         training["exported_step"] = int(self.best_step) if best else self.step
-        training["exported_because"] = ("the best validation loss" if self.best_ema is not None
+        training["exported_because"] = (f"the best {selection.words(self.cfg.train)}" if self.best_ema is not None
                                          else "no validation: the last step")
         art = self.artifact(Path(path).name.removesuffix(".safetensors"), training, best=best)
         if with_map:
             self.attach_kit_map(art)
         out = art.save(path)
         self.log(f"exported {out.name}: step {training['exported_step']}'s weights ("
-                 + (f"the best by validation, {self.best_val:.4f}; now step {self.step})" if best
+                 + (f"the best {selection.words(self.cfg.train)}, {self.best_val:.4f}; now step {self.step})" if best
                     else training["exported_because"] + ")"))
         return out
 
@@ -806,7 +820,8 @@ class Trainer:
         reason = self.stop_reason or "max_steps"
         self.log(f"stopped at step {self.step} ({reason}); {wall:.0f} s this session")
         return {"step": self.step, "stop_reason": reason, "loss": self.smoothed,
-                "best_val_loss": _finite_or_none(self.best_val), "best_step": self.best_step, "seconds": wall,
+                selection.summary_key(self.cfg.train): _finite_or_none(self.best_val), "best_step": self.best_step,
+                "seconds": wall,
                 "resumed_from": self.resumed_from, "config": self.cfg.to_dict()}
 
 
@@ -846,7 +861,8 @@ def validate_hook(tr: Trainer, metrics: dict) -> None:
     figures = tr.validate()
     if figures is None:
         return
-    v = figures["loss"]
+    v = selection.figure(tc, figures)
+    what = selection.words(tc)
     tr.write_metrics({"step": tr.step, **{f"val_{k}": x for k, x in figures.items()}})
     if tr.tb is not None:
         for k, x in figures.items():
@@ -859,10 +875,14 @@ def validate_hook(tr: Trainer, metrics: dict) -> None:
         tr.best_ema = {k: t.detach().clone() for k, t in tr.ema.model.state_dict().items()}
     else:
         tr.bad_rounds += 1
-    tr.log(f"step {tr.step}: validation loss {v:.4f} (best {tr.best_val:.4f} at step {tr.best_step})")
+    dials = "".join(f", {k[len('dial_r_'):]} r {x:.2f}" for k, x in figures.items() if k.startswith("dial_r_"))
+    loss = f" (validation loss {figures['loss']:.4f})" if tc.select_by != "loss" and "loss" in figures else ""
+    tr.log(f"step {tr.step}: {what} {v:.4f}{dials} (best {tr.best_val:.4f} at step {tr.best_step}){loss}")
     if tr.bad_rounds and tr.bad_rounds % RISEN_CHECKS == 0 and v > tr.best_val:
-        tr.log(f"validation has risen: {tr.bad_rounds} checks without a new best ({tr.best_val:.4f} at step "
-               f"{tr.best_step}, {v:.4f} now): the model is learning its training kicks rather than kicks like them; "
+        why = ("the model is learning its training kicks rather than kicks like them" if tc.select_by == "loss"
+               else "its dials follow less well than they did")
+        tr.log(f"validation has risen: {tr.bad_rounds} checks without a new best {what} ({tr.best_val:.4f} at step "
+               f"{tr.best_step}, {v:.4f} now): {why}; "
                f"exports keep step {tr.best_step}'s weights. Stop it (Ctrl-C) or let --set "
                "train.early_stop_patience=N stop it")
     if tc.early_stop_patience and tr.bad_rounds >= tc.early_stop_patience:

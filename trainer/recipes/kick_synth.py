@@ -16,6 +16,10 @@ take no gradient after the phase), so checkpoints, the EMA and a resume carry it
 splits it into the artifact's `transient` part. Each validation logs its window loss on the validation clips' fits
 (`transient`, beside `transient_off`: the synth's alone).
 
+The family's presets choose the step an export keeps by its dials, not by the prior's validation loss
+(train.select_by = "dials", trainer/selection.py): that loss, on the held-out kicks' fitted numbers, rises while the
+prior learns its conditioning and its kicks get nearer the held-out ones.
+
     kicktrain fit DATA --family kick-synth --preset tiny --set transient.enabled=true --run-dir runs/t
     kicktrain export runs/t runs/t/model.safetensors
 """

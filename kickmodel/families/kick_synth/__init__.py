@@ -58,15 +58,17 @@ class KickSynthFamily(Family):
                            sampling=SamplingConfig(steps=10, time_power=1.0),
                            fit=SynthFitConfig(iters=20, restart_iters=5, serve_iters=10),
                            train=TrainConfig(batch_size=4, micro_batch=4, max_steps=40, warmup_steps=5, log_every=5,
-                                             val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9), **common)
+                                             val_every=10, ckpt_every=10, sample_every=0, ema_decay=0.9,
+                                             select_by="dials", select_kicks=2), **common)
         small = make_config(self.name, "small", model=MLPDenoiserConfig(width=256, blocks=4), sampling=SYNTH_SAMPLING,
                             train=TrainConfig(batch_size=64, micro_batch=64, max_steps=3000, lr=5e-4, warmup_steps=100,
-                                              sample_every=0, val_every=250, ckpt_every=500, ema_decay=0.995),
+                                              sample_every=0, val_every=250, ckpt_every=500, ema_decay=0.995,
+                                              select_by="dials"),
                             **common)
         base = make_config(self.name, "base", model=MLPDenoiserConfig(width=512, blocks=6), sampling=SYNTH_SAMPLING,
                            fit=SynthFitConfig(iters=400, restart_iters=60),
                            train=TrainConfig(batch_size=128, micro_batch=128, max_steps=20000, lr=3e-4,
-                                             sample_every=0), **common)
+                                             sample_every=0, select_by="dials"), **common)
         return {"tiny": tiny, "small": small, "base": base}
 
     def upgrade(self, data: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""What chooses the step a run exports (train.select_by): the lowest validation loss, or the dials that follow best
+(trainer/evaluation/dials.py: each control asked for alone at 0.1..0.9, rendered as served and measured).
+
+The kick-synth family chooses by its dials: its validation loss is the prior's loss on the held-out kicks' fitted
+numbers, which rises while the prior learns its conditioning, and the step it picks is one whose dials barely work
+(the version-2 run of 2026-12-05: the loss at its lowest at step 250, dials r 0.19 / 0.51 / 0.62 there against
+0.83 / 0.90 / 0.91 at step 1500, whose KID on the held-out kicks was also the lower, 0.44 against 0.58).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kickmodel.config import TrainConfig
+
+FIGURE = {"loss": "loss", "dials": "dial_miss"}  # the validation figure each way chooses by (lower is better)
+SUMMARY = {"loss": "best_val_loss", "dials": "best_dial_miss"}  # its best, as the training summary names it
+WORDS = {"loss": "validation loss", "dials": "dial miss (1 - the dials' mean Spearman r)"}
+
+
+def figure(tc: TrainConfig, figures: dict[str, Any]) -> float:
+    """The number a check is judged by, from its validation figures."""
+    return float(figures[FIGURE[tc.select_by]])
+
+
+def words(tc: TrainConfig) -> str:
+    return WORDS[tc.select_by]
+
+
+def summary_key(tc: TrainConfig) -> str:
+    return SUMMARY[tc.select_by]
+
+
+def select_figures(tc: TrainConfig, generator) -> dict[str, float]:
+    """The figures a check adds for its choosing (none when the validation loss chooses)."""
+    if tc.select_by != "dials":
+        return {}
+    from .evaluation.dials import miss
+
+    return miss(generator, tc.select_kicks)
