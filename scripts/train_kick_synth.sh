@@ -6,7 +6,9 @@
 #   scripts/train_kick_synth.sh [DEVICE] [STEPS]
 # 1. kicktrain fit, family kick-synth, preset small, 20 % held out (the same split as the bundled model's): every
 #    clip is fitted by analysis by synthesis first (kept in RUN/synth_fits.safetensors), then the prior trains STEPS
-#    steps (1500; the export keeps the step with the best validation loss: 250 for version 2 on the kit);
+#    steps (1500; the export keeps the step whose dials follow best, train.select_by=dials: for version 2 on the
+#    kit the dial miss at steps 250..1500 was 0.46, 0.23, 0.19, 0.13, 0.11, 0.11, so step 1500, where the prior's
+#    validation loss, which chose before 2026-12-05 late, would keep step 250);
 # 2. export with the map of its 81 training kicks (`--map-data`: kickmodel/kitmap.py, for /kick/map and /kick/near;
 #    each kick's numbers fitted again as the daemon fits a file), then `kicktrain eval` on the held-out split the
 #    artifact records.

@@ -103,6 +103,7 @@ def test_a_kick_synth_run_exports_the_step_whose_dials_follow_best_and_says_so(s
     again = tmp_path / "again.safetensors"
     assert kicktrain(["export", str(run), "--out", str(again)]) == 0
     assert load_artifact(again).step == 2 and "the best dial miss" in capsys.readouterr().err
+    assert load_artifact(again).training["exported_because"] == art.training["exported_because"]
 
 
 def test_select_by_loss_on_the_command_line_sweeps_no_dials(synth_kicks, tmp_path, monkeypatch, capsys):
