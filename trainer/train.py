@@ -706,9 +706,8 @@ class Trainer:
     def export(self, path: Path, *, with_map: bool = False) -> Path:
         """The best EMA weights by validation (best_step, by the figure train.select_by names; the current ones without
         a validation) as a served artifact at path (atomic), its training summary saying which step (`exported_step`)
-        and why; with_map: holding the map
-        of its training kicks (kickmodel.kitmap, the map the daemon's /kick/map and /kick/near serve) where its family
-        can encode."""
+        and why; with_map: holding the map of its training kicks (kickmodel.kitmap, the map the daemon's /kick/map and
+        /kick/near serve) where its family can encode."""
         best = self.best_ema is not None and self.best_step != self.step
         training = self.training_summary()
         training["exported_step"] = int(self.best_step) if best else self.step
