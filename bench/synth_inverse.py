@@ -1,6 +1,6 @@
 """The kick synth's amortised inverse (kickmodel/families/kick_synth/inverse.py), side by side with the fit it starts.
 
-    python bench/synth_inverse.py [--json OUT] [--threads 2] [--parts speed,kit] [--kicks N]
+    python bench/synth_inverse.py [--json OUT] [--threads 2] [--parts speed,kit] [--kicks N] [--model M]
 
 - speed: a WAV to the synth's numbers before any refinement, one file at a time: the file read and prepared as the
   daemon prepares a source (GeneratorBase.prepare_source), then the guess (target: at most 50 ms on 2 cores), then
@@ -14,6 +14,8 @@
   guess refined (fit.nearer; timed as both fits and the pick). For each: wall and process CPU seconds for the kit
   and each kick's distance from its numbers as the daemon plays them (heard_distances; fit.distance's scale: 0 the
   kick itself), median and p90, and per kick against today's.
+- --model: another kick-synth model than the shipped one (a version-2 model's fits start from inverse_v2), its
+  served settings and synth version taken from it.
 
 Wall-clock figures move with the machine's load (recorded: the load average before and after): only the figures of
 one run compare.
@@ -141,12 +143,13 @@ def main() -> None:
     ap.add_argument("--parts", default="speed,kit")
     ap.add_argument("--kicks", type=int, default=0, help="kit: the first N of the starter kit (0: all)")
     ap.add_argument("--weights", type=Path, help="an inverse's weights (default: the one shipped for the synth)")
+    ap.add_argument("--model", type=Path, default=MODEL, help="a kick-synth model (default: the shipped one)")
     ns = ap.parse_args()
     torch.set_num_threads(ns.threads)
-    gen = load_generator(MODEL, "cpu")
+    gen = load_generator(ns.model, "cpu")
     net = inv.load(gen.synth_version, ns.weights)
     out = {"date": now(), "machine": machine(), "threads": ns.threads, "load_average_before": os.getloadavg(),
-           "model": MODEL.name, "synth_version": gen.synth_version,
+           "model": ns.model.name, "synth_version": gen.synth_version,
            "weights": str(ns.weights or inv.weights_path(gen.synth_version).relative_to(REPO))}
     parts = ns.parts.split(",")
     if "speed" in parts:
