@@ -130,6 +130,8 @@ def measure(batch: torch.Tensor, sample_rate: int) -> torch.Tensor:
         x = x[None]
     if x.dim() != 2:
         raise ValueError(f"measure expects [B, L] audio, got shape {tuple(batch.shape)}")
+    if x.shape[0] == 0:  # no clip: no row (an FFT of no rows is an error in MKL, not an empty answer)
+        return torch.zeros(0, 3, dtype=torch.float32, device=x.device)
     onset = _onsets(x, sample_rate)
     return torch.stack([_decay(x, sample_rate), _pitch(x, onset, sample_rate), _click(x, onset, sample_rate)], dim=1)
 

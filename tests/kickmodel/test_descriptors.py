@@ -72,6 +72,16 @@ def test_silence_does_not_crash():
     assert torch.isfinite(m).all()
 
 
+def test_no_clip_measures_as_no_row():
+    """A batch of no clips (the kicks of a set a tuner could not read, when it read them all) gives no rows, not MKL's
+    "Inconsistent configuration parameters" from an FFT of none."""
+    from kickmodel.descriptors import settled_pitch_hz, tuner_hz
+
+    none = torch.zeros(0, 44100)
+    assert measure(none, SR).shape == (0, 3)
+    assert tuner_hz(none, SR).shape == (0,) and settled_pitch_hz(none, SR).shape == (0,)
+
+
 def test_random_synth_params_tracked():
     rng = np.random.default_rng(7)
     ps = [random_params(rng, drive=0.0, click=0.0, sweep=0.006) for _ in range(12)]
