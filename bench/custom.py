@@ -154,7 +154,8 @@ def run(opts: common.Options) -> dict:
     return {"init": str(init), "family": opts.family, "kicks": str(opts.kicks), "user_kicks": n_train,
             "held_out_kicks": n_held,
             "budget_s": budget, "stopped_by_budget": stopped, "fit_s": fit_s, "train_seconds": tr.get("train_seconds"),
-            "train_steps": custom.step, "samples_per_s": tr.get("samples_per_s"), "time_to_model_s": total_s,
+            "train_steps": custom.step, "run_steps": tr.get("steps"), "exported_because": tr.get("exported_because"),
+            "samples_per_s": tr.get("samples_per_s"), "time_to_model_s": total_s,
             "target_s": target, "met_target": bool(total_s <= target), "eval_n": n,
             "rows": rows}
 
@@ -162,7 +163,9 @@ def run(opts: common.Options) -> dict:
 def table(payload: dict) -> str:
     p = payload
     how = f"a new {p['family']} model" if p.get("family") else f"fine-tuned from {Path(p['init']).name}"
-    head = (f"{p['user_kicks']} kicks -> {how}: {p['train_steps']} steps in "
+    ran = p.get("run_steps")
+    kept = f" (of the run's {ran}: {p['exported_because']})" if ran not in (None, p["train_steps"]) else ""
+    head = (f"{p['user_kicks']} kicks -> {how}: {p['train_steps']} steps{kept} in "
             f"{p['fit_s']:.0f} s of fit; served after {p['time_to_model_s'] / 60:.1f} min (target "
             f"{p['target_s'] / 60:.0f} min: {'met' if p['met_target'] else 'MISSED'})\n"
             f"quality against {p['held_out_kicks']} held-out kicks of the same pool:\n")
