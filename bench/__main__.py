@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true", help="tiny sizes: exercises every code path, figures meaningless")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
     ap.add_argument("--models", nargs="+", type=_existing, default=[common.BUNDLED], metavar="ARTIFACT",
-                    help="models to measure (default: the bundled model)")
+                    help="models to measure (default: the bundled model); osc measures the first only")
     common.add_out_option(ap)
     ap.add_argument("--img", type=Path, help="folder for the control plots (default OUT/img; the docs' plots: "
                     "docs/img)")

@@ -217,6 +217,9 @@ def burst(port: int, clients: int, requests: int, timeout: float, seed: int = 50
 def run(opts) -> dict:
     """The suite's osc benchmark on the first of opts.models (see the module docstring)."""
     path = Path(opts.models[0])
+    if len(opts.models) > 1:  # one daemon, one model: said, not silently dropped
+        print(f"osc: measuring {path.name} only (the first of --models); run it once for each of the others",
+              flush=True)
     reps, warm, counts = (5, 1, (1, 2)) if opts.quick else (REPS, 3, (1, 8))
     clients, requests = (2, 3) if opts.quick else (BURST_CLIENTS, BURST_REQUESTS)
     with tempfile.TemporaryDirectory(prefix="kickbench-osc-") as tmp:
