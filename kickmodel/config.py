@@ -347,7 +347,8 @@ def validate(cfg: Config) -> None:
         (t.mixed_precision in ("auto", "bf16", "fp16", "off"),
          f"train.mixed_precision {t.mixed_precision!r} is not auto, bf16, fp16 or off"),
         (t.select_by in ("loss", "dials"), f"train.select_by {t.select_by!r} is not loss or dials"),
-        (t.select_by != "dials" or controls, "train.select_by=dials needs conditioning.controls (dials to sweep)"),
+        (t.select_by != "dials" or controls, "train.select_by=dials needs conditioning.controls (dials to sweep); "
+                                             "give the run its controls or pass --set train.select_by=loss"),
         (1 <= t.select_kicks <= 64, "train.select_kicks must be within 1..64 (kicks a dial value)"),
         (cfg.data.sample_rate in SAMPLE_RATES,
          f"data.sample_rate must be one of {', '.join(map(str, SAMPLE_RATES))}"),

@@ -465,7 +465,8 @@ class Trainer:
             except ImportError:  # tensorboard missing: keep training, say so once
                 log("tensorboard not installed: no TensorBoard logs")
         self._last_log = (time.time(), self.step)
-        self.hooks: list[Hook] = [log_hook, validate_hook, sample_hook, budget_hook, checkpoint_hook]
+        # the budget before the validation: a run stopped by its budget is judged at the step it stops on
+        self.hooks: list[Hook] = [log_hook, budget_hook, validate_hook, sample_hook, checkpoint_hook]
 
     def _resume(self, state: dict[str, Any], path: Path) -> None:
         self.module.load_state_dict(state["model"])
@@ -854,8 +855,12 @@ def log_hook(tr: Trainer, metrics: dict) -> None:
 
 
 def validate_hook(tr: Trainer, metrics: dict) -> None:
+    """Every train.val_every steps, and at the last step of a run that ends by its length or its time budget (so its
+    last steps can be exported: a kick-synth run stopped by --minutes 118 steps after a check lost them); not when
+    a signal stops it (Ctrl-C stops at once; the checkpoint keeps the steps, and a resumed run judges them)."""
     tc = tr.cfg.train
-    if not _due(tr, tc.val_every):
+    ending = tr.step == tr.total or (tr.stop_reason is not None and not tr.stop_reason.startswith("signal"))
+    if not (_due(tr, tc.val_every) or (tc.val_every and ending)):
         return
     figures = tr.validate()
     if figures is None:
@@ -884,7 +889,8 @@ def validate_hook(tr: Trainer, metrics: dict) -> None:
                f"{tr.best_step}, {v:.4f} now): {why}; "
                f"exports keep step {tr.best_step}'s weights. Stop it (Ctrl-C) or let --set "
                "train.early_stop_patience=N stop it")
-    if tc.early_stop_patience and tr.bad_rounds >= tc.early_stop_patience:
+    # every process stops together (a rank's figures may differ in their last bits on a GPU)
+    if tc.early_stop_patience and tr.dist.any(tr.bad_rounds >= tc.early_stop_patience):
         tr.stop_reason = "early_stop"
 
 

@@ -140,3 +140,71 @@ def test_a_select_by_the_config_does_not_know_is_refused_with_the_choices(synth_
                     "--set", "train.select_by=kid"])
     err = capsys.readouterr().err
     assert rc != 0 and "train.select_by 'kid' is not loss or dials" in err, err
+
+
+class _Clock:
+    """A clock that moves `step` seconds each time it is read (trainer.train.CLOCK): --minutes without waiting."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_run_stopped_by_its_budget_is_judged_at_the_step_it_stops_on(synth_kicks, tmp_path, monkeypatch, capsys):
+    """A budgeted kick-synth run (bench custom's 4 minutes) stopped 118 steps after its last check and could not
+    export them. Now the step a budget stops on is checked too, and exported where it is the best."""
+    from kickmodel.loading import load_artifact
+    from trainer import train as T
+
+    calls = _scripted(monkeypatch, [0.5, 0.9])
+    monkeypatch.setattr(T, "CLOCK", _Clock(20.0))  # --minutes 1 is spent after a few steps
+    run, models = tmp_path / "run", tmp_path / "models"
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(run), "--train-steps", "40", "--minutes", "1",
+                    "--export-dir", str(models), *SYNTH_FAST, "--set", "train.val_every=2"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    summary = json.loads(out.strip().splitlines()[-1])
+    stop = summary["step"]
+    assert summary["stop_reason"] == "time budget of 1 min" and stop % 2 == 1, summary  # between two checks
+    assert len(calls) == 2 and f"step {stop}: dial miss" in err, err
+    assert load_artifact(models / "run.safetensors").step == stop == summary["best_step"]
+
+
+def test_a_run_whose_length_is_not_a_multiple_of_its_checks_is_judged_at_its_last_step(synth_kicks, tmp_path,
+                                                                                      monkeypatch, capsys):
+    from kickmodel.loading import load_artifact
+
+    calls = _scripted(monkeypatch, [0.3, 0.8])
+    run, models = tmp_path / "run", tmp_path / "models"
+    assert kicktrain(["fit", str(synth_kicks), "--run-dir", str(run), "--train-steps", "3", "--export-dir",
+                      str(models), *SYNTH_FAST, "--set", "train.val_every=2"]) == 0
+    err = capsys.readouterr().err
+    assert len(calls) == 2 and "step 2: dial miss" in err and "step 3: dial miss" in err, err
+    assert load_artifact(models / "run.safetensors").step == 3
+
+
+def test_dials_choose_without_held_out_clips(synth_kicks, tmp_path, monkeypatch, capsys):
+    """The dials need no held-out kick: a run with none still chooses its export by them (the loss cannot)."""
+    from kickmodel.loading import load_artifact
+
+    calls = _scripted(monkeypatch, [0.9, 0.2])
+    run, models = tmp_path / "run", tmp_path / "models"
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(run), "--train-steps", "2", "--export-dir", str(models),
+                    *SYNTH_FAST, "--set", "train.val_every=1", "--set", "data.val_fraction=0"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert len(calls) == 2 and "validation loss" not in err, err
+    art = load_artifact(models / "run.safetensors")
+    assert art.step == 1 and art.training["val_clips"] == 0 and "dial miss" in art.training["exported_because"]
+
+
+@pytest.mark.parametrize("setting, said", [("train.select_kicks=0", "train.select_kicks must be within 1..64"),
+                                           ("conditioning.controls=[]", "--set train.select_by=loss")])
+def test_a_dial_choice_that_cannot_run_is_refused_saying_why(synth_kicks, tmp_path, capsys, setting, said):
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "r"), "--train-steps", "1", *SYNTH_FAST,
+                    "--set", setting])
+    err = capsys.readouterr().err
+    assert rc != 0 and said in err, err
