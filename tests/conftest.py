@@ -84,3 +84,15 @@ def synth_kicks(tmp_path_factory) -> Path:
     for i, clip in enumerate(synth_batch(12, seed=6)):
         sf.write(folder / f"k{i:02d}.wav", clip, 44100, subtype="PCM_16")
     return folder
+
+
+class StepClock:
+    """A clock that moves `step` seconds each time it is read (a module's injected CLOCK, e.g. trainer.train's):
+    --minutes or a progress interval without waiting."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now

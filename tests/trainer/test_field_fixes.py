@@ -16,6 +16,7 @@ import pytest
 import soundfile as sf
 import torch
 
+from tests.conftest import StepClock
 from trainer.cli import main as kicktrain
 from trainer.synth import synth_batch
 
@@ -116,17 +117,6 @@ def test_a_huge_file_is_refused_from_its_size_and_header_before_it_is_hashed(kic
 # ------------------------------------------------------------------------------------------ 12: a fine-tune's length
 
 
-class _Clock:
-    """A clock that moves `step` seconds each time it is read (trainer.train.CLOCK): --minutes without waiting."""
-
-    def __init__(self, step: float) -> None:
-        self.now, self.step = 0.0, step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
-
-
 def test_a_fine_tune_defaults_to_minutes_not_hours_and_stops_at_its_time_budget(kicks, tmp_path, monkeypatch,
                                                                                    capsys):
     """`kicktrain fit FOLDER --init MODEL` took the preset's 20,000 steps (2.5-5.7 h on 2 cores) with
@@ -137,7 +127,7 @@ def test_a_fine_tune_defaults_to_minutes_not_hours_and_stops_at_its_time_budget(
     from trainer import train as T
 
     init = make_tiny_artifact(tmp_path / "base.safetensors", preset_name="small")
-    monkeypatch.setattr(T, "CLOCK", _Clock(20.0))  # 20 s a reading: the budget of 1 min is spent after a few steps
+    monkeypatch.setattr(T, "CLOCK", StepClock(20.0))  # 20 s a reading: the budget of 1 min is spent after a few steps
     run, models = tmp_path / "run", tmp_path / "models"
     rc = kicktrain(["fit", str(kicks), "--run-dir", str(run), "--init", str(init), "--minutes", "1",
                     "--export-dir", str(models), "--device", "cpu", "--no-progress", "--no-tensorboard",
@@ -225,7 +215,7 @@ def test_kick_synth_fits_say_how_far_they_are_and_every_export_carries_a_map(twe
     from kickmodel.loading import load_artifact
     from trainer.recipes import kick_synth as KS
 
-    monkeypatch.setattr(KS, "CLOCK", _Clock(KS.PROGRESS_S / 2))  # a progress line every second descent step
+    monkeypatch.setattr(KS, "CLOCK", StepClock(KS.PROGRESS_S / 2))  # a progress line every second descent step
     maps: list[int] = []
     from trainer import train as T
 
@@ -317,7 +307,7 @@ def test_resuming_a_fine_tune_keeps_its_length_without_a_word(kicks, tmp_path, m
     args = ["fit", str(kicks), "--run-dir", str(tmp_path / "run"), "--init", str(init), "--minutes", "1", "--device",
             "cpu", "--no-progress", "--no-tensorboard", "--set", "train.batch_size=2", "--set", "train.micro_batch=2"]
     for _ in range(2):
-        monkeypatch.setattr(T, "CLOCK", _Clock(40.0))  # stops after the first step
+        monkeypatch.setattr(T, "CLOCK", StepClock(40.0))  # stops after the first step
         assert kicktrain(args) == 0
     err = capsys.readouterr().err
     assert "resumed from step" in err and "asked otherwise" not in err, err

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from kickmodel.generator import Item
+from tests.conftest import StepClock
 from trainer.cli import main as kicktrain
 from trainer.evaluation import dials
 
@@ -142,17 +143,6 @@ def test_a_select_by_the_config_does_not_know_is_refused_with_the_choices(synth_
     assert rc != 0 and "train.select_by 'kid' is not loss or dials" in err, err
 
 
-class _Clock:
-    """A clock that moves `step` seconds each time it is read (trainer.train.CLOCK): --minutes without waiting."""
-
-    def __init__(self, step: float) -> None:
-        self.now, self.step = 0.0, step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
-
-
 def test_a_run_stopped_by_its_budget_is_judged_at_the_step_it_stops_on(synth_kicks, tmp_path, monkeypatch, capsys):
     """A budgeted kick-synth run (bench custom's 4 minutes) stopped 118 steps after its last check and could not
     export them. Now the step a budget stops on is checked too, and exported where it is the best."""
@@ -160,7 +150,7 @@ def test_a_run_stopped_by_its_budget_is_judged_at_the_step_it_stops_on(synth_kic
     from trainer import train as T
 
     calls = _scripted(monkeypatch, [0.5, 0.9])
-    monkeypatch.setattr(T, "CLOCK", _Clock(20.0))  # --minutes 1 is spent after a few steps
+    monkeypatch.setattr(T, "CLOCK", StepClock(20.0))  # --minutes 1 is spent after a few steps
     run, models = tmp_path / "run", tmp_path / "models"
     rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(run), "--train-steps", "40", "--minutes", "1",
                     "--export-dir", str(models), *SYNTH_FAST, "--set", "train.val_every=2"])
