@@ -857,7 +857,7 @@ def log_hook(tr: Trainer, metrics: dict) -> None:
 def validate_hook(tr: Trainer, metrics: dict) -> None:
     """Every train.val_every steps, and at the last step of a run that ends by its length or its time budget (so its
     last steps can be exported: a kick-synth run stopped by --minutes 118 steps after a check lost them); not when
-    a signal stops it (Ctrl-C stops at once; the checkpoint keeps the steps, and a resumed run judges them)."""
+    a signal stops it (Ctrl-C stops at once; the checkpoint keeps the steps, and a resumed run goes on from them)."""
     tc = tr.cfg.train
     ending = tr.step == tr.total or (tr.stop_reason is not None and not tr.stop_reason.startswith("signal"))
     if not (_due(tr, tc.val_every) or (tc.val_every and ending)):
