@@ -30,8 +30,9 @@ seed 20261205, anchors kick-synth.safetensors); its wall-clock time was not reco
 by the default run with --version 2 --anchors the version-2 model scripts/train_kick_synth.sh exports (its kit map:
 the 81 training kicks' fits, the same at every step of its prior), 2026-12-05 late: the 96,000 renders 68 minutes
 wall on one thread (--threads 1, the box's other core busy: load 2-3), then the training, restarted on the kept
-renders with --threads 2, 152 s (4 epochs, held-out error 0.67 of the renders' spread, still falling: 0.75, 0.70,
-0.68, 0.67). The 0.53 s a step above was the load's: 0.05 s a step here.
+renders with --threads 2, 152 s (4 epochs, held-out error 0.669 of the renders' spread: 0.75, 0.70, 0.68, 0.67; 8
+epochs on the same renders level at 0.666, so the 4-epoch file ships). The 0.53 s a step above was the load's: 0.05 s
+a step here.
 """
 
 from __future__ import annotations
