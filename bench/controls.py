@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import common
-from trainer.evaluation.dials import BATCH, VALUES, rankdata, spearman, sweep  # noqa: F401 (the bench's names)
+from trainer.evaluation.dials import VALUES, spearman, sweep
 
 NAME = "controls"
 N_PER_VALUE = 16

@@ -106,8 +106,7 @@ def export_run(run_dir: Path, out: Path, settings: dict | None = None, log=print
         log(f"exporting step {step}'s weights: the best {selection.words(cfg.train)} ({training[key]}); the run is "
             f"at step {state['step']}")
     training["exported_step"] = step
-    training["exported_because"] = (f"the best {selection.words(cfg.train)}" if state.get("best_ema") is not None
-                                    else "no validation: the last step")  # as `fit --export-dir` says it
+    training["exported_because"] = selection.exported_because(cfg.train, state.get("best_ema") is not None)
     art = artifact_of(cfg, tensors, configs, name=out.name.removesuffix(".safetensors"), step=step,
                       control_quantiles=state.get("control_quantiles"), training=training)
     if map_data:

@@ -31,6 +31,12 @@ def summary_key(tc: TrainConfig) -> str:
     return SUMMARY[tc.select_by]
 
 
+def exported_because(tc: TrainConfig, validated: bool) -> str:
+    """Why an export holds the step it does (its training summary's `exported_because`), for `fit --export-dir` and
+    `kicktrain export` alike: validated, a run that has been checked at least once."""
+    return f"the best {words(tc)}" if validated else "no validation: the last step"
+
+
 def select_figures(tc: TrainConfig, generator) -> dict[str, float]:
     """The figures a check adds for its choosing (none when the validation loss chooses)."""
     if tc.select_by != "dials":

@@ -712,8 +712,7 @@ class Trainer:
         best = self.best_ema is not None and self.best_step != self.step
         training = self.training_summary()
         training["exported_step"] = int(self.best_step) if best else self.step
-        training["exported_because"] = (f"the best {selection.words(self.cfg.train)}" if self.best_ema is not None
-                                         else "no validation: the last step")
+        training["exported_because"] = selection.exported_because(self.cfg.train, self.best_ema is not None)
         art = self.artifact(Path(path).name.removesuffix(".safetensors"), training, best=best)
         if with_map:
             self.attach_kit_map(art)

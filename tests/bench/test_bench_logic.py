@@ -19,21 +19,22 @@ from daemon_util import make_artifact  # noqa: E402
 
 from bench import common, controls, custom, flops, gpu, latency, report  # noqa: E402
 from bench.train_speed import speedups  # noqa: E402
+from trainer.evaluation import dials  # noqa: E402
 
 # ------------------------------------------------------------------ Spearman
 
 
 def test_spearman_is_one_for_any_increasing_map_and_handles_ties():
     x = np.arange(20, dtype=float)
-    assert controls.spearman(x, np.exp(x / 3)) == pytest.approx(1.0)
-    assert controls.spearman(x, -(x**3)) == pytest.approx(-1.0)
-    assert np.isnan(controls.spearman(x, np.ones(20)))
-    assert list(controls.rankdata([3, 1, 3, 2])) == [3.5, 1.0, 3.5, 2.0]
+    assert dials.spearman(x, np.exp(x / 3)) == pytest.approx(1.0)
+    assert dials.spearman(x, -(x**3)) == pytest.approx(-1.0)
+    assert np.isnan(dials.spearman(x, np.ones(20)))
+    assert list(dials.rankdata([3, 1, 3, 2])) == [3.5, 1.0, 3.5, 2.0]
     rng = np.random.default_rng(0)
     asked = np.repeat([0.1, 0.3, 0.5, 0.7, 0.9], 8)  # the sweep's many ties
     measured = asked + rng.normal(0, 0.3, asked.size)
     scipy_stats = pytest.importorskip("scipy.stats")
-    assert controls.spearman(asked, measured) == pytest.approx(scipy_stats.spearmanr(asked, measured)[0], abs=1e-12)
+    assert dials.spearman(asked, measured) == pytest.approx(scipy_stats.spearmanr(asked, measured)[0], abs=1e-12)
 
 
 # ------------------------------------------------------------------ the control targets
