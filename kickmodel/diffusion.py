@@ -169,6 +169,11 @@ class Denoiser(torch.nn.Module):
         """Its network's word on its render shape on the CPU (kickmodel.batching)."""
         return bool(getattr(self.net, "per_kick_on_cpu", False))
 
+    @property
+    def one_thread_on_cpu(self) -> bool:
+        """Its network's word on its CPU threads (kickmodel.batching)."""
+        return bool(getattr(self.net, "one_thread_on_cpu", False))
+
     @classmethod
     def from_config(cls, net: torch.nn.Module, d: DiffusionConfig) -> Denoiser:
         return cls(net, NoiseSchedule(d.schedule, d.timesteps), d.prediction, clip_x0=d.clip_x0,

@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from .artifact import Artifact
+from .batching import side_by_side
 from .dsp import SUBSONIC_HZ, finish_kick, resample, trim_tail  # the core every mode ends in (_finish)
 
 if TYPE_CHECKING:
@@ -581,9 +582,9 @@ class GeneratorBase:
         would make of it: whoever writes it refuses it (the daemon's writer answers that kick with an error), and the
         batch's other kicks are unchanged."""
         out_rate = int(sample_rate or self.sample_rate)
-        if isinstance(raw, Ragged):  # each kick over its own length, then padded with zeros to the longest
-            done = [self._finish(raw.audio[i:i + 1, :n], out_rate, highpass_hz, fade_in_ms, fade_ms)[0]
-                    for i, n in enumerate(raw.lengths)]
+        if isinstance(raw, Ragged):  # each kick over its own length (side by side), then padded to the longest
+            done = side_by_side(lambda i: self._finish(raw.audio[i:i + 1, :raw.lengths[i]], out_rate, highpass_hz,
+                                                       fade_in_ms, fade_ms)[0], range(len(raw.lengths)))
             out = np.zeros((len(done), max(len(d) for d in done)), dtype=np.float32)
             for i, d in enumerate(done):
                 out[i, :len(d)] = d

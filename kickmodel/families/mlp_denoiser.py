@@ -47,10 +47,13 @@ class ResMLPBlock(nn.Module):
 
 
 class MLPDenoiser(nn.Module):
-    # one row at a time on the CPU (kickmodel.batching): at eight rows it costs 1.6x its one-row CPU time and more
-    # under load, and through the daemon on the 2-core dev box eight rows bought eight kicks nothing measurable
-    # (bundled 1,366 vs 1,319 ms, kick-synth 129 vs 136 ms) while one kick paid 10-20 ms (170 -> 190, 23 -> 33 ms)
+    # one row at a time on the CPU (kickmodel.batching): the bundled model's eight kicks cost 1.3 s, which eight rows
+    # do not move (1,366 vs 1,319 ms through the daemon, 2-core dev box), while its bits would change. The
+    # kick-synth's prior runs at eight rows instead (kick_synth/network.py): once on one thread (below), eight rows
+    # cost its one kick 3 ms and save its eight kicks 26 ms. (Measured on two threads, eight rows had cost one kick
+    # 10-20 ms and saved eight nothing: the sleeping second thread's wake-ups.)
     per_kick_on_cpu = True
+    one_thread_on_cpu = True  # too small to split: a second (sleeping) OpenMP thread costs more than it saves
 
     def __init__(self, cfg: MLPDenoiserConfig, dim: int, n_controls: int) -> None:
         super().__init__()

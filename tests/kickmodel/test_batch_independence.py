@@ -147,3 +147,104 @@ def test_a_network_is_asked_its_render_shape_through_a_method_or_a_function_arou
     assert render_rows(net.decode, cpu) == 1  # a bound method: its module's word
     assert render_rows(lambda z: net.decode(z), cpu) == RENDER_ROWS  # a function knows nothing of it...
     assert render_rows(lambda z: net.decode(z), cpu, like=net) == 1  # ...unless told which network it runs
+
+
+def _denoiser_calls(gen, n: int) -> list[tuple[tuple[int, ...], int]]:
+    """(rows, torch's CPU threads) of every call of gen's denoiser network while it makes n fresh kicks."""
+    seen = []
+    hook = gen.denoiser.net.register_forward_pre_hook(
+        lambda mod, args: seen.append((tuple(args[0].shape), torch.get_num_threads())))
+    try:
+        gen.generate([Item(seed=s) for s in range(n)], gen.settings(3))
+    finally:
+        hook.remove()
+    return seen
+
+
+def test_the_kick_synth_prior_takes_eight_kicks_a_call_on_one_thread(generators):
+    """Served on the CPU, the kick-synth's prior runs eight kicks in one call a step (its cost is the MLP's per-call
+    overhead: kickmodel.families.kick_synth.network), on one thread, and torch's count is as it was after; the
+    bundled model's MLP runs a kick a call, also on one thread."""
+    was = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        synth = _denoiser_calls(generators["kick-synth"], 8)
+        assert synth == [((RENDER_ROWS, synth[0][0][1]), 1)] * 3  # three steps: three calls of eight rows
+        assert torch.get_num_threads() == 2
+        bundled = _denoiser_calls(generators["bundled"], 2)
+        assert {rows for (rows, _), _ in bundled} == {1} and {t for _, t in bundled} == {1}
+        assert len(bundled) == 2 * 3
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(was)
+
+
+class _OneThread(torch.nn.Module):
+    """A per-kick, one-thread network that notes where each chunk ran."""
+    per_kick_on_cpu = True
+    one_thread_on_cpu = True
+
+    def __init__(self, inner=None):
+        super().__init__()
+        self.seen, self.inner = [], inner
+
+    def forward(self, x):
+        import threading
+        self.seen.append((threading.current_thread().name, torch.get_num_threads(), torch.is_grad_enabled(),
+                          torch.is_inference_mode_enabled()))
+        if self.inner is not None:
+            in_render_shape(self.inner, torch.cat([x, x]))  # a chunk that renders in chunks itself
+        return x * 3
+
+
+def test_a_one_thread_networks_chunks_run_side_by_side_each_on_one_thread():
+    """Chunks of a `one_thread_on_cpu` network run on up to torch's thread count of pool threads, each on one torch
+    thread, under the caller's grad and inference modes, the results in order; with one torch thread, in turn here."""
+    was = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        net = _OneThread()
+        x = torch.arange(7.0).reshape(7, 1)
+        with torch.inference_mode():
+            out = in_render_shape(net, x)
+        assert torch.equal(out, x * 3)
+        threads = {name for name, *_ in net.seen}
+        assert len(threads) == 2 and all(name.startswith("kick-render") for name in threads)
+        assert {(n, g, i) for _, n, g, i in net.seen} == {(1, False, True)}
+        assert torch.get_num_threads() == 2
+        net.seen.clear()
+        with torch.no_grad():
+            in_render_shape(net, x)
+        assert {(n, g, i) for _, n, g, i in net.seen} == {(1, False, False)}
+        net.seen.clear()
+        in_render_shape(net, x)
+        assert {(g, i) for _, _, g, i in net.seen} == {(True, False)}
+
+        inner = _OneThread()
+        outer = _OneThread(inner)
+        in_render_shape(outer, x[:4])
+        assert {name for name, *_ in inner.seen} <= {name for name, *_ in outer.seen}  # in turn, in its own thread
+
+        torch.set_num_threads(1)
+        net.seen.clear()
+        in_render_shape(net, x)
+        import threading
+        assert {name for name, *_ in net.seen} == {threading.current_thread().name}
+    finally:
+        torch.set_num_threads(was)
+
+
+def test_a_chunks_failure_reaches_the_caller():
+    class Fails(_OneThread):
+        def forward(self, x):
+            if bool((x == 5).any()):
+                raise ValueError("chunk 5 failed")
+            return x
+
+    was = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with pytest.raises(ValueError, match="chunk 5"):
+            in_render_shape(Fails(), torch.arange(7.0).reshape(7, 1))
+    finally:
+        torch.set_num_threads(was)

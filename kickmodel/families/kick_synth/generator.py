@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ...artifact import Artifact
-from ...batching import in_render_shape
+from ...batching import in_render_shape, side_by_side
 from ...codecs.synth import SynthCodec
 from ...diffusion import Denoiser
 from ...dsp import TAIL_FADE_MS, finish_kick, tail_end
@@ -151,7 +151,8 @@ class KickSynthGenerator(DiffusionGenerator):
         render's fade-out (and the trimmed file's own fade) begins: it is whole at that length."""
         sr = self.sample_rate
         margin = int(round(sr * END_FADE_MS / 1000)) + int(round(sr * TAIL_FADE_MS / 1000))
-        ends = np.array([tail_end(finish_kick(row, sr)) for row in raw])  # one at a time: as alone, in any batch
+        # each kick alone (as alone, in any batch), side by side on one torch thread each (kickmodel.batching)
+        ends = np.array(side_by_side(lambda row: tail_end(finish_kick(row, sr)), list(raw)))
         return ends <= raw.shape[1] - margin
 
     def play(self, u: torch.Tensor, seeds: torch.Tensor, hook: Hook,

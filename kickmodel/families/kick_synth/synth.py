@@ -140,6 +140,7 @@ class KickSynth(torch.nn.Module):
     spectrum is a buffer made at construction (not saved), the rest is arithmetic."""
 
     per_kick_on_cpu = True  # its oscillators' work grows with every row and fills the cores (kickmodel.batching)
+    one_thread_on_cpu = True  # a kick's ops are too short to split: a sleeping second thread's wake-up costs more
     version = 1
 
     def __init__(self, sample_rate: int, length: int, period: int | None = None) -> None:

@@ -104,6 +104,7 @@ class WithTransient(torch.nn.Module):
         self.synth, self.transient = synth, transient
         self.sample_rate, self.version = synth.sample_rate, synth.version
         self.per_kick_on_cpu = getattr(synth, "per_kick_on_cpu", False)
+        self.one_thread_on_cpu = getattr(synth, "one_thread_on_cpu", False)
 
     def forward(self, u: torch.Tensor, seeds: torch.Tensor | None = None) -> torch.Tensor:
         return self.transient(self.synth(u, seeds), u)
