@@ -144,6 +144,29 @@ def _fsync_fd(fd: int) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A kick ready to be written (KickWriter.prepare): its samples as the file keeps them, at sample_rate, its tags
+    with what it measures, and the pitch its `smpl` chunk carries (None: none)."""
+
+    audio: np.ndarray
+    sample_rate: int
+    info: KickInfo
+    pitch_hz: float | None
+
+
+def prepare(audio: np.ndarray, info: KickInfo, sample_rate: int) -> Prepared:
+    """KickWriter.write's first half, which touches no file and no state (so kicks may be prepared side by side): the
+    kick ([L] float at sample_rate) checked, clipped, cut where it has decayed and measured (its tags and name say
+    what it measures)."""
+    x = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if not np.isfinite(x).all():
+        raise WriteError("the model's output for this kick is not finite (NaN or inf): nothing written")
+    x = trim_tail(np.clip(x, -1.0, 1.0), sample_rate)
+    info, pitch = with_measures(x, sample_rate, info)  # named by what it measures
+    return Prepared(x, sample_rate, info, pitch)
+
+
 class KickWriter:
     """Writes kicks into one folder and keeps its ledger; used by one thread only (the worker's writer thread), which
     also makes its successor (Worker.set_output).
@@ -290,14 +313,13 @@ class KickWriter:
         and return its final absolute path. The file is as long as the kick: it ends where the kick has decayed
         (kickmodel.dsp.trim_tail: its tail under -60 dB re its peak, then a 10 ms fade-out), not where the model's
         render does; what it keeps is the kick's samples bit for bit."""
-        x = np.asarray(audio, dtype=np.float32).reshape(-1)
-        if not np.isfinite(x).all():
-            raise WriteError("the model's output for this kick is not finite (NaN or inf): nothing written")
-        x = np.clip(x, -1.0, 1.0)
+        return self.write_prepared(prepare(audio, info, int(sample_rate or self.sample_rate)))
+
+    def write_prepared(self, kick: Prepared) -> Path:
+        """write's second half (the first: prepare): a prepared kick into the folder (temp file, fsync, rename); its
+        final absolute path."""
+        x, rate, info, pitch = kick.audio, kick.sample_rate, kick.info, kick.pitch_hz
         dir_fd = self._folder()  # the folder opened (made again if it was removed); WriteError if it was replaced
-        rate = int(sample_rate or self.sample_rate)
-        x = trim_tail(x, rate)
-        info, pitch = with_measures(x, rate, info)  # named by what it measures
         name = self.final_name(info, pitch)
         tmp = f".{name}.{os.getpid()}.part"
         data = encode_wav(x, rate, info.tags(name.removesuffix(".wav"), time.strftime("%Y-%m-%d")), pitch_hz=pitch)
@@ -548,7 +570,21 @@ class WriterThread:
         """Drop each rendered kick (unless stopping: the one being written lands, the rest are answered "shutting
         down"), answer it, then apply retention and save the ledger -- all with the writer of `out`, the output the
         batch was rendered for, and at its rate."""
+        from kickmodel.batching import side_by_side  # torch's: imported where kicks are, not where the module is
+
         writer = out.writer or self.writer
+
+        def ready_or_why(i: int) -> Prepared | Exception:
+            k = batch[i]
+            try:
+                info = KickInfo(model=model_name, seed=k.seed, software=self.software, **k.job.tags(k))
+                return prepare(audio[i], info, out.sample_rate)
+            except Exception as e:  # noqa: BLE001 - that kick's reply, below
+                return e
+
+        # measured side by side (each on one torch thread: kickmodel.batching), then written and answered in order
+        ready = dict(zip(plain := [i for i, k in enumerate(batch) if getattr(k.job, "deliver", None) is None],
+                         side_by_side(ready_or_why, plain)))
         for i, k in enumerate(batch):
             job = k.job
             if self._stopping():
@@ -559,8 +595,9 @@ class WriterThread:
                 deliver(k, audio[i], writer, out.sample_rate, model_name)
                 continue
             try:
-                info = KickInfo(model=model_name, seed=k.seed, software=self.software, **job.tags(k))
-                path = writer.write(audio[i], info, sample_rate=out.sample_rate)
+                if isinstance(ready[i], Exception):
+                    raise ready[i]
+                path = writer.write_prepared(ready[i])
             except WriteError as e:
                 log.error("request %d: %s", job.id, e)
                 k.answer(Refused(job.id, str(e)))

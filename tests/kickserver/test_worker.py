@@ -129,10 +129,10 @@ def test_model_swap_happens_between_batches(tmp_path):
 
 def test_stop_lets_the_file_being_written_land(tmp_path):
     class SlowWriter(KickWriter):
-        def write(self, audio, info, **kw):
+        def write_prepared(self, kick):  # the file's write (its kick measured before: KickWriter.prepare)
             started.set()
             time.sleep(0.3)
-            return super().write(audio, info, **kw)
+            return super().write_prepared(kick)
 
     started = threading.Event()
     w = Worker(FakeGen(), "fake", SlowWriter(tmp_path, 44100), sample_rate=44100, max_batch=4)
@@ -251,17 +251,49 @@ def test_a_write_failing_with_any_exception_answers_only_that_kick(tmp_path):
     class Flaky(KickWriter):
         calls = 0
 
-        def write(self, audio, info, **kw):
+        def write_prepared(self, kick):
             self.calls += 1
             if self.calls == 2:
                 raise RuntimeError("codec exploded")  # not a WriteError
-            return super().write(audio, info, **kw)
+            return super().write_prepared(kick)
 
     r = Collect()
     got = _run_one(Worker(FakeGen(), "fake", Flaky(tmp_path, 44100), sample_rate=44100), 3, r)
     assert [a for a, _ in got] == ["/kick/done", "/kick/error", "/kick/done"], got
     assert got[1][1][0] == 1 and "RuntimeError: codec exploded" in got[1][1][1] and "seed 101" in got[1][1][1]
     assert len(list(tmp_path.glob("kick_*.wav"))) == 2
+
+
+def test_a_batchs_kicks_are_measured_side_by_side_and_answered_in_order(tmp_path, monkeypatch):
+    """The writer thread measures a batch's kicks (KickWriter's first half, kickserver.writer.prepare) side by side
+    on the render pool, each on one torch thread, then writes and answers them in seed order; a kick whose
+    measuring fails is answered alone, with its reason."""
+    import torch
+
+    from kickserver import writer as writer_mod
+
+    seen = []
+    real = writer_mod.with_measures
+
+    def noting(x, rate, info):
+        seen.append((threading.current_thread().name, torch.get_num_threads()))
+        if info.seed == 102:
+            raise RuntimeError("meter exploded")
+        return real(x, rate, info)
+
+    monkeypatch.setattr(writer_mod, "with_measures", noting)
+    was = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        r = Collect()
+        got = _run_one(Worker(FakeGen(), "fake", KickWriter(tmp_path, 44100), sample_rate=44100, max_batch=4), 4, r)
+    finally:
+        torch.set_num_threads(was)
+    assert [a for a, _ in got] == ["/kick/done", "/kick/done", "/kick/error", "/kick/done"], got
+    assert [p[2] for a, p in got if a == "/kick/done"] == [100, 101, 103]
+    assert "RuntimeError: meter exploded" in got[2][1][1] and "seed 102" in got[2][1][1]
+    assert len({name for name, _ in seen}) == 2 and all(name.startswith("kick-render") for name, _ in seen)
+    assert {n for _, n in seen} == {1}
 
 
 def test_a_failing_prune_does_not_answer_twice(tmp_path):
@@ -579,9 +611,9 @@ def test_the_next_batch_renders_while_the_last_one_is_written(tmp_path):
     seen = []
 
     class Waiting(KickWriter):
-        def write(self, audio, info, **kw):
+        def write_prepared(self, kick):
             seen.append((threading.current_thread().name, gen.renders[1].wait(5)))
-            return super().write(audio, info, **kw)
+            return super().write_prepared(kick)
 
     w = Worker(gen, "fake", Waiting(tmp_path, 44100, max_files=10), sample_rate=44100, max_batch=2)
     r = Collect()
@@ -603,9 +635,9 @@ def test_one_clients_replies_keep_the_order_of_its_kicks(tmp_path):
     gen = RenderLog()
 
     class Slow(KickWriter):
-        def write(self, audio, info, **kw):
+        def write_prepared(self, kick):
             gen.renders[1].wait(5)  # the refused request's render has happened
-            return super().write(audio, info, **kw)
+            return super().write_prepared(kick)
 
     w = Worker(gen, "fake", Slow(tmp_path, 44100), sample_rate=44100, max_batch=2)
     r = Collect()
@@ -626,10 +658,10 @@ def test_stop_during_writes_loses_no_file_and_leaves_no_temp_file(tmp_path):
     started = threading.Event()
 
     class Slow(KickWriter):
-        def write(self, audio, info, **kw):
+        def write_prepared(self, kick):
             started.set()
             time.sleep(0.05)
-            return super().write(audio, info, **kw)
+            return super().write_prepared(kick)
 
     w = Worker(FakeGen(), "fake", Slow(tmp_path, 44100, max_files=100), sample_rate=44100, max_batch=2)
     r = Collect()
@@ -714,9 +746,9 @@ def test_queued_counts_a_kick_once_while_the_worker_waits_for_the_writer(tmp_pat
     go = threading.Event()
 
     class Held(KickWriter):
-        def write(self, audio, info, **kw):
+        def write_prepared(self, kick):
             go.wait(10)
-            return super().write(audio, info, **kw)
+            return super().write_prepared(kick)
 
     gen = FakeGen()
     w = Worker(gen, "fake", Held(tmp_path, 44100), sample_rate=44100, max_batch=2)
