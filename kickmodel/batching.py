@@ -24,14 +24,16 @@ wakes a second thread pays more for the wake-up than it saves (2-core dev box, t
 sampling of one kick 15.3 ms at eight rows on two threads, 8.3 ms on one; its eight kicks' synth 81 against 60 ms).
 Where such a network has several chunks (the synth: a chunk per kick), they run side by side (side_by_side: a pool
 every call shares, up to torch's thread count of threads, each chunk alone on its thread: the synth's eight kicks
-60 -> 39 ms). A chunk's bits depend on neither the thread count nor the thread it ran on.
+60 -> 39 ms). Such a chunk always runs on one thread, whichever thread that is and whatever its caller's count, so
+its bits do not depend on where it ran (the kicks' finishing and the writer's measuring run on one thread too).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -59,7 +61,8 @@ def _says(fn: Callable[..., torch.Tensor], like: object, flag: str) -> bool:
 
 @contextmanager
 def one_thread_if(yes: bool) -> Iterator[None]:
-    """torch's CPU threads set to one inside (when yes), and back to what they were after."""
+    """This thread's torch CPU threads set to one inside (when yes), and back to its count after. (torch keeps the
+    count per thread once a thread has run an op; a thread that has run none takes the last count any thread set.)"""
     if not yes:
         yield
         return
@@ -91,16 +94,23 @@ def in_render_shape(fn: Callable[..., torch.Tensor], *batched: torch.Tensor | No
         return fn(*(None if b is None else _chunk(b, start, rows) for b in batched))[:min(rows, n - start)]
 
     one_thread = first.device.type == "cpu" and _says(fn, like, "one_thread_on_cpu")
-    if one_thread:
+    if one_thread and not _compiled(fn, like):
         out = side_by_side(run, list(starts))
-    else:
-        out = [run(start) for start in starts]
+    else:  # torch.compile's code (kickmodel.capture) is not for several threads at once: its chunks in turn
+        with one_thread_if(one_thread):
+            out = [run(start) for start in starts]
     return out[0] if len(out) == 1 else torch.cat(out)
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
+def _compiled(fn: Callable[..., torch.Tensor], like: object) -> bool:
+    return any(hasattr(x, "_orig_mod") for x in (fn, _owner(fn, like)))  # torch.compile's OptimizedModule
+
+
+# Every call's tasks go to one pool, made once and never replaced (a pool replaced while another thread was about to
+# use it refused that thread's tasks); its threads start as tasks need them, and a call deals its items to at most
+# its own thread count of tasks, so the worker's render and the writer's measuring each get theirs.
+_pool = ThreadPoolExecutor(max(2 * RENDER_ROWS, 2 * (os.cpu_count() or 1)), thread_name_prefix="kick-render")
+_local = threading.local()  # .in_pool: this thread is one of the pool's
 
 
 T = TypeVar("T")
@@ -108,26 +118,24 @@ R = TypeVar("R")
 
 
 def side_by_side(fn: Callable[[T], R], items: Sequence[T], threads: int | None = None) -> list[R]:
-    """fn(item) for every item, each on one torch thread, side by side: dealt to up to `threads` tasks (at most, and
-    by default, this thread's torch count) on a pool every call shares (task i runs items i, i + threads, ... in
-    turn), under the caller's grad and inference modes (torch keeps them per thread); in turn here where that is one.
-    The results in order; the first exception raised, raised here."""
-    threads = min(torch.get_num_threads(), len(items), len(items) if threads is None else threads)
-    if threads <= 1:  # also in the pool's own threads (one torch thread each): a task never waits on the pool
+    """fn(item) for every item, each on one torch thread, side by side: dealt to `threads` tasks (default: this
+    thread's torch count) on the shared pool (task i runs items i, i + threads, ... in turn) under the caller's grad
+    and inference modes (torch keeps them per thread; no other thread-local state is carried: autocast, dispatch
+    and function modes stay here); in turn here where that is one, and always in the pool's own threads (a task
+    never waits on the pool). The results in order, once every task has ended; a task's exception (the earliest
+    task's, when several fail) raised here."""
+    threads = min(len(items), torch.get_num_threads() if threads is None else threads)
+    if threads <= 1 or getattr(_local, "in_pool", False):
         with one_thread_if(True):
             return [fn(item) for item in items]
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < threads:
-            old, _pool, _pool_size = _pool, ThreadPoolExecutor(threads, thread_name_prefix="kick-render"), threads
-            if old is not None:
-                old.shutdown(wait=False)
-        pool = _pool
     grad, inference = torch.is_grad_enabled(), torch.is_inference_mode_enabled()
 
     def task(mine: Sequence[T]) -> list[R]:
+        _local.in_pool = True
         with torch.inference_mode(inference), torch.set_grad_enabled(grad), one_thread_if(True):
             return [fn(item) for item in mine]
 
-    dealt = list(pool.map(task, [items[i::threads] for i in range(threads)]))
+    futures = [_pool.submit(task, items[i::threads]) for i in range(threads)]
+    wait(futures)  # every task ended before this returns or raises: none still running behind the caller's back
+    dealt = [f.result() for f in futures]
     return [dealt[i % threads][i // threads] for i in range(len(items))]

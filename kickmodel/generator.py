@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from .artifact import Artifact
-from .batching import side_by_side
+from .batching import one_thread_if, side_by_side
 from .dsp import SUBSONIC_HZ, finish_kick, resample, trim_tail  # the core every mode ends in (_finish)
 
 if TYPE_CHECKING:
@@ -593,8 +593,9 @@ class GeneratorBase:
         bad = ~np.isfinite(raw.reshape(raw.shape[0], -1)).all(axis=1) if raw.ndim == 2 else None
         if bad is not None and bad.any():  # finish_kick would make those rows silence: they stay NaN (NOT_FINITE)
             raw = np.where(bad[:, None], np.float32(0.0), raw)
-        out = finish_kick(resample(raw, self.sample_rate, out_rate), out_rate,
-                          highpass_hz=highpass_hz, fade_in_ms=fade_in_ms, fade_ms=fade_ms)
+        with one_thread_if(True):  # as each kick of a Ragged batch is finished: the same bits in any batch
+            out = finish_kick(resample(raw, self.sample_rate, out_rate), out_rate,
+                              highpass_hz=highpass_hz, fade_in_ms=fade_in_ms, fade_ms=fade_ms)
         if bad is not None and bad.any():
             out[bad] = np.nan
         return out

@@ -111,7 +111,8 @@ class Worker:
         self._stopping = False
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kick-worker", daemon=True)
-        self.out = WriterThread(writer, self._cond, software=software, stopping=lambda: self._stopping)
+        self.out = WriterThread(writer, self._cond, software=software, stopping=lambda: self._stopping,
+                                threads=self.threads or torch.get_num_threads())  # torch's count: set here by now
 
     # ------------------------------------------------------------ called from other threads
     def start(self) -> None:

@@ -146,7 +146,7 @@ def _fsync_fd(fd: int) -> None:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A kick ready to be written (KickWriter.prepare): its samples as the file keeps them, at sample_rate, its tags
+    """A kick ready to be written (prepare): its samples as the file keeps them, at sample_rate, its tags
     with what it measures, and the pitch its `smpl` chunk carries (None: none)."""
 
     audio: np.ndarray
@@ -159,11 +159,14 @@ def prepare(audio: np.ndarray, info: KickInfo, sample_rate: int) -> Prepared:
     """KickWriter.write's first half, which touches no file and no state (so kicks may be prepared side by side): the
     kick ([L] float at sample_rate) checked, clipped, cut where it has decayed and measured (its tags and name say
     what it measures)."""
+    from kickmodel.batching import one_thread_if  # torch's: imported where kicks are, not where the module is
+
     x = np.asarray(audio, dtype=np.float32).reshape(-1)
     if not np.isfinite(x).all():
         raise WriteError("the model's output for this kick is not finite (NaN or inf): nothing written")
     x = trim_tail(np.clip(x, -1.0, 1.0), sample_rate)
-    info, pitch = with_measures(x, sample_rate, info)  # named by what it measures
+    with one_thread_if(True):  # measured alike alone, side by side (WriterThread) or from a kit's or the CLI's write
+        info, pitch = with_measures(x, sample_rate, info)  # named by what it measures
     return Prepared(x, sample_rate, info, pitch)
 
 
@@ -487,18 +490,20 @@ class Output:
 
 
 class WriterThread:
-    """The `kick-writer` thread, off the render's critical path: it writes a rendered batch's files (KickWriter.write:
-    temp file, fsync, rename), answers its kicks (kickserver.jobs outcomes) and applies retention, while the worker
-    renders the next batch. Everything handed to it (`post`) runs in order, so one client's answers keep the order
-    of its kicks, and only this thread touches the KickWriter's ledger.
+    """The `kick-writer` thread, off the render's critical path: it writes a rendered batch's files (its kicks
+    prepared side by side on `threads` threads, then KickWriter.write_prepared in order: temp file, fsync, rename),
+    answers its kicks (kickserver.jobs outcomes) and applies retention, while the worker renders the next batch.
+    Everything handed to it (`post`) runs in order, so one client's answers keep the order of its kicks, and only
+    this thread touches the KickWriter's ledger.
 
     `running` (the kicks being rendered) and `writing` (kicks handed here, not answered yet) are guarded by the
     worker's condition `cond`: a batch moves from one to the other in one step, so the worker's `queued` never counts
     a kick twice."""
 
     def __init__(self, writer: KickWriter, cond: threading.Condition, *, software: str,
-                 stopping: Callable[[], bool]) -> None:
+                 stopping: Callable[[], bool], threads: int = 1) -> None:
         self.writer = writer  # replaced by this thread (switch)
+        self.threads = max(1, int(threads))
         self.software = software
         self.generated = 0
         self.running = 0
@@ -574,8 +579,10 @@ class WriterThread:
 
         writer = out.writer or self.writer
 
-        def ready_or_why(i: int) -> Prepared | Exception:
+        def ready_or_why(i: int) -> Prepared | Exception | None:
             k = batch[i]
+            if self._stopping():
+                return None  # answered "shutting down" below: not measured for nothing
             try:
                 info = KickInfo(model=model_name, seed=k.seed, software=self.software, **k.job.tags(k))
                 return prepare(audio[i], info, out.sample_rate)
@@ -584,10 +591,10 @@ class WriterThread:
 
         # measured side by side (each on one torch thread: kickmodel.batching), then written and answered in order
         ready = dict(zip(plain := [i for i, k in enumerate(batch) if getattr(k.job, "deliver", None) is None],
-                         side_by_side(ready_or_why, plain)))
+                         side_by_side(ready_or_why, plain, self.threads)))
         for i, k in enumerate(batch):
             job = k.job
-            if self._stopping():
+            if self._stopping() or (i in ready and ready[i] is None):
                 k.answer(Refused(job.id, "shutting down"))
                 continue
             deliver = getattr(job, "deliver", None)

@@ -10,13 +10,14 @@ and a kick from the map."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from kickmodel.batching import RENDER_ROWS, in_render_shape, render_rows
+from kickmodel.batching import RENDER_ROWS, in_render_shape, render_rows, side_by_side
 from kickmodel.families import family_names
 from kickmodel.generator import ENCODE, Endpoint, Item
 
@@ -184,16 +185,19 @@ class _OneThread(torch.nn.Module):
     per_kick_on_cpu = True
     one_thread_on_cpu = True
 
-    def __init__(self, inner=None):
+    def __init__(self, nested=False, together=None):
         super().__init__()
-        self.seen, self.inner = [], inner
+        self.seen, self.nested, self.together, self.inner_ok = [], nested, together, []
 
     def forward(self, x):
-        import threading
-        self.seen.append((threading.current_thread().name, torch.get_num_threads(), torch.is_grad_enabled(),
-                          torch.is_inference_mode_enabled()))
-        if self.inner is not None:
-            in_render_shape(self.inner, torch.cat([x, x]))  # a chunk that renders in chunks itself
+        me = threading.current_thread().name
+        self.seen.append((me, torch.get_num_threads(), torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        if self.together is not None and len(self.seen) <= 2:
+            self.together.wait()  # the first two chunks meet: they run side by side, not in turn
+        if self.nested:  # a chunk that renders in chunks itself does so here, in turn, on one thread
+            inner = _OneThread()
+            in_render_shape(inner, torch.cat([x, x]))
+            self.inner_ok.append({(name, n) for name, n, *_ in inner.seen} == {(me, 1)} and len(inner.seen) == 2)
         return x * 3
 
 
@@ -203,7 +207,7 @@ def test_a_one_thread_networks_chunks_run_side_by_side_each_on_one_thread():
     was = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        net = _OneThread()
+        net = _OneThread(together=threading.Barrier(2, timeout=10))
         x = torch.arange(7.0).reshape(7, 1)
         with torch.inference_mode():
             out = in_render_shape(net, x)
@@ -220,15 +224,14 @@ def test_a_one_thread_networks_chunks_run_side_by_side_each_on_one_thread():
         in_render_shape(net, x)
         assert {(g, i) for _, _, g, i in net.seen} == {(True, False)}
 
-        inner = _OneThread()
-        outer = _OneThread(inner)
+        outer = _OneThread(nested=True)
         in_render_shape(outer, x[:4])
-        assert {name for name, *_ in inner.seen} <= {name for name, *_ in outer.seen}  # in turn, in its own thread
+        assert outer.inner_ok == [True] * 4 and {name for name, *_ in outer.seen} != {threading.current_thread().name}
 
         torch.set_num_threads(1)
         net.seen.clear()
+        net.together = None  # in turn now: nobody to meet
         in_render_shape(net, x)
-        import threading
         assert {name for name, *_ in net.seen} == {threading.current_thread().name}
     finally:
         torch.set_num_threads(was)
@@ -246,5 +249,60 @@ def test_a_chunks_failure_reaches_the_caller():
         torch.set_num_threads(2)
         with pytest.raises(ValueError, match="chunk 5"):
             in_render_shape(Fails(), torch.arange(7.0).reshape(7, 1))
+    finally:
+        torch.set_num_threads(was)
+
+
+def test_calls_from_several_threads_share_the_pool_whatever_their_thread_counts():
+    """The worker's render and the writer's measuring call side_by_side at once, with thread counts of their own: every
+    call gets all its results, in order (a pool replaced when a call asked for more threads than it had refused the
+    other thread's tasks)."""
+    failures, done = [], []
+
+    def caller(sizes):
+        torch.set_num_threads(64)  # this thread's own count: none of the calls below is capped by it
+        try:
+            for threads in sizes:
+                items = list(range(threads + 3))
+                got = side_by_side(lambda i: (i * 7, threading.current_thread().name), items, threads)
+                assert [v for v, _ in got] == [i * 7 for i in items]
+            done.append(True)
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(e)
+
+    callers = [threading.Thread(target=caller, args=([2] * 3000,)),
+               threading.Thread(target=caller, args=(list(range(2, 120)),))]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(60)
+    assert not failures and len(done) == 2
+
+
+def test_a_compiled_networks_chunks_run_in_turn_here():
+    """torch.compile's code (kickmodel.capture's "compile" on the CPU) is not for several threads at once: a compiled
+    one-thread network's chunks run in the calling thread, one torch thread, in turn."""
+    class Compiled(torch.nn.Module):  # what torch.compile returns: the module it wraps as _orig_mod
+        def __init__(self, net):
+            super().__init__()
+            self._orig_mod = net
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(self._modules["_orig_mod"], name)
+
+        def forward(self, x):
+            return self._orig_mod(x)
+
+    was = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        net = _OneThread()
+        out = in_render_shape(Compiled(net), torch.arange(5.0).reshape(5, 1))
+        assert torch.equal(out, torch.arange(5.0).reshape(5, 1) * 3)
+        assert {(name, n) for name, n, *_ in net.seen} == {(threading.current_thread().name, 1)}
+        assert len(net.seen) == 5 and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(was)

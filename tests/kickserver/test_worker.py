@@ -129,7 +129,7 @@ def test_model_swap_happens_between_batches(tmp_path):
 
 def test_stop_lets_the_file_being_written_land(tmp_path):
     class SlowWriter(KickWriter):
-        def write_prepared(self, kick):  # the file's write (its kick measured before: KickWriter.prepare)
+        def write_prepared(self, kick):  # the file's write (its kick measured before: writer.prepare)
             started.set()
             time.sleep(0.3)
             return super().write_prepared(kick)
@@ -274,9 +274,11 @@ def test_a_batchs_kicks_are_measured_side_by_side_and_answered_in_order(tmp_path
 
     seen = []
     real = writer_mod.with_measures
+    together = threading.Barrier(2, timeout=10)  # two kicks at a time, or it breaks: side by side, not in turn
 
     def noting(x, rate, info):
         seen.append((threading.current_thread().name, torch.get_num_threads()))
+        together.wait()
         if info.seed == 102:
             raise RuntimeError("meter exploded")
         return real(x, rate, info)
