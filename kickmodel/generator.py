@@ -593,9 +593,16 @@ class GeneratorBase:
         bad = ~np.isfinite(raw.reshape(raw.shape[0], -1)).all(axis=1) if raw.ndim == 2 else None
         if bad is not None and bad.any():  # finish_kick would make those rows silence: they stay NaN (NOT_FINITE)
             raw = np.where(bad[:, None], np.float32(0.0), raw)
-        with one_thread_if(True):  # as each kick of a Ragged batch is finished: the same bits in any batch
-            out = finish_kick(resample(raw, self.sample_rate, out_rate), out_rate,
-                              highpass_hz=highpass_hz, fade_in_ms=fade_in_ms, fade_ms=fade_ms)
+
+        def finish(rows: np.ndarray) -> np.ndarray:
+            return finish_kick(resample(rows, self.sample_rate, out_rate), out_rate,
+                               highpass_hz=highpass_hz, fade_in_ms=fade_in_ms, fade_ms=fade_ms)
+
+        if raw.ndim == 2 and raw.shape[0] > 1:  # each kick alone, side by side, one thread each: a batch's bits
+            out = np.stack(side_by_side(lambda i: finish(raw[i:i + 1])[0], range(raw.shape[0])))
+        else:
+            with one_thread_if(True):  # as each kick of a batch is finished
+                out = finish(raw)
         if bad is not None and bad.any():
             out[bad] = np.nan
         return out
