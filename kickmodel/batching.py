@@ -109,7 +109,19 @@ def _compiled(fn: Callable[..., torch.Tensor], like: object) -> bool:
 # Every call's tasks go to one pool, made once and never replaced (a pool replaced while another thread was about to
 # use it refused that thread's tasks); its threads start as tasks need them, and a call deals its items to at most
 # its own thread count of tasks, so the worker's render and the writer's measuring each get theirs.
-_pool = ThreadPoolExecutor(max(2 * RENDER_ROWS, 2 * (os.cpu_count() or 1)), thread_name_prefix="kick-render")
+def _new_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max(2 * RENDER_ROWS, 2 * (os.cpu_count() or 1)), thread_name_prefix="kick-render")
+
+
+def _fresh_pool_in_child() -> None:
+    """After a fork, in the child: a pool of its own (the parent's threads do not exist here, and a task handed to the
+    copied pool could wait for ever on a thread it believes idle)."""
+    global _pool
+    _pool = _new_pool()
+
+
+_pool = _new_pool()
+os.register_at_fork(after_in_child=_fresh_pool_in_child)
 _local = threading.local()  # .in_pool: this thread is one of the pool's
 
 

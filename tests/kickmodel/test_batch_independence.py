@@ -306,3 +306,26 @@ def test_a_compiled_networks_chunks_run_in_turn_here():
         assert len(net.seen) == 5 and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(was)
+
+
+def _in_a_forked_child(_):
+    return side_by_side(lambda i: i * 5, list(range(6)), 2)
+
+
+def test_a_forked_child_renders_side_by_side_with_a_pool_of_its_own():
+    """A process forked after the pool had threads (a DataLoader worker, multiprocessing's fork) gets a pool of its
+    own: the parent's copied pool believes it has idle threads that do not exist in the child, and waited for ever."""
+    import multiprocessing
+
+    was = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        import time
+        together = threading.Barrier(2, timeout=10)
+        assert side_by_side(lambda i: (together.wait(), i)[1], [0, 1], 2) == [0, 1]  # two of the pool's threads...
+        time.sleep(0.2)  # ...idle, waiting for work, when the child is forked
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            got = pool.map_async(_in_a_forked_child, [0]).get(timeout=30)
+        assert got == [[i * 5 for i in range(6)]]
+    finally:
+        torch.set_num_threads(was)
