@@ -28,6 +28,13 @@ class Measured:
     decay_s: float | None = None
     click_db: float | None = None
 
+    def as_tagged(self) -> Measured:
+        """The figures as the comment prints them (rounded): what a kick's name is made from, so a name and its tags
+        agree at a threshold (a click measured -45.04 dB, tagged -45.0, is not named `soft`, under -45)."""
+        return Measured(None if self.pitch_hz is None else round(float(self.pitch_hz), 2),
+                        None if self.decay_s is None else round(float(self.decay_s), 3),
+                        None if self.click_db is None else round(float(self.click_db), 1))
+
     def comment_parts(self) -> list[str]:
         from kickmodel.notes import describe_pitch
 

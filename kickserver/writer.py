@@ -299,7 +299,7 @@ class KickWriter:
         by name_pattern (kickmodel.naming.kick_name), pitch_hz the pitch its note names (the pitch asked, else the one
         measured); `-2`, `-3`, ... when taken."""
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
-        m = info.measured
+        m = info.measured.as_tagged() if info.measured is not None else None  # named as its tags read
         decay = m.decay_s if m is not None and m.decay_s is not None else 0.0
         click = m.click_db if m is not None and m.click_db is not None else -60.0
         base = kick_name(info.label, decay, pitch_hz, click, pattern=self.name_pattern, time=stamp, suffix="")

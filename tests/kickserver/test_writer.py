@@ -251,6 +251,17 @@ def test_kicks_are_named_by_their_sound_the_note_asked_first(tmp_path):
     assert user.exists()
 
 
+def test_a_kick_is_named_as_its_tags_read_at_a_threshold(tmp_path):
+    """A click measured -45.04 dB is tagged -45.0 and named as that reads (`punchy`: not under SOFT_DB, -45), and one
+    of -25.02 (tagged -25.0) `clicky`: a name and its tags never disagree (version 2's kick-synth made both)."""
+    from kickmodel.wavfile import Measured
+
+    w = KickWriter(tmp_path, SR)
+    for click, word in ((-45.0429, "punchy"), (-25.015, "clicky"), (-45.06, "soft")):
+        got = w.final_name(info(seed=5, measured=Measured(38.72, 0.3647, click)), 38.72)
+        assert got == f"kick_Eb1_{word}_5.wav", (click, got)
+
+
 def _kit(name: str = "kit_A1_punchy_5", hits: int = 2):
     from kickserver.kitfiles import Kit, KitHit
 
