@@ -1,6 +1,7 @@
-"""The kick synth's amortised inverse: its weights as shipped, what it refuses, its guesses on the synth's own
-renders, the fits that start from them, and a daemon serving the shipped kick-synth model locating a file from
-the guess."""
+"""The kick synth's amortised inverses (one per synth version: version 1's for the models trained before version 2,
+version 2's for the shipped kick-synth model and every model trained today): their weights as shipped, what they
+refuse, their guesses on the synth's own renders, the fits that start from them, and a daemon serving the shipped
+kick-synth model locating a file from the guess."""
 
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ REPO = inv.HERE.parents[2]
 SYNTH_MODEL = REPO / "kickserver" / "models" / "kick-synth.safetensors"
 KIT = REPO / "kickserver" / "data" / "kicks"
 N1 = len(params_for(1))
+N2 = len(params_for(2))
 
 
 @pytest.fixture(scope="module")
 def net():
     n = inv.shipped(1)
-    assert n is not None, "no inverse shipped for synth version 1 (the shipped kick-synth model's)"
+    assert n is not None, "no inverse shipped for synth version 1 (the models trained before version 2)"
     return n
 
 
@@ -41,14 +43,15 @@ def gen():
     return load_generator(SYNTH_MODEL, "cpu")
 
 
-def own_renders(gen, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(numbers [n, N], their kicks as a located file is: played, finished, prepared) drawn as /kick/near draws
-    around the shipped model's kit map (a point on the pad, spread 0.2)."""
+def kit_renders(gen, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(version-1 numbers [n, N1], their kicks as a located file is: played, finished, prepared) drawn as /kick/near
+    draws around the shipped model's kit map (a point on the pad, spread 0.2): the first N1 of its version-2 numbers,
+    version 1's own (synth_v2 keeps their names, ranges and meaning), so version 1's patch of kicks like the kit's."""
     km = gen.kit_map
     g = np.random.default_rng(seed)
     z = np.stack([km.near(*g.uniform(0.15, 0.85, 2), 0.2, int(g.integers(1 << 30))) for _ in range(n)])
     with torch.no_grad():
-        u = gen.numbers(torch.as_tensor(z, dtype=torch.float32) * gen.denoiser.data_scale).float()
+        u = gen.numbers(torch.as_tensor(z, dtype=torch.float32) * gen.denoiser.data_scale).float()[:, :N1]
         raw = synth_for(1, SR, LENGTH)(u).numpy()
     kicks = finish_kick(raw, SR)
     clips = [prepare_audio(k.astype(np.float32), SR, DataConfig(sample_rate=SR, length=LENGTH), highpass=False)[0]
@@ -56,16 +59,38 @@ def own_renders(gen, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return u, torch.from_numpy(np.stack(clips))
 
 
-def test_the_shipped_inverse_is_small_and_made_for_the_shipped_models_synth(net, gen):
+def renders(version: int, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(numbers [n, N], their kicks as a located file is: played, finished, prepared) for numbers each drawn within
+    +-2 of the middle of its range (the unconstrained scale; a fit of the starter kit lies mostly within it), each
+    kick with a noise draw of its own seed (version 2; version 1 plays one draw for every kick)."""
+    g = torch.Generator().manual_seed(seed)
+    u = torch.empty(n, len(params_for(version))).uniform_(-2.0, 2.0, generator=g)
+    with torch.no_grad():
+        raw = synth_for(version, SR, LENGTH)(u, torch.arange(n) + 1000 * seed).numpy()
+    kicks = finish_kick(raw, SR)
+    clips = [prepare_audio(k.astype(np.float32), SR, DataConfig(sample_rate=SR, length=LENGTH), highpass=False)[0]
+             for k in kicks]
+    return u, torch.from_numpy(np.stack(clips))
+
+
+def test_the_version_1_inverse_is_small_and_made_for_version_1s_synth(net, tmp_path):
+    """inverse_v1 is read for synth version 1: a model trained before version 2 fits from its guess."""
+    from tests.conftest import make_tiny_artifact
+
     path = inv.weights_path(1)
     assert path.stat().st_size < 2 << 20
     with safe_open(str(path), "pt") as f:
         meta = f.metadata()
-    assert meta["synth_version"] == "1" and gen.synth_version == 1
+    assert meta["synth_version"] == "1"
     assert json.loads(meta["params"]) == [p.name for p in params_for(1)]
-    assert net.n_params == N1 == gen.latent_dim
+    assert net.n_params == N1
     assert net.guess(torch.zeros(2, 4096), 22050).shape == (2, N1)  # any rate and length
-    assert gen.inverse is net and gen.fit_options["guess"] == net.guess  # the served model fits from it
+    from kickmodel.families import preset
+
+    cfg = preset("tiny", "kick_synth").replace("synth", version=1)
+    g = load_generator(make_tiny_artifact(tmp_path / "v1.safetensors", family="kick_synth", cfg=cfg), "cpu")
+    assert g.synth_version == 1 and g.latent_dim == N1
+    assert g.inverse is net and g.fit_options["guess"] == net.guess  # the served model fits from it
 
 
 def test_a_file_for_another_version_numbers_or_shapes_is_refused(net, tmp_path):
@@ -104,7 +129,7 @@ def test_a_refused_or_missing_inverse_leaves_the_served_fit_as_it_was(monkeypatc
     monkeypatch.setattr(inv, "_CACHE", {})
     g = load_generator(SYNTH_MODEL, "cpu")
     assert g.inverse is None and "guess" not in g.fit_options
-    assert g.fit_options == F.serve_options(g.fit_config, 1) and g.encoder_name == "a fit of the synth"
+    assert g.fit_options == F.serve_options(g.fit_config, g.synth_version) and g.encoder_name == "a fit of the synth"
     monkeypatch.setattr(inv, "weights_path", lambda version: tmp_path / "none.safetensors")
     monkeypatch.setattr(inv, "_CACHE", {})
     assert inv.shipped(1) is None and inv.shipped(2) is None
@@ -122,10 +147,10 @@ def test_save_then_load_gives_the_same_guesses(net, tmp_path):
 
 
 def test_the_guess_sounds_nearer_its_kick_than_the_fits_measured_starts(net, gen):
-    """On the synth's own kicks (what /kick/near writes), the guess alone is nearer each kick (fit.distance) than
+    """On version 1's own kicks around the kit, the guess alone is nearer each kick (fit.distance) than
     the best of the fit's measured starts, and nearer its numbers; with its frequency set from the pitch track
     (fit.pitch_tracked) within a semitone of the truth."""
-    u, clips = own_renders(gen, 6, seed=3)
+    u, clips = kit_renders(gen, 6, seed=3)
     rate = SR // F.FIT_RATE_DIVISOR
     import torchaudio.functional as AF
 
@@ -181,7 +206,7 @@ def test_a_level_free_target_ignores_the_synths_output_gain():
 def test_a_fit_from_the_guess_takes_no_restarts(net, gen):
     """fit(guess=...) descends from the guess only (every step one row a clip), at most guess_iters steps after the
     pitch track's one pass; 0 gives the guess as the pitch track and adjust leave it, the same every time."""
-    _, clips = own_renders(gen, 2, seed=5)
+    _, clips = kit_renders(gen, 2, seed=5)
     calls: list[int] = []
     F.fit(clips, SR, iters=30, restart_iters=10, guess=net.guess, check=lambda: calls.append(1))
     assert 0 < len(calls) <= 1 + 30 + F.ADJUST_PASSES, len(calls)  # without the guess: 10 + 30 + 6
@@ -207,7 +232,7 @@ def test_a_served_fit_keeps_each_kicks_nearer_of_the_guess_and_the_measured_star
 
 def heard(gen, x: torch.Tensor, u: torch.Tensor) -> np.ndarray:
     """fit.distance of each clip from its numbers played as the daemon plays them (bench/synth_inverse.py)."""
-    synth = synth_for(1, SR, x.shape[1])
+    synth = synth_for(gen.synth_version, SR, x.shape[1])
     out = []
     with torch.no_grad():
         for clip, row in zip(x, u):
@@ -231,7 +256,7 @@ def test_a_served_fit_from_the_guess_is_no_worse_than_from_the_measured_starts(n
     farther from them (as the daemon plays the numbers: fit.heard_distance) than today's fit from its measured
     starts."""
     x = kit_sources(gen, sorted(p.name for p in KIT.glob("*.flac"))[::25])
-    today, _ = F.fit(x, SR, **F.serve_options(gen.fit_config, 1))
+    today, _ = F.fit(x, SR, **F.serve_options(gen.fit_config, gen.synth_version))
     guessed, _ = F.fit(x, SR, **gen.fit_options)
     a, b = heard(gen, x, today), heard(gen, x, guessed)
     print(f"today {a.round(3).tolist()}, from the guess {b.round(3).tolist()}")
@@ -258,7 +283,7 @@ def test_the_daemon_locates_a_file_from_the_inverses_guess(daemon, gen):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the daemon's (start_daemon: --threads 1)
     try:
-        u, _ = F.fit(x, SR, **F.serve_options(gen.fit_config, 1, inv.shipped(1).guess))
+        u, _ = F.fit(x, SR, **F.serve_options(gen.fit_config, 2, inv.shipped(2).guess))
     finally:
         torch.set_num_threads(threads)
     want = gen.kit_map.locate(gen.net.normalise(u)[0].numpy())
@@ -289,23 +314,6 @@ def test_fit_seconds_prices_a_fit_from_the_guess_by_its_own_work(net, fit_ticks)
 
 # ------------------------------------------------------------------------------------------------ version 2's inverse
 
-N2 = len(params_for(2))
-
-
-def v2_renders(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(numbers [n, N2], their kicks as a located file is) for version-2 numbers each drawn within +-2 of the middle
-    of its range (the unconstrained scale; a fit of the starter kit lies mostly within it), each kick with a noise
-    draw of its own seed."""
-    g = torch.Generator().manual_seed(seed)
-    u = torch.empty(n, N2).uniform_(-2.0, 2.0, generator=g)
-    with torch.no_grad():
-        raw = synth_for(2, SR, LENGTH)(u, torch.arange(n) + 1000 * seed).numpy()
-    kicks = finish_kick(raw, SR)
-    clips = [prepare_audio(k.astype(np.float32), SR, DataConfig(sample_rate=SR, length=LENGTH), highpass=False)[0]
-             for k in kicks]
-    return u, torch.from_numpy(np.stack(clips))
-
-
 def test_the_version_2_inverse_is_shipped_small_and_made_for_version_2s_synth(tmp_path):
     """inverse_v2 (scripts/train_synth_inverse.py --version 2) is read for synth version 2: a model a user trains
     today (the presets' synth) fits a located file, a variation's source and a morph's end from its guess."""
@@ -330,7 +338,7 @@ def test_the_version_2_guess_sounds_nearer_its_kick_than_the_fits_measured_start
     most of them (6 of these 8) and in the median: a weaker guess than version 1's, whose every guess is nearer than
     the starts (the served fit keeps each kick's nearer of the two fits)."""
     net2 = inv.shipped(2)
-    u, clips = v2_renders(8, seed=3)
+    u, clips = renders(2, 8, seed=3)
     rate = SR // F.FIT_RATE_DIVISOR
     import torchaudio.functional as AF
 
