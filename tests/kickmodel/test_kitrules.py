@@ -191,3 +191,33 @@ def test_a_kick_without_click_gets_a_beater_that_rises_with_the_hit():
     assert kitrules.click_db(clicky, SR) > kitrules.BEATER_TOP_DB
     assert kitrules.beater(clicky, SR, 1.0, 2, 7, 0) is None
     assert np.array_equal(kitrules.audio_kit(clicky, SR, 2, 2, seed=2)[-1][0], clicky)
+
+
+def _crossing_ms(x: np.ndarray, k: int = 4) -> float:
+    """When the k-th zero crossing after the first sample comes, in ms (sooner: a higher pitch early on)."""
+    s = np.signbit(x[1:])
+    return 1000.0 * (np.flatnonzero(s[1:] != s[:-1])[k - 1] + 2) / SR
+
+
+def test_a_softer_layer_of_a_version_2_kick_glides_less():
+    """Synth version 2's tension glide (the pitch a struck head rises by, with the square of its vibration's
+    amplitude) falls over the layers with the square of the layer's amplitude: at the softest layer 18 dB down it is
+    1/63 of the top's, and the kick's early pitch falls with it (its 4th zero crossing later than the same layer's
+    with the top's glide), the end pitch kept."""
+    from kickmodel.families.kick_synth.synth_v2 import PARAMS_V2, KickSynth2
+
+    names = [q.name for q in PARAMS_V2]
+    top = dict(zip(names, to_params(torch.zeros(1, len(names)), 2)[0].tolist()))
+    top.update({"f_end": 50.0, "sweep": 0.05, "glide": 0.3, "decay": 0.4, "decay_curve": 1.0, "attack": 0.0003,
+                "click_db": -70.0, "residual_db": -80.0, "partials_db": -70.0, "modes_db": -80.0, "body2_db": -70.0,
+                "drive": 0.1, "level_db": 0.0})
+    layers = [kits.synth_layer(top, p) for p in kitrules.layer_positions(8)]
+    assert [p["glide"] for p in layers] == sorted(p["glide"] for p in layers) and layers[-1] == pytest.approx(top)
+    assert [p["f_end"] for p in layers] == [50.0] * 8
+    soft = kits.synth_layer(top, 0.0)
+    assert soft["glide"] == pytest.approx(0.3 * 10 ** (-kitrules.LEVEL_RANGE_DB / 10))
+    rows = [soft, dict(soft, glide=top["glide"])]
+    u = from_params(torch.tensor([[p[n] for n in names] for p in rows], dtype=torch.float32), 2)
+    kicks = KickSynth2(SR, SR // 2)(u).detach().numpy()
+    less, more = _crossing_ms(kicks[0]), _crossing_ms(kicks[1])
+    assert less > more + 2.0, (less, more)

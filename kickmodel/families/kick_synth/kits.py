@@ -5,9 +5,12 @@ conventions shared with them, positions, levels and distinct robins, are there t
 - Layer at position p (kickmodel.kitrules.layer_positions: the top layer, the kick asked for, at 1): as a drum's
   head tension and beater energy fall with a softer hit, the click's level falls (click_db, CLICK_RANGE_DB lower at
   p = 0), the drive is divided by up to DRIVE_RATIO and the pitch sweep's start (sweep, f_start / f_end - 1) falls
-  to SWEEP_FRACTION of it (synth_layer); every other number, the end pitch first, is kept, so a tuned kit stays
-  tuned. The layer's level is kitrules.layer_gain_db's, applied to the finished kick (a finish step normalises
-  the peak, and would undo a level set in the numbers).
+  to SWEEP_FRACTION of it (synth_layer); the tension glide of synth version 2 (glide: the pitch a struck head
+  rises by, in proportion to the squared amplitude of its vibration) falls with the square of the layer's amplitude
+  (the layer's gain as a power ratio: 10 ** (layer_gain_db / 10)), so a soft hit barely falls in pitch, as a soft
+  stroke on a drum does; every other number, the end pitch first, is kept, so a tuned kit stays tuned. The
+  layer's level is kitrules.layer_gain_db's, applied to the finished kick (a finish step normalises the peak, and
+  would undo a level set in the numbers).
 - Round robin r of a layer (0: the layer's numbers as they are): the click's level, centre and decay, the drive,
   the body's decay and the sweep's time move by a seeded few per cent (ROBIN_SPREAD; dB for click_db), each robin
   its own draw (synth_robin); the end pitch does not move. kitrules.distinct_robins then turns any robin still
@@ -24,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from ... import kitrules
-from .synth import PARAMS
+from .synth_v2 import PARAMS_V2
 
 CLICK_RANGE_DB = 15.0
 DRIVE_RATIO = 3.0
@@ -32,7 +35,7 @@ SWEEP_FRACTION = 0.5
 # the numbers a robin moves, and by how much (a relative spread, or dB for the *_db ones)
 ROBIN_SPREAD: dict[str, float] = {"click_db": 1.5, "click_hz": 0.12, "click_tau": 0.1, "drive": 0.08, "decay": 0.04,
                                   "sweep_tau": 0.04}
-_RANGES = {p.name: (p.lo, p.hi) for p in PARAMS}
+_RANGES = {p.name: (p.lo, p.hi) for p in PARAMS_V2}  # version 1's numbers and version 2's (a superset)
 
 
 def clamped(values: Mapping[str, float]) -> dict[str, float]:
@@ -43,8 +46,9 @@ def clamped(values: Mapping[str, float]) -> dict[str, float]:
 
 def synth_layer(params: Mapping[str, float], position: float) -> dict[str, float]:
     """The numbers (by name, in their units: kickmodel.families.kick_synth.synth.describe) of the layer at position,
-    from the asked kick's numbers (the top layer): click_db, drive and sweep fall with the hit; every other number
-    (the end pitch, the decay...) is kept. Values stay within the synth's ranges."""
+    from the asked kick's numbers (the top layer): click_db, drive and sweep fall with the hit, and glide (version 2)
+    with the square of its amplitude; every other number (the end pitch, the decay...) is kept. Values stay within
+    the synth's ranges."""
     s = 1.0 - kitrules.check_position(position)
     out = dict(params)
     if "click_db" in out:
@@ -53,6 +57,8 @@ def synth_layer(params: Mapping[str, float], position: float) -> dict[str, float
         out["drive"] = float(out["drive"]) / DRIVE_RATIO ** s
     if "sweep" in out:
         out["sweep"] = float(out["sweep"]) * (1.0 - (1.0 - SWEEP_FRACTION) * s)
+    if "glide" in out:
+        out["glide"] = float(out["glide"]) * 10.0 ** (kitrules.layer_gain_db(position) / 10.0)
     return clamped(out)
 
 
