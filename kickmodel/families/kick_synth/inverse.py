@@ -15,10 +15,11 @@ peak-normalised file), that is the typical value, not an arbitrary one.
               in units of the training renders' spread around their mean (buffers u_mean, u_std)
 
 Weights: inverse_v<version>.safetensors beside this module, one file per synth version (synth.py's versions: a
-model trained on version 1, the shipped kick-synth model, uses inverse_v1; a new synth body gets its own file from the
-same script), read with safetensors (no pickle), its metadata naming the synth version, the numbers in order and the
-encoder's config; a file that is missing or does not match the synth is refused (shipped() gives None: the fit starts
-from its measured starts, as before).
+model trained on version 1, as the kick-synth model shipped until 2026-12-06, uses inverse_v1; one trained on version
+2, as the shipped one since, inverse_v2; a new synth body gets its own file from the same script), read with
+safetensors (no pickle), its metadata naming the synth version, the numbers in order and the encoder's config; a
+file that is missing or does not match the synth is refused (shipped() gives None: the fit starts from its measured
+starts, as before).
 """
 
 from __future__ import annotations

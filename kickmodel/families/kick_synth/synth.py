@@ -16,9 +16,10 @@ t = 0. The noise is one fixed draw (NOISE_SEED) filtered per kick: a kick is a f
 the period: the circular filter's own output), so a kick played longer is, over the period, the kick it was.
 
 Versions: the synth a model was trained on is part of the model (its config's `synth.version`; an artifact without it
-is version 1, this module's KickSynth and PARAMS, the shipped model's 34 numbers). Everything that needs the numbers'
-count, names or ranges, or a synth to play them, asks by version here, in one place: params_for(version),
-n_params(version), synth_for(version, sample_rate, length), to_params / from_params / describe(..., version).
+is version 1, this module's KickSynth and PARAMS: 34 numbers, the model shipped until 2026-12-06). Everything that
+needs the numbers' count, names or ranges, or a synth to play them, asks by version here, in one place:
+params_for(version), n_params(version), synth_for(version, sample_rate, length), to_params / from_params /
+describe(..., version).
 """
 
 from __future__ import annotations
