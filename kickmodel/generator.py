@@ -30,6 +30,7 @@ given between network passes.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -213,7 +214,7 @@ class KickGenerator(Protocol):
 
     def kit_rules(self, source: bool = False, strength: float = 0.0) -> str: ...
 
-    def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray: ...
+    def prepare_source(self, audio: np.ndarray, sample_rate: int, *, whole: bool = False) -> np.ndarray: ...
 
     def describe(self) -> dict: ...
 
@@ -404,20 +405,22 @@ class GeneratorBase:
         return src.to(self.device).expand(n, self.length)
 
     # ----------------------------------------------------------- the interface
-    def prepare_source(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    def prepare_source(self, audio: np.ndarray, sample_rate: int, *, whole: bool = False) -> np.ndarray:
         """A decoded file ([frames] or [frames, channels] at sample_rate) made into a clip this model can
         vary: mono, resampled, onset-aligned, cropped or padded, peak-normalised as training clips are
         (kickmodel.clips.prepare_audio), but without their 10 Hz high-pass: a variation at strength 0 gives the
         source back as it is, and a kick the daemon wrote has had its 20 Hz subsonic filter already (filtered
         again on each pass, a variation of a variation lost about 1 dB under 40 Hz a pass). What the model
-        makes from it is finished like any kick, 20 Hz filter included. Raises kickmodel.clips.BadAudio with
-        the reason."""
+        makes from it is finished like any kick, 20 Hz filter included. [length] samples; with `whole`,
+        [max_length]: the file as a variation at strength 0 gives it back, up to the longest kick this model
+        renders (a kick-synth kick the daemon wrote may be 3 s long; cropped to the model's length, it came back
+        cut at 1.02 s). Raises kickmodel.clips.BadAudio with the reason."""
         from .clips import prepare_audio
-        from .config import DataConfig
 
         cfg = self.config.data
-        if cfg.sample_rate != self.sample_rate or cfg.length != self.length:  # pragma: no cover - config-checked
-            cfg = DataConfig(sample_rate=self.sample_rate, length=self.length)
+        length = self.max_length if whole else self.length
+        if cfg.sample_rate != self.sample_rate or cfg.length != length:
+            cfg = dataclasses.replace(cfg, sample_rate=self.sample_rate, length=length)
         clip, _ = prepare_audio(audio, sample_rate, cfg, highpass=False)
         return clip
 
@@ -486,8 +489,13 @@ class GeneratorBase:
             raise ValueError(f"strength must be within 0..1, got {strength:g}")
         if strength == 0.0:
             # the source itself, not made again: levelled and faded as any kick but not filtered by the subsonic
-            # filter a second time (a finished kick has had it; each pass turned its phase and took its low end down)
-            raw = self._source_tensor(source, len(items)).float().cpu().numpy()
+            # filter a second time (a finished kick has had it; each pass turned its phase and took its low end down);
+            # as prepared (length) or whole (prepare_source(whole=True): up to max_length)
+            raw = np.asarray(source, dtype=np.float32).reshape(1, -1)
+            if not self.length <= raw.shape[1] <= self.max_length:
+                raise ValueError(f"source has {raw.shape[1]} samples, the model makes {self.length}"
+                                 + (f" to {self.max_length}" if self.max_length > self.length else ""))
+            raw = np.repeat(raw, len(items), axis=0)
             # nor faded again: a kick the daemon wrote has had its rise and its tail fade, and a second 0.5 ms rise
             # took up to -21 dB re peak off a steep attack (kick-synth; -34 dB the bundled model), a little more
             # each pass; a clip that does not start from silence (a file cut at its attack) still gets the rise

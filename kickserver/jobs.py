@@ -127,10 +127,11 @@ class Opened:
                 raise
         return self._audio
 
-    def clip(self, gen: Any) -> np.ndarray:
-        """The file as the serving model's input clip, prepared like a training clip (GeneratorBase.prepare_source)."""
+    def clip(self, gen: Any, whole: bool = False) -> np.ndarray:
+        """The file as the serving model's input clip, prepared like a training clip (GeneratorBase.prepare_source);
+        whole: as a variation at strength 0 gives it back, up to the longest kick the model renders."""
         audio, rate = self.decoded()
-        return gen.prepare_source(audio, rate)
+        return gen.prepare_source(audio, rate, whole=whole)
 
     def close(self) -> None:
         self.source.close()
@@ -317,8 +318,8 @@ class Variation(KickJob):
         return self.count, (-(-self.count // max(1, max_batch)) if self.strength > 0 else 0)
 
     def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
-        return gen.vary(self.source.clip(gen), self.strength, items, self.settings, sample_rate=sample_rate,
-                        hook=hook)
+        return gen.vary(self.source.clip(gen, whole=self.strength == 0.0), self.strength, items, self.settings,
+                        sample_rate=sample_rate, hook=hook)
 
     def tags(self, kick: Kick) -> dict[str, Any]:
         return {**super().tags(kick), "source": str(self.source), "strength": self.strength}
@@ -472,7 +473,7 @@ class Kit(KickJob):
 
     def make(self, gen: Any, kicks: Sequence[Kick], items: list[Item], sample_rate: int, hook: Hook) -> np.ndarray:
         if self._made is None or self._made[0] != sample_rate:
-            source = self.source.clip(gen) if self.source is not None else None
+            source = self.source.clip(gen, whole=self.strength == 0.0) if self.source is not None else None
             self.rules = gen.kit_rules(source is not None, self.strength)
             self._made = (sample_rate, gen.kit(items, self.layers, self.robins, self.settings, source=source,
                                                strength=self.strength, sample_rate=sample_rate, hook=hook))

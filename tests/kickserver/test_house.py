@@ -86,7 +86,7 @@ class CountingGen(GeneratorBase):
         self.resolved += 1
         return super().settings(*a, **kw)
 
-    def prepare_source(self, audio, sample_rate):
+    def prepare_source(self, audio, sample_rate, *, whole=False):
         return np.zeros(self.length, dtype=np.float32)
 
     def _sample(self, items, settings, hook):

@@ -35,7 +35,7 @@ class FakeGen(GeneratorBase):
         self.started = threading.Event()
         self._cancel = None
 
-    def prepare_source(self, audio, sample_rate):
+    def prepare_source(self, audio, sample_rate, *, whole=False):
         return np.zeros(self.length, dtype=np.float32)
 
     def _sample(self, items, settings, hook):
