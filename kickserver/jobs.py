@@ -519,7 +519,9 @@ class Kit(KickJob):
 
         top = hits[0]
         decay, pitch, click = (float(v) for v in measure(torch.from_numpy(top)[None], sample_rate)[0])
-        measured = pitch if np.isfinite(pitch) and pitch > 0 else None
+        # rounded as a kick's tags print them, so the folder is named as the top hit's kick file would be
+        decay, click = round(decay, 3), round(click, 1)
+        measured = round(pitch, 2) if np.isfinite(pitch) and pitch > 0 else None
         want = self.pitch_hz if self.pitch_hz is not None else measured
         note = nearest_note(want)[0] if want is not None else 36  # General MIDI's kick
         label = str(self.seeds[0]) if self.source is None else f"v{self.seeds[0]}"

@@ -302,6 +302,9 @@ class KickWriter:
         m = info.measured.as_tagged() if info.measured is not None else None  # named as its tags read
         decay = m.decay_s if m is not None and m.decay_s is not None else 0.0
         click = m.click_db if m is not None and m.click_db is not None else -60.0
+        if pitch_hz is not None:  # as its tag prints it: the pitch asked (controls, 4 decimals), else the measured
+            asked = info.controls.get("pitch_hz")
+            pitch_hz = round(float(pitch_hz), 4 if asked is not None and float(asked) == float(pitch_hz) else 2)
         base = kick_name(info.label, decay, pitch_hz, click, pattern=self.name_pattern, time=stamp, suffix="")
         name = f"{base}.wav"
         n = 1

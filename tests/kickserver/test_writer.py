@@ -260,6 +260,10 @@ def test_a_kick_is_named_as_its_tags_read_at_a_threshold(tmp_path):
     for click, word in ((-45.0429, "punchy"), (-25.015, "clicky"), (-45.06, "soft")):
         got = w.final_name(info(seed=5, measured=Measured(38.72, 0.3647, click)), 38.72)
         assert got == f"kick_Eb1_{word}_5.wav", (click, got)
+    # boomy is under BOOMY_HZ (50): a pitch measured 49.996 is tagged 50.00, so the kick is long, not boomy
+    for pitch, word in ((49.996, "long"), (49.994, "boomy")):
+        got = w.final_name(info(seed=5, measured=Measured(pitch, 0.7, -30.0)), pitch)
+        assert got == f"kick_G1_{word}_5.wav", (pitch, got)
 
 
 def _kit(name: str = "kit_A1_punchy_5", hits: int = 2):
