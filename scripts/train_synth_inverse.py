@@ -1,7 +1,7 @@
 """Train the kick synth's amortised inverse (kickmodel/families/kick_synth/inverse.py) on the synth's own renders.
 
-    python scripts/train_synth_inverse.py [--version 1] [--anchors kickserver/models/kick-synth.safetensors]
-        [--renders 96000] [--epochs 4] [--work runs/synth-inverse] [--out <family folder>/inverse_v1.safetensors]
+    python scripts/train_synth_inverse.py [--version 2] [--anchors kickserver/models/kick-synth.safetensors]
+        [--renders 96000] [--epochs 4] [--work runs/synth-inverse] [--out <family folder>/inverse_v2.safetensors]
 
 1. Numbers drawn (seeded) from three regions: between the anchors (a kit map's kicks: 1-3 of them blended, plus
    noise up to 0.6 of the kit's spread, as /kick/near draws), around one anchor (noise 0.3-2 spreads) and uniform
@@ -17,17 +17,19 @@
    one-cycle schedule; a held-out 5 % reports the error per number, and the epoch with the least held-out error is
    kept. Deterministic for a given --threads: the same seed, renders and order give the same weights.
 
-Version 2 (no shipped model of it to anchor on: --no-anchors, or --anchors a version-2 model) plays each render
-with a noise draw of its own (its seed), as the daemon's version-2 kicks are.
+Version 2 (the shipped model's since 2026-12-06: the default) plays each render with a noise draw of its own (its
+seed), as the daemon's version-2 kicks are. Version 1 has no shipped model to anchor on since then: --version 1 with
+--no-anchors, or --anchors a version-1 model.
 
 What it costs (2026-12-05, the 2-core AMD EPYC dev box, 2 threads, loaded by other sessions: load average 11): 250
 renders with their features take 5.2 s of CPU for version 1 and 9.3 s for version 2 (18 and 31 s wall at that
 load), a training step of 128 renders 0.53 s of CPU; so the default run (96,000 renders, 4 epochs, 2,850 steps) is
 about 33 + 25 minutes of CPU for version 1 and 60 + 25 for version 2 (twice that wall-clock at such a load). A smoke
 run, end to end (--version 2 --no-anchors --renders 256 --shard-size 256 --epochs 1 --batch 64): renders 104 s,
-training 44 s wall. inverse_v1.safetensors was made by the default run (its metadata: 96,000 renders, 4 epochs,
-seed 20261205, anchors kick-synth.safetensors); its wall-clock time was not recorded. inverse_v2.safetensors was made
-by the default run with --version 2 --anchors the version-2 model scripts/train_kick_synth.sh exports (its kit map:
+training 44 s wall. inverse_v1.safetensors was made by the default run of the time (--version 1, anchored on the
+version-1 model then shipped; its metadata: 96,000 renders, 4 epochs, seed 20261205, anchors kick-synth.safetensors);
+its wall-clock time was not recorded. inverse_v2.safetensors was made by the run with --version 2 --anchors the
+version-2 model scripts/train_kick_synth.sh exports, shipped since 2026-12-06 (its kit map:
 the 81 training kicks' fits, the same at every step of its prior), 2026-12-05 late: the 96,000 renders 68 minutes
 wall on one thread (--threads 1, the box's other core busy: load 2-3), then the training, restarted on the kept
 renders with --threads 2, 152 s (4 epochs, held-out error 0.669 of the renders' spread: 0.75, 0.70, 0.68, 0.67; 8
@@ -242,7 +244,8 @@ def val_error(net: inv.InverseNet, whole: torch.Tensor, early: torch.Tensor, tar
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--version", type=int, default=1, choices=VERSIONS, help="the synth version the inverse is for")
+    ap.add_argument("--version", type=int, default=2, choices=VERSIONS,
+                    help="the synth version the inverse is for (2: the shipped model's)")
     ap.add_argument("--anchors", type=Path, default=Path("kickserver/models/kick-synth.safetensors"),
                     help="a kick-synth model of this synth version whose kit map's numbers anchor the draws")
     ap.add_argument("--no-anchors", action="store_true", help="uniform draws only")

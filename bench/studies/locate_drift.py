@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kickmodel.families.kick_synth import fit as F  # noqa: E402
 from kickmodel.families.kick_synth import inverse as inv  # noqa: E402
-from kickmodel.families.kick_synth.synth import PARAMS, KickSynth  # noqa: E402
+from kickmodel.families.kick_synth.synth import params_for, synth_for  # noqa: E402
 from kickmodel.generator import Item  # noqa: E402
 from kickmodel.loading import load_generator  # noqa: E402
 from kickmodel.wavfile import encode_wav  # noqa: E402
@@ -64,9 +64,10 @@ def refine_from(gen, clip: np.ndarray, u0: torch.Tensor) -> tuple[torch.Tensor, 
     xf = AF.resample(x, sr, rate)[:, :int(lengths.max())]
     mask = (torch.arange(xf.shape[1])[None] < lengths[:, None]).float()
     with torch.inference_mode(False), torch.enable_grad():
-        u, d = F._descend(KickSynth(rate, xf.shape[1]), u0.reshape(1, -1), F.Target(xf * mask, rate, mask),
-                          f.serve_iters, f.lr)
-    u = F.adjust(KickSynth(sr, x.shape[1]), u, F.descriptors.measure(x, sr), finish=F._level_like_a_clip)
+        u, d = F._descend(synth_for(gen.synth_version, rate, xf.shape[1]), u0.reshape(1, -1),
+                          F.Target(xf * mask, rate, mask), f.serve_iters, f.lr)
+    u = F.adjust(synth_for(gen.synth_version, sr, x.shape[1]), u, F.descriptors.measure(x, sr),
+                 finish=F._level_like_a_clip)
     return u, float(d[0])
 
 
@@ -80,7 +81,7 @@ def audio_distance(gen, clip: np.ndarray, u: torch.Tensor) -> float:
     n = int((F.fit_lengths(x, sr) * rate) // sr)
     xf = AF.resample(x, sr, rate)[:, :n]
     with torch.no_grad():
-        return float(F.distance(KickSynth(rate, n)(u.reshape(1, -1)), F.Target(xf, rate))[0])
+        return float(F.distance(synth_for(gen.synth_version, rate, n)(u.reshape(1, -1)), F.Target(xf, rate))[0])
 
 
 def main() -> None:
@@ -137,7 +138,8 @@ def main() -> None:
         out[name] = {"median": float(np.median(t)), "worst": float(np.max(t)),
                      "latent_moved_median": float(np.median([r[name + "_norm"] for r in rows]))}
         dims = np.median(np.array([r[name + "_dims"] for r in rows]), axis=0)
-        out[name]["dims_median_sd"] = {p.name: round(float(v), 3) for p, v in zip(PARAMS, dims)}
+        out[name]["dims_median_sd"] = {p.name: round(float(v), 3)
+                                       for p, v in zip(params_for(gen.synth_version), dims, strict=True)}
         out[name]["audio_median"] = float(np.median([r["audio_" + name] for r in rows]))
     print(json.dumps(out, indent=1))
     if ns.json:

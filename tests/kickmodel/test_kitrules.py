@@ -201,9 +201,9 @@ def _crossing_ms(x: np.ndarray, k: int = 4) -> float:
 
 def test_a_softer_layer_of_a_version_2_kick_glides_less():
     """Synth version 2's tension glide (the pitch a struck head rises by, with the square of its vibration's
-    amplitude) falls over the layers with the square of the layer's amplitude: at the softest layer 18 dB down it is
-    1/63 of the top's, and the kick's early pitch falls with it (its 4th zero crossing later than the same layer's
-    with the top's glide), the end pitch kept."""
+    amplitude) falls over the layers with the square of the layer's amplitude: at position 0, 18 dB down, it is 1/63
+    of the top's (the softest of 8 layers, at 1/8, is 15.75 dB down: 1/38), and the kick's early pitch falls with it
+    (its 4th zero crossing later than the same layer's with the top's glide), the end pitch kept."""
     from kickmodel.families.kick_synth.synth_v2 import PARAMS_V2, KickSynth2
 
     names = [q.name for q in PARAMS_V2]

@@ -23,7 +23,8 @@ class SynthFitConfig:
 @dataclass(frozen=True)
 class SynthConfig:
     """Which synth plays the numbers (synth.py: params_for / synth_for by version). A config written before versions
-    existed (the shipped kick-synth model's) has no such section: version 1, the 34-number synth it was trained on."""
+    existed (the kick-synth model shipped until 2026-12-06 among them) has no such section: version 1, the 34-number
+    synth it was trained on."""
 
     version: int = 1
 
