@@ -511,15 +511,20 @@ class Kit(KickJob):
 
         import torch
 
-        from kickmodel.descriptors import measure
+        from kickmodel.descriptors import measure, settled_pitch_hz
         from kickmodel.naming import KIT_PATTERN, kick_name
         from kickmodel.notes import nearest_note
 
         from . import kitfiles
 
-        top = hits[0]
-        decay, pitch, click = (float(v) for v in measure(torch.from_numpy(top)[None], sample_rate)[0])
-        # rounded as a kick's tags print them, so the folder is named as the top hit's kick file would be
+        top = torch.from_numpy(np.ascontiguousarray(hits[0]))[None]
+        got = measure(top, sample_rate)[0]
+        decay, click = float(got[0]), float(got[2])
+        # the pitch as a kick file's (kickmodel.wavfile.with_measures): the settled body's as a tuner reads it, not the
+        # spectral peak of 40..250 ms, which a sweep, partials or a glide pull off it (a kit rooted a semitone off its
+        # own top hit's file); and every figure rounded as a kick's tags print them, so the folder is named as the top
+        # hit's kick file would be
+        pitch = float(settled_pitch_hz(top, sample_rate, got[1:2])[0])
         decay, click = round(decay, 3), round(click, 1)
         measured = round(pitch, 2) if np.isfinite(pitch) and pitch > 0 else None
         want = self.pitch_hz if self.pitch_hz is not None else measured
