@@ -29,8 +29,7 @@ class Measured:
     click_db: float | None = None
 
     def as_tagged(self) -> Measured:
-        """The figures as the comment prints them (rounded): what a kick's name is made from, so a name and its tags
-        agree at a threshold (a click measured -45.04 dB, tagged -45.0, is not named `soft`, under -45)."""
+        """The figures as the comment prints them (rounded): what a kick's name is made from (naming_figures)."""
         return Measured(None if self.pitch_hz is None else round(float(self.pitch_hz), 2),
                         None if self.decay_s is None else round(float(self.decay_s), 3),
                         None if self.click_db is None else round(float(self.click_db), 1))
@@ -232,12 +231,9 @@ def insert_chunk_before_data(wav: bytes, chunk: bytes) -> bytes:
     raise ValueError("insert_chunk_before_data: the WAVE file has no data chunk")
 
 
-def with_measures(x: np.ndarray, sample_rate: int, info: KickInfo) -> tuple[KickInfo, float | None]:
-    """info with what the finished kick x measures (kickmodel.descriptors.measure: decay s, click dB; the pitch as a
-    tuner reads the settled body, descriptors.settled_pitch_hz; its tags then say them, the pitch as Hz and note),
-    and the pitch its `smpl` chunk carries so a sampler maps it: the pitch asked (a pitch_hz control, which a note
-    also becomes), else as measured (None: none measured, no chunk)."""
-    import dataclasses
+def measured_of(x: np.ndarray, sample_rate: int) -> Measured:
+    """What the finished kick x measures (kickmodel.descriptors.measure: decay s, click dB; the pitch as a tuner reads
+    the settled body, descriptors.settled_pitch_hz), each None where it measured none (not finite; a pitch <= 0)."""
     import math
 
     import torch
@@ -251,5 +247,31 @@ def with_measures(x: np.ndarray, sample_rate: int, info: KickInfo) -> tuple[Kick
     ok = [v if math.isfinite(v) else None for v in (pitch, decay, click)]
     if ok[0] is not None and ok[0] <= 0:
         ok[0] = None
+    return Measured(*ok)
+
+
+def naming_figures(measured: Measured | None, pitch_hz: float | None,
+                   asked_hz: float | None) -> tuple[float, float | None, float]:
+    """(decay s, pitch Hz, click dB) a kick is named by (kickmodel.naming.kick_name), as its tags print them, so a
+    name and its tags agree at a threshold (a click measured -45.04 dB, tagged -45.0, is not named `soft`, under
+    -45): the measured figures rounded (Measured.as_tagged; decay 0 and click -60 dB where unmeasured), and pitch_hz,
+    the pitch its note names, to 4 decimals where it is the pitch asked (asked_hz, as the comment prints a control),
+    else to the measured pitch's 2."""
+    m = measured.as_tagged() if measured is not None else Measured()
+    decay = m.decay_s if m.decay_s is not None else 0.0
+    click = m.click_db if m.click_db is not None else -60.0
+    if pitch_hz is not None:
+        asked = asked_hz is not None and float(asked_hz) == float(pitch_hz)
+        pitch_hz = round(float(pitch_hz), 4 if asked else 2)
+    return decay, pitch_hz, click
+
+
+def with_measures(x: np.ndarray, sample_rate: int, info: KickInfo) -> tuple[KickInfo, float | None]:
+    """info with what the finished kick x measures (measured_of; its tags then say them, the pitch as Hz and note),
+    and the pitch its `smpl` chunk carries so a sampler maps it: the pitch asked (a pitch_hz control, which a note
+    also becomes), else as measured (None: none measured, no chunk)."""
+    import dataclasses
+
+    measured = measured_of(x, sample_rate)
     asked = info.controls.get("pitch_hz") if info.controls else None
-    return dataclasses.replace(info, measured=Measured(*ok)), (float(asked) if asked is not None else ok[0])
+    return dataclasses.replace(info, measured=measured), (float(asked) if asked is not None else measured.pitch_hz)

@@ -509,28 +509,20 @@ class Kit(KickJob):
         top kick as measured (kickmodel.naming.KIT_PATTERN: kit_A1_punchy_5513; -2, -3... when taken)."""
         import os
 
-        import torch
-
-        from kickmodel.descriptors import measure, settled_pitch_hz
         from kickmodel.naming import KIT_PATTERN, kick_name
         from kickmodel.notes import nearest_note
+        from kickmodel.wavfile import measured_of, naming_figures
 
         from . import kitfiles
 
-        top = torch.from_numpy(np.ascontiguousarray(hits[0]))[None]
-        got = measure(top, sample_rate)[0]
-        decay, click = float(got[0]), float(got[2])
-        # the pitch as a kick file's (kickmodel.wavfile.with_measures): the settled body's as a tuner reads it, not the
-        # spectral peak of 40..250 ms, which a sweep, partials or a glide pull off it (a kit rooted a semitone off its
-        # own top hit's file); and every figure rounded as a kick's tags print them, so the folder is named as the top
-        # hit's kick file would be
-        pitch = float(settled_pitch_hz(top, sample_rate, got[1:2])[0])
-        decay, click = round(decay, 3), round(click, 1)
-        measured = round(pitch, 2) if np.isfinite(pitch) and pitch > 0 else None
-        want = self.pitch_hz if self.pitch_hz is not None else measured
+        # the top hit measured and named as its kick file is (the settled body's pitch as a tuner reads it, not the
+        # spectral peak of 40..250 ms, which a sweep, partials or a glide pull off it; the figures as tags print them)
+        measured = measured_of(hits[0], sample_rate)
+        want = self.pitch_hz if self.pitch_hz is not None else measured.pitch_hz
         note = nearest_note(want)[0] if want is not None else 36  # General MIDI's kick
         label = str(self.seeds[0]) if self.source is None else f"v{self.seeds[0]}"
-        name = kick_name(label, decay, want, click, pattern=KIT_PATTERN, suffix="")
+        decay, named_hz, click = naming_figures(measured, want, self.pitch_hz)
+        name = kick_name(label, decay, named_hz, click, pattern=KIT_PATTERN, suffix="")
         info = f"model={model_name} seed={self.seeds[0]}" + (
             f" source={os.path.basename(str(self.source))} strength={self.strength:g}" if self.source else "") + (
             f" rules={self.rules}" if self.rules else "")

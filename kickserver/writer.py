@@ -52,7 +52,7 @@ import soundfile as sf
 from kickmodel import safejson
 from kickmodel.dsp import trim_tail
 from kickmodel.naming import DEFAULT_PATTERN, KIT_PATTERN, TIME_PATTERN, check_pattern, kick_name, name_regex
-from kickmodel.wavfile import KickInfo, encode_wav, with_measures
+from kickmodel.wavfile import KickInfo, encode_wav, naming_figures, with_measures
 
 from . import kitfiles, sources
 from .jobs import Done, Kick, Outcome, Refused
@@ -299,12 +299,7 @@ class KickWriter:
         by name_pattern (kickmodel.naming.kick_name), pitch_hz the pitch its note names (the pitch asked, else the one
         measured); `-2`, `-3`, ... when taken."""
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if when is None else when))
-        m = info.measured.as_tagged() if info.measured is not None else None  # named as its tags read
-        decay = m.decay_s if m is not None and m.decay_s is not None else 0.0
-        click = m.click_db if m is not None and m.click_db is not None else -60.0
-        if pitch_hz is not None:  # as its tag prints it: the pitch asked (controls, 4 decimals), else the measured
-            asked = info.controls.get("pitch_hz")
-            pitch_hz = round(float(pitch_hz), 4 if asked is not None and float(asked) == float(pitch_hz) else 2)
+        decay, pitch_hz, click = naming_figures(info.measured, pitch_hz, info.controls.get("pitch_hz"))
         base = kick_name(info.label, decay, pitch_hz, click, pattern=self.name_pattern, time=stamp, suffix="")
         name = f"{base}.wav"
         n = 1
