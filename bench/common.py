@@ -12,7 +12,9 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,14 +108,55 @@ def device_kind(device: Any) -> str:
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
+OUTSIDE = "(outside the repository)"
+
+
+def portable(value: Any, repo: Path = REPO) -> Any:
+    """value (a payload: dicts, lists, strings) with no path of the machine that measured it: a path inside the
+    repository becomes relative to it (also where a string only contains one, as a command line does), a whole-string
+    path elsewhere becomes `(outside the repository) NAME` (its file name only: a temp folder, a user's home)."""
+    if isinstance(value, Mapping):
+        return {k: portable(v, repo) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable(v, repo) for v in value]
+    if not isinstance(value, str):
+        return value
+    root = str(repo)
+    if value == root:
+        return "."
+    value = value.replace(root + os.sep, "")
+    if _machine_path(value):
+        return f"{OUTSIDE} {Path(value).name}"
+    # a path among words (a command line, a message): each under one of the usual roots
+    roots = "|".join(re.escape(r) for r in _roots())
+    return re.sub(rf"(?<!\S)(?:{roots})\S+", lambda m: f"{OUTSIDE} {Path(m.group(0)).name}", value)
+
+
+_PATH_ROOTS = ("/tmp/", "/var/", "/home/", "/root/", "/Users/", "/work/", "/mnt/", "/media/", "/srv/", "/opt/")
+
+
+def _machine_path(text: str) -> bool:
+    """Whether text is one absolute path of a file system (not an OSC address such as /kick/done: its folder is none
+    here and it lies under none of the usual roots)."""
+    if not os.path.isabs(text) or "\n" in text:
+        return False
+    parent = Path(text).parent
+    return text.startswith(_roots()) or (parent != Path(parent.anchor) and parent.is_dir())
+
+
+def _roots() -> tuple[str, ...]:
+    return _PATH_ROOTS + tuple(str(p).rstrip(os.sep) + os.sep for p in (Path.home(), Path(tempfile.gettempdir())))
+
+
 def write_json(path: Path, payload: dict[str, Any]) -> Path:
-    """payload as JSON at path (its folder made), atomically (temp + fsync + rename); NaN/inf become null."""
+    """payload as JSON at path (its folder made), atomically (temp + fsync + rename); NaN/inf become null; no path
+    of this machine in it (portable)."""
     from kickmodel.fsutil import atomic_write_bytes
     from trainer.evaluation.report import json_safe
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, (json.dumps(json_safe(payload), indent=1, allow_nan=False) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(portable(json_safe(payload)), indent=1, allow_nan=False) + "\n").encode())
     return path
 
 

@@ -325,7 +325,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"latency-{kind}.json"  # the machine is described inside
-    path.write_text(json.dumps(result, indent=2) + "\n")
+    path.write_text(json.dumps(common.portable(result), indent=2) + "\n")
     print(f"wrote {path}")
     return 0
 

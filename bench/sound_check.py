@@ -359,14 +359,14 @@ def main(argv: list[str] | None = None) -> int:
         "sets": {name: {"n": len(groups[name]), **r, **spreads[name], "grid": grid[name]}
                  for name, r in rows.items()},
     }
-    from bench.common import user_results
+    from bench.common import portable, user_results
     from kickmodel.fsutil import atomic_write_bytes
 
     out = Path(args.out) if args.out else user_results()
     out.mkdir(parents=True, exist_ok=True)
 
     path = out / (f"sound_check-{args.tag}.json" if args.tag else "sound_check.json")
-    atomic_write_bytes(path, (json.dumps(report, indent=1) + "\n").encode())
+    atomic_write_bytes(path, (json.dumps(portable(report), indent=1) + "\n").encode())
     print(f"wrote {path}")
     return 0
 

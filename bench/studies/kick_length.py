@@ -29,6 +29,7 @@ MODELS = REPO / "kickserver" / "models"
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.common import portable
     from kickmodel.descriptors import measure
     from kickmodel.dsp import trim_tail
     from kickmodel.fsutil import atomic_write_bytes
@@ -73,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: free kicks, files {np.median(lengths):.2f} s median ({min(lengths):.2f}..{max(lengths):.2f}), "
               f"model's render {g.length / g.sample_rate:.3f} s, {100 * longer:.0f} % rendered longer")
     ns.out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(ns.out, (json.dumps({"date": str(datetime.date.today()), "n": ns.n, "decays": rows,
-                                            "free": free}, indent=1) + "\n").encode())
+    atomic_write_bytes(ns.out, (json.dumps(portable({"date": str(datetime.date.today()), "n": ns.n,
+                                                     "decays": rows, "free": free}), indent=1) + "\n").encode())
     print(f"wrote {ns.out}")
     return 0
 

@@ -85,6 +85,8 @@ def audio_distance(gen, clip: np.ndarray, u: torch.Tensor) -> float:
 
 
 def main() -> None:
+    from bench.common import portable
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--weights", type=Path)
@@ -130,7 +132,7 @@ def main() -> None:
                     f"{name} off {r[name]:.4f}, moved {r[name + '_norm']:.2f} sd, audio {r['audio_' + name]:.2f}"
                     for name in zs), flush=True)
                 if ns.json:
-                    ns.json.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+                    ns.json.write_text(json.dumps(portable({"rows": rows}), indent=1) + "\n")
     out = {}
     names = [n for n in ("latent", "served", "oracle", "guess", "refined") if n in rows[0]]
     for name in names:
@@ -143,7 +145,7 @@ def main() -> None:
         out[name]["audio_median"] = float(np.median([r["audio_" + name] for r in rows]))
     print(json.dumps(out, indent=1))
     if ns.json:
-        ns.json.write_text(json.dumps({"summary": out, "rows": rows}, indent=1) + "\n")
+        ns.json.write_text(json.dumps(portable({"summary": out, "rows": rows}), indent=1) + "\n")
 
 
 if __name__ == "__main__":

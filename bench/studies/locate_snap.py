@@ -72,6 +72,8 @@ def measure(path: Path) -> dict:
 
 
 def main() -> None:
+    from bench.common import portable
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--model", action="append", help="a shipped model's name (default: all)")
@@ -87,7 +89,7 @@ def main() -> None:
               f"{r['held_out_within_0.001']}/{r['held_out']} (median {r['held_out_nn_median']:.4f}); "
               f"six kicks at (0.3, 0.7) locate to {r['six_at_0.3_0.7_distinct']} point(s)", flush=True)
     if ns.json:
-        ns.json.write_text(json.dumps(out, indent=1) + "\n")
+        ns.json.write_text(json.dumps(portable(out), indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ def spread_drift(km, spread: float, seeds: int) -> np.ndarray:
 
 
 def main() -> None:
+    from bench.common import portable
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spread", type=float, default=0.2)
     ap.add_argument("--seeds", type=int, default=200)
@@ -44,7 +46,8 @@ def main() -> None:
         print(f"{path.stem:12s} spread {args.spread:g}: {row['n']} latents, median {row['median']:.4f}, p90 "
               f"{row['p90']:.4f}, worst {row['worst']:.4f}, beyond 0.05 {100 * row['beyond_0.05']:.1f} %")
     if args.json:
-        args.json.write_text(json.dumps({"spread": args.spread, "seeds": args.seeds, "models": out}, indent=1))
+        payload = {"spread": args.spread, "seeds": args.seeds, "models": out}
+        args.json.write_text(json.dumps(portable(payload), indent=1))
 
 
 if __name__ == "__main__":

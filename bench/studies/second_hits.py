@@ -40,6 +40,7 @@ def _npy(a: np.ndarray) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.common import portable
     from kickmodel.descriptors import second_hit_ms
     from kickmodel.dsp import finish_kick
     from kickmodel.fsutil import atomic_write_bytes
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"seed {k}: {v:.0f}" for k, v in report["second_hit_ms"].items()))
     out = Path(args.out) if args.out else Path.home() / ".cache" / "kickserver" / "bench" / "second_hits.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out, (json.dumps(report, indent=1) + "\n").encode())
+    atomic_write_bytes(out, (json.dumps(portable(report), indent=1) + "\n").encode())
     print(f"wrote {out}")
     return 0
 

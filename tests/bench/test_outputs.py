@@ -47,7 +47,12 @@ def test_the_suite_and_its_report_write_to_the_users_folder_by_default(tiny, tmp
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     folder = cache / "kickserver" / "bench"
     assert json.loads((folder / "flops-cpu.json").read_text())["benchmark"] == "flops"
-    assert json.loads((folder / "controls-cpu.json").read_text())["benchmark"] == "controls"
+    controls = (folder / "controls-cpu.json").read_text()
+    assert json.loads(controls)["benchmark"] == "controls"
+    # no path of this machine in a result (it may be committed and read anywhere): the model in a temp folder by
+    # its name only, the plots in the user's folder likewise
+    assert str(tmp_path) not in controls and str(tiny.parent) not in controls and str(REPO) not in controls
+    assert json.loads(controls)["models"][0]["path"] == "(outside the repository) tiny.safetensors"
     assert sorted(p.name for p in (folder / "img").glob("controls-tiny-*.png"))  # the control plots beside them
     proc = _run(["bench.report"], cache)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -92,3 +97,16 @@ def test_the_reliability_table_rewrites_the_readme_only_when_asked(tmp_path, mon
     assert "old table" not in doc and "| **2 cases** | | **1** | **7** | **8** | **0** |" in doc
     assert doc.startswith("intro\n") and doc.endswith("after\n")
     assert json.loads((repo / "bench" / "results" / "reliability.json").read_text()) == tallies
+
+
+def test_no_committed_result_names_a_path_of_the_machine_that_made_it():
+    """The figures the docs quote (bench/results, docs/eval) were measured somewhere; they must not say where on its
+    disk (bench.common.portable, which every result writer calls, makes the paths relative or names only)."""
+    import re
+
+    found = []
+    for folder in ("bench/results", "docs/eval"):
+        for f in sorted((REPO / folder).rglob("*.json")):
+            for m in re.finditer(r'"((?:/tmp|/work|/root|/home|/Users)/[^"]*)"', f.read_text()):
+                found.append(f"{f.relative_to(REPO)}: {m.group(1)}")
+    assert not found, "\n".join(found[:10])
