@@ -225,9 +225,14 @@ def section_train(d: dict, img: Path, page: Path) -> str:
             + f"\n\nMemory: {d.get('memory', '')}.\n")
 
 
+def _name(path: str) -> str:
+    """A recorded path's file name (a result names a file outside the repository by its name only: common.portable)."""
+    return Path(path.removeprefix(common.OUTSIDE).strip()).name
+
+
 def section_custom(d: dict, img: Path, page: Path) -> str:
-    return (f"{d['user_kicks']} kicks (a user's folder from `{Path(d['kicks']).name}`) to a model fine-tuned from "
-            f"`{Path(d['init']).name}` ({d['train_steps']} steps, {common.fmt(d.get('samples_per_s'), '.1f')} "
+    return (f"{d['user_kicks']} kicks (a user's folder from `{_name(d['kicks'])}`) to a model fine-tuned from "
+            f"`{_name(d['init'])}` ({d['train_steps']} steps, {common.fmt(d.get('samples_per_s'), '.1f')} "
             f"samples/s, fit ran {d['fit_s'] / 60:.1f} min"
             + (f" of a {d['budget_s'] / 60:.0f} min budget" if d.get("budget_s") else "")
             + f") and its first kick from the running daemon: **{d['time_to_model_s'] / 60:.1f} min** (target "
@@ -295,11 +300,14 @@ def render(results: dict[tuple[str, str], dict], page: Path, img: Path) -> str:
             continue
         for name in names:
             d = results[(name, kind)]
-            out += [f"### {TITLES.get(name, name)}", "", machine_line(d), "", f"`{COMMANDS.get(name, name)}`", ""]
+            command = d.get("command") or COMMANDS.get(name, name)  # the run's own, where it recorded one
+            out += [f"### {TITLES.get(name, name)}", "", machine_line(d), "", f"`{command}`", ""]
             try:
                 out.append(SECTIONS[name](d, img, page))
             except (KeyError, TypeError, ValueError) as e:
                 out.append(f"(could not show {d.get('_file')}: {type(e).__name__}: {e})\n")
+            if d.get("note"):  # what the figures need beside them (a busy machine, an earlier run), kept in the JSON
+                out.append(f"{d['note']}\n")
         missing = [n for n in ORDER if (n, kind) not in results]
         if missing and kind == "cpu":
             out += [f"Not measured yet: {', '.join(missing)}.", ""]

@@ -226,6 +226,23 @@ def test_report_keeps_the_newest_suite_result_per_benchmark_and_device(tmp_path)
     assert got[("flops", "cpu")]["_file"] == "flops-cpu.json"
 
 
+def test_report_shows_a_results_own_command_and_note_and_names_files_without_their_folders(tmp_path):
+    """A result may carry the command it was run with and a note (a busy machine, an earlier run): the page prints
+    both, and a file outside the repository (recorded by its name only) shows as its name."""
+    d = {"suite": 1, "benchmark": "custom", "date": "2026-12-06T05:00:00+00:00", "machine": {}, "_file": "c.json",
+         "user_kicks": 12, "kicks": f"{common.OUTSIDE} my-kicks", "init": "kickserver/models/default.safetensors",
+         "train_steps": 100, "samples_per_s": 50.0, "fit_s": 150.0, "budget_s": 180.0, "time_to_model_s": 155.0,
+         "target_s": 3600, "met_target": True, "held_out_kicks": 8, "eval_n": 32, "rows": [],
+         "command": "python -m bench custom --kicks my-kicks --budget-min 3", "note": "The machine was busy."}
+    page = report.render({("custom", "cpu"): d}, tmp_path / "B.md", tmp_path / "img")
+    assert "`python -m bench custom --kicks my-kicks --budget-min 3`" in page and "The machine was busy." in page
+    assert "a user's folder from `my-kicks`" in page and "fine-tuned from `default.safetensors`" in page
+    assert "outside the repository" not in page
+    plain = report.render({("custom", "cpu"): {k: v for k, v in d.items() if k not in ("command", "note")}},
+                          tmp_path / "B.md", tmp_path / "img")
+    assert f"`{report.COMMANDS['custom']}`" in plain and "The machine was busy." not in plain
+
+
 def test_gpu_script_refuses_without_a_gpu(capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
@@ -323,3 +340,27 @@ def test_batch_bits_finds_a_batch_dependent_kick_and_passes_a_batch_invariant_on
     met = {t["what"].split(":")[0] + (" bits" if "bit for bit" in t["what"] else ""): t["met"]
            for t in gpu.summary(payload)}
     assert met == {"m": True, "m bits": True, "d": False, "d bits": False}
+
+
+# ------------------------------------------------------------------ a folder's bodies (bench/studies/folder_body.py)
+
+
+def test_folder_body_tells_a_lone_swept_sine_from_a_body_with_partials_and_modes():
+    """A kick that is one swept sine measures almost nothing from 1.5 x its fundamental to 1 kHz (a "lone sine"); the
+    same kick with near-harmonic partials at 2 and 3 times it and an inharmonic mode at 430 Hz measures them, in the
+    partials' band too; the fundamental is found where the body settles."""
+    from bench.studies.folder_body import LONE_DB, body_figures, summary
+
+    sr = 44100
+    t = np.arange(int(0.6 * sr)) / sr
+    f = 50.0 * (1 + 1.5 * np.exp(-t / 0.012))  # 125 Hz falling to 50 Hz
+    phase = 2 * np.pi * np.cumsum(f) / sr
+    env = (1 - np.exp(-t / 0.001)) * np.exp(-t / 0.25)
+    lone = env * np.sin(phase)
+    drum = lone + env * (0.5 * np.sin(2.04 * phase) + 0.3 * np.sin(3.06 * phase) + 0.2 * np.sin(2 * np.pi * 430 * t))
+    fig = body_figures(np.stack([lone, drum]), sr)
+    assert fig["f0_hz"] == pytest.approx([50.0, 50.0], abs=3.0)
+    assert fig["above_db"][0] < LONE_DB < -10 < fig["above_db"][1]
+    assert fig["h23_db"][1] > -10 and fig["h23_db"][0] < LONE_DB
+    s = summary({k: np.repeat(v, 10) for k, v in fig.items()})
+    assert s["n"] == 20 and s["lone_share"][0] == pytest.approx(0.5)
