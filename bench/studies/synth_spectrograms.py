@@ -49,38 +49,15 @@ def generated(artifact: Path, n: int) -> tuple[np.ndarray, int]:
     return np.asarray(gen.generate([Item(seed=s) for s in range(1, n + 1)], gen.settings())), gen.sample_rate
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--audio", action="append", default=[], help="NAME=FILE.npz (synth_ceiling.py --keep-audio)")
-    ap.add_argument("--artifact", action="append", default=[], type=Path, help="a model whose kicks are a row")
-    ap.add_argument("--kicks", type=int, default=4, help="kicks (columns)")
-    ap.add_argument("--pick", default=None, help="which of the files' kicks, e.g. 0,5,9,17 (default: the first)")
-    ap.add_argument("--out", type=Path, required=True)
-    args = ap.parse_args(argv)
-
+def draw(rows: list[tuple[str, np.ndarray, int]], out: Path) -> None:
+    """rows of (name, kicks [cols, samples], rate) -> out (PNG): each kick its spectrogram over SPEC_MS (log
+    frequency, 1 and 8 kHz dotted) above its first WAVE_MS as a waveform."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows: list[tuple[str, np.ndarray, int]] = []
-    pick = [int(i) for i in args.pick.split(",")] if args.pick else list(range(args.kicks))
-    for i, spec in enumerate(args.audio):
-        name, _, path = spec.partition("=")
-        data = np.load(path)
-        sr = int(data["sr"])
-        if i == 0:
-            rows.append(("real", data["real"][pick], sr))
-        rows.append((f"{name} fit", data["kick-synth_fit"][pick], sr))
-    if args.audio:
-        data = np.load(args.audio[0].partition("=")[2])
-        if "griffin-lim" in data:
-            rows.append(("griffin-lim", data["griffin-lim"][pick], int(data["sr"])))
-    for art in args.artifact:
-        kicks, sr = generated(art, len(pick))
-        rows.append((f"{art.stem} (generated)", kicks, sr))
-
-    cols = len(pick)
+    cols = min(len(kicks) for _, kicks, _ in rows)
     fig, axes = plt.subplots(2 * len(rows), cols, figsize=(3.2 * cols, 2.6 * len(rows)),
                              gridspec_kw={"height_ratios": [3, 1] * len(rows)}, squeeze=False)
     for r, (name, kicks, sr) in enumerate(rows):
@@ -106,8 +83,37 @@ def main(argv: list[str] | None = None) -> int:
             if c == 0:
                 w.set_ylabel(f"first {WAVE_MS:g} ms", fontsize=7)
     fig.tight_layout()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=90)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=90)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--audio", action="append", default=[], help="NAME=FILE.npz (synth_ceiling.py --keep-audio)")
+    ap.add_argument("--artifact", action="append", default=[], type=Path, help="a model whose kicks are a row")
+    ap.add_argument("--kicks", type=int, default=4, help="kicks (columns)")
+    ap.add_argument("--pick", default=None, help="which of the files' kicks, e.g. 0,5,9,17 (default: the first)")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+
+    rows: list[tuple[str, np.ndarray, int]] = []
+    pick = [int(i) for i in args.pick.split(",")] if args.pick else list(range(args.kicks))
+    for i, spec in enumerate(args.audio):
+        name, _, path = spec.partition("=")
+        data = np.load(path)
+        sr = int(data["sr"])
+        if i == 0:
+            rows.append(("real", data["real"][pick], sr))
+        rows.append((f"{name} fit", data["kick-synth_fit"][pick], sr))
+    if args.audio:
+        data = np.load(args.audio[0].partition("=")[2])
+        if "griffin-lim" in data:
+            rows.append(("griffin-lim", data["griffin-lim"][pick], int(data["sr"])))
+    for art in args.artifact:
+        kicks, sr = generated(art, len(pick))
+        rows.append((f"{art.stem} (generated)", kicks, sr))
+
+    draw(rows, args.out)
     print(f"wrote {args.out}")
     return 0
 

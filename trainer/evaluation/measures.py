@@ -55,16 +55,23 @@ def tail_hiss_db(clips: np.ndarray, sample_rate: int, cutoff_hz: float = TAIL_HZ
     return _db(ms / np.maximum(peak2, 1e-300))
 
 
+def after_onset(clips: np.ndarray, sample_rate: int, window_ms: tuple[float, float]) -> np.ndarray:
+    """[n, samples] float64: each clip from window_ms[0] to window_ms[1] ms after its onset (its first sample at 10 %
+    of its peak), zeros past its end."""
+    x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
+    peak = np.abs(x).max(axis=1, keepdims=True)
+    on = np.argmax(np.abs(x) >= 0.1 * np.maximum(peak, 1e-12), axis=1)
+    a, n = int(window_ms[0] * sample_rate / 1000), int((window_ms[1] - window_ms[0]) * sample_rate / 1000)
+    idx = on[:, None] + a + np.arange(n)[None, :]
+    return np.where(idx < x.shape[1], np.take_along_axis(x, np.minimum(idx, x.shape[1] - 1), axis=1), 0.0)
+
+
 def body_haze_db(clips: np.ndarray, sample_rate: int) -> np.ndarray:
     """The haze over the body: energy between HAZE_HZ over HAZE_MS after the onset (the first sample at 10 %
     of the peak), dB re. all the energy in that window (Hann window). Real kick bodies are nearly pure
     low tones; the first bundled model put about 11 dB more here than real kicks."""
-    x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
-    peak = np.abs(x).max(axis=1, keepdims=True)
-    on = np.argmax(np.abs(x) >= 0.1 * np.maximum(peak, 1e-12), axis=1)
-    a, n = int(HAZE_MS[0] * sample_rate / 1000), int((HAZE_MS[1] - HAZE_MS[0]) * sample_rate / 1000)
-    idx = on[:, None] + a + np.arange(n)[None, :]
-    body = np.where(idx < x.shape[1], np.take_along_axis(x, np.minimum(idx, x.shape[1] - 1), axis=1), 0.0)
+    body = after_onset(clips, sample_rate, HAZE_MS)
+    n = body.shape[1]
     spec = np.abs(np.fft.rfft(body * np.hanning(n), axis=1)) ** 2
     f = np.fft.rfftfreq(n, 1.0 / sample_rate)
     hf = spec[:, (f >= HAZE_HZ[0]) & (f <= HAZE_HZ[1])].sum(axis=1)
