@@ -14,7 +14,6 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,40 +111,36 @@ OUTSIDE = "(outside the repository)"
 
 
 def portable(value: Any, repo: Path = REPO) -> Any:
-    """value (a payload: dicts, lists, strings) with no path of the machine that measured it: a path inside the
-    repository becomes relative to it (also where a string only contains one, as a command line does), a whole-string
-    path elsewhere becomes `(outside the repository) NAME` (its file name only: a temp folder, a user's home)."""
+    """value (a payload: dicts, lists, strings) with no path of the machine that measured it. A path inside the
+    repository becomes relative to it ("." for the repository itself), any other absolute path becomes
+    `(outside the repository) NAME` (its file name only: a temp folder, a user's home), whether it is the whole string
+    or a word in one (a command line, `--kicks=/x`, `NAME=/x`). An absolute path is one whose first folder exists
+    on this machine (not a system folder such as /dev or /usr), so an OSC address (/kick/done) is left as it is."""
     if isinstance(value, Mapping):
         return {k: portable(v, repo) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [portable(v, repo) for v in value]
     if not isinstance(value, str):
         return value
-    root = str(repo)
-    if value == root:
+    return _PATH_WORD.sub(lambda m: m.group(1) + _portable_path(m.group(2), str(repo)), value)
+
+
+# a path where a word starts: at the start, after a space, '=', a quote or '('; it runs to the next space or quote
+_PATH_WORD = re.compile(r"""(^|[\s='"(])(/[^\s'"]*)""")
+
+
+def _portable_path(path: str, root: str) -> str:
+    if path.rstrip(os.sep) == root:
         return "."
-    value = value.replace(root + os.sep, "")
-    if _machine_path(value):
-        return f"{OUTSIDE} {Path(value).name}"
-    # a path among words (a command line, a message): each under one of the usual roots
-    roots = "|".join(re.escape(r) for r in _roots())
-    return re.sub(rf"(?<!\S)(?:{roots})\S+", lambda m: f"{OUTSIDE} {Path(m.group(0)).name}", value)
+    if path.startswith(root + os.sep):
+        return path[len(root) + 1:]
+    first = path.split(os.sep)[1]
+    if not first or first in _SYSTEM or not os.path.isdir(os.sep + first):
+        return path  # not where this machine keeps files: an OSC address, "/", /dev/zero named in a sentence
+    return f"{OUTSIDE} {Path(path.rstrip(os.sep)).name}"
 
 
-_PATH_ROOTS = ("/tmp/", "/var/", "/home/", "/root/", "/Users/", "/work/", "/mnt/", "/media/", "/srv/", "/opt/")
-
-
-def _machine_path(text: str) -> bool:
-    """Whether text is one absolute path of a file system (not an OSC address such as /kick/done: its folder is none
-    here and it lies under none of the usual roots)."""
-    if not os.path.isabs(text) or "\n" in text:
-        return False
-    parent = Path(text).parent
-    return text.startswith(_roots()) or (parent != Path(parent.anchor) and parent.is_dir())
-
-
-def _roots() -> tuple[str, ...]:
-    return _PATH_ROOTS + tuple(str(p).rstrip(os.sep) + os.sep for p in (Path.home(), Path(tempfile.gettempdir())))
+_SYSTEM = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "proc", "run", "sbin", "sys", "usr"})
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> Path:

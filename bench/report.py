@@ -227,7 +227,7 @@ def section_train(d: dict, img: Path, page: Path) -> str:
 
 def _name(path: str) -> str:
     """A recorded path's file name (a result names a file outside the repository by its name only: common.portable)."""
-    return Path(path.removeprefix(common.OUTSIDE).strip()).name
+    return Path(path.removeprefix(common.OUTSIDE).strip()).name or path
 
 
 def section_custom(d: dict, img: Path, page: Path) -> str:

@@ -16,14 +16,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import soundfile as sf
 
-from kickmodel.generator import Item
-from kickmodel.loading import load_generator
-from kickmodel.wavfile import encode_wav
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # bench.common, as a script too
+
+from kickmodel.generator import Item  # noqa: E402
+from kickmodel.loading import load_generator  # noqa: E402
+from kickmodel.wavfile import encode_wav  # noqa: E402
 
 MODELS = sorted(Path("kickserver/models").glob("*.safetensors"))
 KIT = Path("kickserver/data/kicks")

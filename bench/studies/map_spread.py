@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from kickmodel.loading import load_artifact
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # bench.common, as a script too
+
+from kickmodel.loading import load_artifact  # noqa: E402
 
 MODELS = sorted(Path("kickserver/models").glob("*.safetensors"))
 GRID = (0.2, 0.5, 0.8)

@@ -104,9 +104,30 @@ def test_no_committed_result_names_a_path_of_the_machine_that_made_it():
     disk (bench.common.portable, which every result writer calls, makes the paths relative or names only)."""
     import re
 
+    where = re.compile(r"(?<![\w.:/])/(?:tmp|work|root|home|Users|mnt|media|srv|data|scratch|Volumes)/[^\s\"']*")
     found = []
     for folder in ("bench/results", "docs/eval"):
-        for f in sorted((REPO / folder).rglob("*.json")):
-            for m in re.finditer(r'"((?:/tmp|/work|/root|/home|/Users)/[^"]*)"', f.read_text()):
-                found.append(f"{f.relative_to(REPO)}: {m.group(1)}")
+        for f in sorted((REPO / folder).rglob("*")):
+            if f.suffix in (".json", ".txt"):
+                found += [f"{f.relative_to(REPO)}: {m.group(0)}" for m in where.finditer(f.read_text())]
     assert not found, "\n".join(found[:10])
+
+
+def test_portable_keeps_the_repository_relative_names_other_paths_and_leaves_addresses_alone(tmp_path, monkeypatch):
+    from bench.common import OUTSIDE, portable
+
+    kick = tmp_path / "my kicks"
+    kick.mkdir()
+    payload = {"artifact": str(REPO / "kickserver" / "models" / "default.safetensors"), "repo": str(REPO),
+               "model": str(tmp_path / "tiny.safetensors"), "n": 3, "x": None,
+               "argv": ["--kicks=" + str(tmp_path / "k"), f"v2 fits={tmp_path}/fits.npz", f"run {REPO}/bench/x.py"],
+               "osc": ["/kick/done", "/kick/model custom", "/ping"],
+               "said": "a FIFO, /dev/zero and /usr/lib/x.so named in a sentence",
+               "long": "/" + "a" * 300 + "/b"}
+    got = portable(payload)
+    assert got["artifact"] == "kickserver/models/default.safetensors" and got["repo"] == "."
+    assert got["model"] == f"{OUTSIDE} tiny.safetensors" and got["n"] == 3 and got["x"] is None
+    assert got["argv"] == [f"--kicks={OUTSIDE} k", f"v2 fits={OUTSIDE} fits.npz", "run bench/x.py"]
+    assert got["osc"] == payload["osc"] and got["said"] == payload["said"] and got["long"] == payload["long"]
+    monkeypatch.setenv("HOME", "/")  # a home at the root makes no address a path
+    assert portable("/kick/done") == "/kick/done"
