@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 from pathlib import Path
 
@@ -37,8 +36,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-BODY_MS = (30.0, 200.0)
+from trainer.evaluation.measures import HAZE_MS  # noqa: E402
+
+BODY_MS = HAZE_MS  # the body: 30..200 ms after the onset, where the haze is measured too
 LONE_DB = -30.0
+NO_BODY_DB = -60.0  # the body window's RMS re the clip's peak under which there is nothing to measure
 
 
 def body_figures(clips: np.ndarray, sr: int) -> dict[str, np.ndarray]:
@@ -60,16 +62,24 @@ def body_figures(clips: np.ndarray, sr: int) -> dict[str, np.ndarray]:
     fund = np.maximum(band(0.75 * f0, 1.25 * f0), 1e-300)
     above = band(1.5 * f0, np.full_like(f0, 1000.0))
     h23 = band(1.6 * f0, 3.4 * f0)
-    return {"f0_hz": f0, "above_db": 10 * np.log10(np.maximum(above, 1e-300) / fund),
-            "h23_db": 10 * np.log10(np.maximum(h23, 1e-300) / fund), "haze_db": body_haze_db(clips, sr)}
+    out = {"f0_hz": f0, "above_db": 10 * np.log10(np.maximum(above, 1e-300) / fund),
+           "h23_db": 10 * np.log10(np.maximum(h23, 1e-300) / fund), "haze_db": body_haze_db(clips, sr)}
+    # a clip with no body left to measure (silent, or faded out before the window) has no figures, not 0 dB
+    x = np.atleast_2d(np.asarray(clips, dtype=np.float64))
+    gone = np.sqrt((body ** 2).mean(axis=1)) < 10 ** (NO_BODY_DB / 20) * np.maximum(np.abs(x).max(axis=1), 1e-300)
+    return {k: np.where(gone, np.nan, v) for k, v in out.items()}
 
 
 def summary(fig: dict[str, np.ndarray], seed: int = 0) -> dict:
-    """Medians with 95 % bootstrap intervals (1,000 resamples), and the share of lone sines with its interval."""
+    """Over the clips with a body to measure (n_measured of n): medians with 95 % bootstrap intervals (1,000
+    resamples), and the share of lone sines with its interval."""
     rng = np.random.default_rng(seed)
-    out: dict = {"n": int(len(fig["f0_hz"]))}
-    lone = (fig["above_db"] < LONE_DB).astype(float)
-    for name, v in list(fig.items()) + [("lone_share", lone)]:
+    ok = np.isfinite(fig["above_db"])
+    out: dict = {"n": int(len(ok)), "n_measured": int(ok.sum())}
+    if not ok.any():
+        return out
+    kept = {k: v[ok] for k, v in fig.items()} | {"lone_share": (fig["above_db"][ok] < LONE_DB).astype(float)}
+    for name, v in kept.items():
         stat = np.mean if name == "lone_share" else np.median
         boot = [stat(v[rng.integers(0, len(v), len(v))]) for _ in range(1000)]
         out[name] = [float(stat(v)), float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))]
@@ -96,9 +106,15 @@ def main(argv: list[str] | None = None) -> int:
     cfg = DataConfig()  # what training decodes a folder to (44.1 kHz, 45,056 samples)
     real, _, _, _ = load_folder(args.real, cfg, log=lambda m: None)
     sets: dict[str, tuple[np.ndarray, int]] = {"real": (real, cfg.sample_rate)}
+    names = [spec.partition("=")[0] for spec in args.audio + args.artifact]
+    if len(set(names + ["real"])) != len(names) + 1:
+        raise SystemExit(f"each --audio and --artifact needs a NAME of its own, other than 'real': got {names}")
     for spec in args.audio:  # the fits, then the models
         name, _, path = spec.partition("=")
         data = np.load(path)
+        if data["real"].shape != real.shape or not np.allclose(data["real"], real, atol=1e-6):
+            raise SystemExit(f"{path}: its kicks are not --real's {len(real)} (synth_ceiling.py --keep-audio of the "
+                             "whole folder, without --subset or --transient, gives them all in order)")
         sets[name] = (data["kick-synth_fit"], int(data["sr"]))
     for spec in args.artifact:
         name, _, path = spec.partition("=")
@@ -110,8 +126,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("give at least one --artifact or --audio")
     rows = {}
     print(f"{'set':12s} {'n':>4s}  {'f0 Hz':>16s}  {'above dB':>22s}  {'h23 dB':>22s}  {'haze dB':>22s}  lone sines")
-    for name, (clips, sr) in sets.items():
-        s = rows[name] = summary(body_figures(clips, sr))
+    for i, (name, (clips, sr)) in enumerate(sets.items()):
+        s = rows[name] = summary(body_figures(clips, sr), seed=i)
+        if not s["n_measured"]:
+            print(f"{name:12s} {s['n']:4d}  no clip with a body to measure")
+            continue
 
         def ci(k: str, s=s) -> str:
             return f"{s[k][0]:7.1f} [{s[k][1]:6.1f}..{s[k][2]:6.1f}]"
@@ -119,15 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:12s} {s['n']:4d}  {s['f0_hz'][0]:6.1f} Hz {'':7s}  {ci('above_db')}  {ci('h23_db')}  "
               f"{ci('haze_db')}  {s['lone_share'][0]:.2f} [{s['lone_share'][1]:.2f}..{s['lone_share'][2]:.2f}]")
     if args.json:
-        from bench.common import machine, portable
-        from kickmodel.fsutil import atomic_write_bytes
+        from bench.common import machine, write_json
 
         payload = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "machine": machine(), "real": [Path(p).name for p in args.real],
+                   "fits": [s.partition("=")[0] for s in args.audio],
                    "artifacts": [s.partition("=")[0] for s in args.artifact], "lone_db": LONE_DB,
                    "body_ms": BODY_MS, "sets": rows}
-        atomic_write_bytes(args.json, (json.dumps(portable(payload), indent=1) + "\n").encode())
-        print(f"wrote {args.json}")
+        print(f"wrote {write_json(args.json, payload)}")
     if args.picture:
         # the folder's kicks spread evenly over its files (they sort by source), each fit row the same kicks' fits;
         # each model's first seeds

@@ -358,9 +358,25 @@ def test_folder_body_tells_a_lone_swept_sine_from_a_body_with_partials_and_modes
     env = (1 - np.exp(-t / 0.001)) * np.exp(-t / 0.25)
     lone = env * np.sin(phase)
     drum = lone + env * (0.5 * np.sin(2.04 * phase) + 0.3 * np.sin(3.06 * phase) + 0.2 * np.sin(2 * np.pi * 430 * t))
-    fig = body_figures(np.stack([lone, drum]), sr)
-    assert fig["f0_hz"] == pytest.approx([50.0, 50.0], abs=3.0)
+    gone = np.where(t < 0.02, lone, 0.0)  # a 20 ms blip: nothing left 30..200 ms after its onset
+    fig = body_figures(np.stack([lone, drum, np.zeros_like(t), gone]), sr)
+    assert fig["f0_hz"][:2] == pytest.approx([50.0, 50.0], abs=3.0)
     assert fig["above_db"][0] < LONE_DB < -10 < fig["above_db"][1]
     assert fig["h23_db"][1] > -10 and fig["h23_db"][0] < LONE_DB
-    s = summary({k: np.repeat(v, 10) for k, v in fig.items()})
-    assert s["n"] == 20 and s["lone_share"][0] == pytest.approx(0.5)
+    assert all(np.isnan(v[2:]).all() for v in fig.values())  # no body: no figures, not a full body at 0 dB
+    s = summary({k: np.repeat(v, [3, 7, 5, 5]) for k, v in fig.items()})
+    assert s["n"] == 20 and s["n_measured"] == 10 and s["lone_share"][0] == pytest.approx(0.3)
+
+
+def test_osc_counts_the_seconds_a_model_renders_not_its_trimmed_files(tmp_path):
+    """The real-time factor of `bench osc` counts what the model renders a kick (its artifact's length), which files
+    cut where the kick has decayed no longer show: a model in the folder given, else the bundled one."""
+    from kickmodel.artifact import read_metadata
+
+    art = make_artifact(tmp_path / "tiny.safetensors")
+    meta = read_metadata(art)
+    assert latency.render_seconds(str(tmp_path), "tiny") == int(meta["length"]) / int(meta["sample_rate"])
+    bundled = read_metadata(common.BUNDLED)
+    assert latency.render_seconds(str(tmp_path), "default") == int(bundled["length"]) / int(bundled["sample_rate"])
+    assert latency.render_seconds(None, "default") == pytest.approx(45056 / 44100)
+    assert latency.render_seconds(str(tmp_path), "nothing-here") is None
