@@ -10,7 +10,8 @@ measures the median time from sending the request to the last /kick/done (the fi
 then: it is renamed into place before the reply), over --reps warm repetitions, with the model's
 default steps and sampler. The same figures for a naive baseline (DDPM ancestral sampling, 1000
 steps; the daemon runs with --max-steps 1000 for this) follow with --baseline-reps repetitions.
-Real-time factor: seconds of audio generated per wall-clock second (higher is faster).
+Real-time factor: seconds of audio the model renders per wall-clock second (higher is faster): its render length
+a kick (the artifact's), not the file's, which ends where the kick has decayed.
 Prints a table and writes OUT/latency-<cpu|cuda>.json (the machine is described inside; --out, default
 ~/.cache/kickserver/bench).
 
@@ -127,7 +128,24 @@ def start(args: argparse.Namespace, work: Path) -> tuple[subprocess.Popen, int, 
     raise SystemExit(f"the daemon did not answer within 180 s:\n{log.read_text()}")
 
 
-def measure(conv: Conversation, count: int, reps: int, warm: int, extra: tuple, timeout: float) -> dict:
+def render_seconds(models: str | None, name: str) -> float | None:
+    """How long a kick the model renders, in seconds (its artifact's header): the model in `models`, else the bundled
+    one; None where neither holds a model of that name."""
+    from kickmodel.artifact import read_metadata
+
+    for folder in ([Path(models)] if models else []) + [common.BUNDLED.parent]:
+        f = folder / f"{name}.safetensors"
+        if f.is_file():
+            meta = read_metadata(f)
+            return int(meta["length"]) / int(meta["sample_rate"])
+    return None
+
+
+def measure(conv: Conversation, count: int, reps: int, warm: int, extra: tuple, timeout: float,
+            render_s: float | None = None) -> dict:
+    """Median, p95 (s) of `count` kicks from request to the last /kick/done, over reps after warm; the real-time
+    factor counts render_s seconds of audio a kick (what the model renders; files are cut where the kick has
+    decayed, file_s: the first file's length), the first file's length where render_s is None."""
     import soundfile as sf
 
     times = []
@@ -146,8 +164,10 @@ def measure(conv: Conversation, count: int, reps: int, warm: int, extra: tuple, 
         if i >= warm:
             times.append(dt)
     med = statistics.median(times)
+    clip_s = render_s or audio_s
     return {"count": count, "reps": reps, "median_s": med, "min_s": min(times), "max_s": max(times),
-            "p95_s": float(np.percentile(times, 95)), "clip_s": audio_s, "realtime_factor": count * audio_s / med}
+            "p95_s": float(np.percentile(times, 95)), "clip_s": clip_s, "file_s": audio_s,
+            "realtime_factor": count * clip_s / med}
 
 
 def burst(port: int, clients: int, requests: int, timeout: float, seed: int = 5000) -> dict:
@@ -236,9 +256,10 @@ def run(opts) -> dict:
         conv = connect(port)
         try:
             [(_, st)], _ = timed(conv, "/kick/status")
+            render_s = render_seconds(str(models), st[0])
             rows = []
             for c in counts:
-                r = measure(conv, c, reps, warm, (), 600)
+                r = measure(conv, c, reps, warm, (), 600, render_s)
                 r.update(model=st[0], device=st[1])
                 rows.append(r)
             b = burst(port, clients, requests, timeout=600)
@@ -290,8 +311,9 @@ def main() -> int:
             kind = "cuda" if device.startswith("cuda") else "cpu"
             extra = ("steps", args.steps) if args.steps else ()
             rows = []
+            render_s = render_seconds(args.models, model)
             for c in args.counts:
-                r = measure(conv, c, args.reps, args.warmup, extra, args.timeout)
+                r = measure(conv, c, args.reps, args.warmup, extra, args.timeout, render_s)
                 r.update(kind="default", sampler="model default", steps=args.steps or "model default")
                 rows.append(r)
                 target = TARGETS[kind].get(c)
@@ -303,7 +325,7 @@ def main() -> int:
             if args.baseline_reps > 0:
                 for c in args.counts:
                     r = measure(conv, c, args.baseline_reps, 0 if c != args.counts[0] else 1,
-                                ("steps", args.baseline_steps, "sampler", "ddpm"), args.timeout)
+                                ("steps", args.baseline_steps, "sampler", "ddpm"), args.timeout, render_s)
                     r.update(kind="baseline", sampler="ddpm", steps=args.baseline_steps)
                     rows.append(r)
                     print(f"{'baseline':9s} count {c:2d}: median {r['median_s'] * 1000:8.1f} ms  "
