@@ -106,7 +106,8 @@ class TrainConfig:
     # what chooses the step an export holds: "loss", the validation loss; "dials", how well the dials follow (each
     # control asked for alone at 0.1..0.9, select_kicks kicks a value from fixed seeds, rendered as served and
     # measured: 1 - the mean Spearman r; trainer/evaluation/dials.py), for a family whose validation loss does not
-    # follow its sound (kick-synth: the loss of its prior's numbers rises while its kicks and dials get better)
+    # follow its sound (kick-synth: the loss of its prior's numbers rises while its kicks and dials get better);
+    # "recon", a mel-VAE's reconstruction of the held-out kicks, for a VAE a latent diffusion will decode through
     select_by: str = "loss"
     select_kicks: int = 8
     # draw velocity layers and near-copies of one kick (trainer.split's groups) as one kick: a kick recorded at
@@ -346,7 +347,10 @@ def validate(cfg: Config) -> None:
          "train.batch_size must be a positive multiple of train.micro_batch"),
         (t.mixed_precision in ("auto", "bf16", "fp16", "off"),
          f"train.mixed_precision {t.mixed_precision!r} is not auto, bf16, fp16 or off"),
-        (t.select_by in ("loss", "dials"), f"train.select_by {t.select_by!r} is not loss or dials"),
+        (t.select_by in ("loss", "dials", "recon"), f"train.select_by {t.select_by!r} is not loss, dials or recon"),
+        (t.select_by != "recon" or cfg.family == "mel_vae",
+         "train.select_by=recon needs a mel-VAE run (the error of its reconstructions of the held-out kicks): "
+         "choose by loss or dials"),
         (t.select_by != "dials" or controls, "train.select_by=dials needs conditioning.controls (dials to sweep); "
                                              "give the run its controls or pass --set train.select_by=loss"),
         (1 <= t.select_kicks <= 64, "train.select_kicks must be within 1..64 (kicks a dial value)"),

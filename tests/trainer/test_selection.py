@@ -140,7 +140,32 @@ def test_a_select_by_the_config_does_not_know_is_refused_with_the_choices(synth_
     rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "r"), "--train-steps", "1", *SYNTH_FAST,
                     "--set", "train.select_by=kid"])
     err = capsys.readouterr().err
-    assert rc != 0 and "train.select_by 'kid' is not loss or dials" in err, err
+    assert rc != 0 and "train.select_by 'kid' is not loss, dials or recon" in err, err
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(tmp_path / "r2"), "--train-steps", "1", *SYNTH_FAST,
+                    "--set", "train.select_by=recon"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "train.select_by=recon needs a mel-VAE run" in err, err
+
+
+def test_a_codec_vae_exports_its_best_reconstruction_not_its_best_loss(synth_kicks, tmp_path, capsys):
+    """A mel-VAE chosen by `recon` exports the step whose held-out reconstruction error is the lowest, which its
+    validation loss (with its prior's likelihood in it) need not pick: the run's own metrics say which step that is."""
+    from kickmodel.loading import load_artifact
+
+    run, models = tmp_path / "run", tmp_path / "models"
+    rc = kicktrain(["fit", str(synth_kicks), "--run-dir", str(run), "--train-steps", "6", "--export-dir", str(models),
+                    "--family", "mel-vae", "--preset", "tiny", "--device", "cpu", "--no-progress", "--no-tensorboard",
+                    "--set", "train.val_every=1", "--set", "train.select_by=recon",
+                    "--set", "inverter.kind=griffin-lim"])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    checks = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if '"val_recon"' in line]
+    assert len(checks) == 6, checks
+    best = min(checks, key=lambda c: c["val_recon"])
+    art = load_artifact(models / "run.safetensors")
+    assert art.step == best["step"] and art.training["best_val_recon"] == pytest.approx(best["val_recon"], rel=1e-4)
+    assert "the best validation reconstruction error" in art.training["exported_because"], art.training
+    assert f"step {best['step']}: validation reconstruction error {best['val_recon']:.4f}" in err, err
 
 
 def test_a_run_stopped_by_its_budget_is_judged_at_the_step_it_stops_on(synth_kicks, tmp_path, monkeypatch, capsys):
