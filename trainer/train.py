@@ -882,8 +882,8 @@ def validate_hook(tr: Trainer, metrics: dict) -> None:
     loss = f" (validation loss {figures['loss']:.4f})" if tc.select_by != "loss" and "loss" in figures else ""
     tr.log(f"step {tr.step}: {what} {v:.4f}{dials} (best {tr.best_val:.4f} at step {tr.best_step}){loss}")
     if tr.bad_rounds and tr.bad_rounds % RISEN_CHECKS == 0 and v > tr.best_val:
-        why = ("the model is learning its training kicks rather than kicks like them" if tc.select_by == "loss"
-               else "its dials follow less well than they did")
+        why = ("its dials follow less well than they did" if tc.select_by == "dials"
+               else "the model is learning its training kicks rather than kicks like them")
         tr.log(f"validation has risen: {tr.bad_rounds} checks without a new best {what} ({tr.best_val:.4f} at step "
                f"{tr.best_step}, {v:.4f} now): {why}; "
                f"exports keep step {tr.best_step}'s weights. Stop it (Ctrl-C) or let --set "
